@@ -1,0 +1,70 @@
+"""Broker settings, under Kafka's own names (see cluster/settings.py for where values come from)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from cluster.settings import KafkaSettings
+
+
+class BrokerConfig(KafkaSettings):
+    """Settings of one broker. Names match Kafka's broker configs where Kafka has one."""
+
+    node_id: int = Field(1, description="node.id: this broker's id, unique in the cluster.")
+    listeners: str = Field(
+        "PLAINTEXT://0.0.0.0:9092", description="listeners: where the Kafka protocol is served."
+    )
+    advertised_listeners: str = Field(
+        "", description="advertised.listeners: the address clients are told (default: listeners)."
+    )
+    broker_rack: str | None = Field(None, description="broker.rack: rack id (KIP-392, KIP-36).")
+    log_dirs: str = Field("./data/broker", description="log.dirs: where partition logs live.")
+    meta_bootstrap_servers: str = Field(
+        "127.0.0.1:9192",
+        description="meta.bootstrap.servers: comma-separated host:port of the meta gRPC service.",
+    )
+    replication_listener: str = Field(
+        "0.0.0.0:9392", description="replication.listener: host:port of the replication gRPC."
+    )
+    advertised_replication_listener: str = Field(
+        "", description="advertised.replication.listener: what followers dial (default: above)."
+    )
+    num_partitions: int = Field(1, description="num.partitions: default partitions of a topic.")
+    default_replication_factor: int = Field(1, description="default.replication.factor.")
+    auto_create_topics_enable: bool = Field(True, description="auto.create.topics.enable.")
+    min_insync_replicas: int = Field(1, description="min.insync.replicas (topic default).")
+    unclean_leader_election_enable: bool = Field(
+        False, description="unclean.leader.election.enable (topic default)."
+    )
+    message_max_bytes: int = Field(
+        1048588, description="message.max.bytes: largest record batch accepted (topic default)."
+    )
+    socket_request_max_bytes: int = Field(
+        104857600, description="socket.request.max.bytes: largest request frame accepted."
+    )
+    log_segment_bytes: int = Field(1073741824, description="log.segment.bytes: roll size.")
+    log_roll_ms: int = Field(604800000, description="log.roll.ms: roll age (default 7 days).")
+    log_index_interval_bytes: int = Field(
+        4096, description="log.index.interval.bytes: bytes between sparse index entries."
+    )
+    log_flush_interval_messages: int = Field(
+        9223372036854775807,
+        description="log.flush.interval.messages: fsync after this many messages (Kafka default: never).",
+    )
+    log_flush_interval_ms: int = Field(
+        9223372036854775807,
+        description="log.flush.interval.ms: fsync after this long (Kafka default: never).",
+    )
+    log_message_timestamp_type: str = Field(
+        "CreateTime", description="log.message.timestamp.type: CreateTime or LogAppendTime."
+    )
+    log_retention_ms: int = Field(604800000, description="log.retention.ms (default 7 days).")
+    log_retention_bytes: int = Field(-1, description="log.retention.bytes (-1: unlimited).")
+    replica_lag_time_max_ms: int = Field(30000, description="replica.lag.time.max.ms.")
+    broker_heartbeat_interval_ms: int = Field(
+        2000, description="broker.heartbeat.interval.ms: lease renewal period."
+    )
+    broker_session_timeout_ms: int = Field(
+        9000, description="broker.session.timeout.ms: lease length before a broker is fenced."
+    )
+    metrics_port: int = Field(0, description="metrics.port: Prometheus endpoint (0: off).")
