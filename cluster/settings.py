@@ -83,14 +83,16 @@ class KafkaSettings(BaseSettings):
     @classmethod
     def load(
         cls, properties_file: Path | None = None, overrides: dict[str, Any] | None = None
-    ):  # noqa: ANN206 - returns cls
+    ):
         """Build settings from a properties file, the environment and Kafka-named overrides."""
         unknown = [k for k in (overrides or {}) if field_name(k) not in cls.model_fields]
         if unknown:
             raise ValueError(f"unknown setting(s): {', '.join(sorted(unknown))}")
         kwargs = {field_name(k): v for k, v in (overrides or {}).items() if v is not None}
         holder = type(cls.__name__, (cls,), {"_properties_path": properties_file})
-        return cls.model_validate(holder(**kwargs).model_dump())
+        loaded = holder(**kwargs)
+        # Keep model_fields_set: it tells a value someone set from a default (config_source).
+        return cls.model_validate(loaded.model_dump(include=loaded.model_fields_set))
 
     def as_properties(self) -> dict[str, str]:
         """The effective settings under their Kafka names (for logs and DescribeConfigs)."""

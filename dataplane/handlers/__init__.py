@@ -1,0 +1,31 @@
+"""One module per Kafka API. Each defines API_KEY, VERSIONS (min, max) and `handle`.
+
+`handle(ctx, request)` returns the response (a kio response object, or bytes / a list of
+buffers from a fast encoder), None for no response (acks=0), or an awaitable of one of those
+when it must wait (the server keeps responses in request order either way).
+"""
+
+from dataplane.handlers import (
+    api_versions,
+    create_topics,
+    delete_topics,
+    fetch,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    produce,
+)
+
+_MODULES = (
+    produce,
+    fetch,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    api_versions,
+    create_topics,
+    delete_topics,
+)
+
+HANDLERS = {m.API_KEY: m.handle for m in _MODULES}
+SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {m.API_KEY: m.VERSIONS for m in _MODULES}

@@ -1,0 +1,37 @@
+# `make run` starts a local cluster; `make test` runs every test. Both install what they need.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+
+.PHONY: run test unit lint bench proto clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	rm -f $(VENV)/.installed-*; touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/rafka up $(ARGS)
+
+test: $(STAMP)
+	bash tests/integration/clients/setup.sh
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -ra $(ARGS)
+
+unit: $(STAMP)
+	$(PY) -m pytest -q tests/unit
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+bench: $(STAMP)
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) bench/produce_consume.py $(ARGS)
+
+proto: $(STAMP)
+	$(PY) -m proto.generate
+
+clean:
+	rm -rf data .pytest_cache

@@ -1,0 +1,199 @@
+"""A local cluster of separate meta and broker processes, for `rafka up` and for tests.
+
+Port layout from --base-port B (default 9092), node i counted from 0:
+  broker i Kafka listener      B + i          (9092, 9093, 9094)
+  meta i gRPC                  B + 100 + i    (9192, ...)
+  meta i Raft                  B + 200 + i    (9292, ...)
+  broker i replication gRPC    B + 300 + i    (9392, ...)
+Each node gets a properties file under <data-dir>/config and a log under <data-dir>/logs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dataplane.config import BrokerConfig
+from meta.config import MetaConfig
+
+log = logging.getLogger("rafka.cluster")
+
+
+@dataclass
+class Node:
+    name: str
+    kind: str  # "meta" or "broker"
+    config_file: Path
+    log_file: Path
+    port: int  # the port that tells the node is up (Kafka or gRPC)
+    proc: subprocess.Popen | None = field(default=None, repr=False)
+
+
+class LocalCluster:
+    def __init__(
+        self,
+        brokers: int = 3,
+        metas: int = 3,
+        data_dir: Path = Path("./data"),
+        base_port: int = 9092,
+        overrides: dict[str, str] | None = None,
+        log_level: str = "INFO",
+    ) -> None:
+        self.data_dir = data_dir.resolve()
+        self.base_port = base_port
+        self.log_level = log_level
+        overrides = overrides or {}
+        broker_keys = {k for k in overrides if k.replace(".", "_") in BrokerConfig.model_fields}
+        meta_keys = {k for k in overrides if k.replace(".", "_") in MetaConfig.model_fields}
+        unknown = set(overrides) - broker_keys - meta_keys
+        if unknown:
+            raise ValueError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        meta_grpc = [f"127.0.0.1:{base_port + 100 + i}" for i in range(metas)]
+        voters = ",".join(f"{i + 1}@127.0.0.1:{base_port + 200 + i}" for i in range(metas))
+        listeners = ",".join(f"{i + 1}@{addr}" for i, addr in enumerate(meta_grpc))
+        self.nodes: dict[str, Node] = {}
+        for i in range(metas):
+            props = {
+                "node.id": i + 1,
+                "meta.listener": meta_grpc[i],
+                "meta.quorum.voters": voters,
+                "meta.quorum.listeners": listeners,
+                "meta.data.dir": self.data_dir / f"meta-{i + 1}",
+            } | {k: overrides[k] for k in meta_keys}
+            self._add(f"meta-{i + 1}", "meta", props, base_port + 100 + i)
+        for i in range(brokers):
+            props = {
+                "node.id": i + 1,
+                "listeners": f"PLAINTEXT://127.0.0.1:{base_port + i}",
+                "replication.listener": f"127.0.0.1:{base_port + 300 + i}",
+                "log.dirs": self.data_dir / f"broker-{i + 1}",
+                "meta.bootstrap.servers": ",".join(meta_grpc),
+                "default.replication.factor": min(3, brokers),
+            } | {k: overrides[k] for k in broker_keys}
+            self._add(f"broker-{i + 1}", "broker", props, base_port + i)
+
+    def _add(self, name: str, kind: str, props: dict, port: int) -> None:
+        config_file = self.data_dir / "config" / f"{name}.properties"
+        config_file.parent.mkdir(parents=True, exist_ok=True)
+        config_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        log_file = self.data_dir / "logs" / f"{name}.log"
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        self.nodes[name] = Node(name, kind, config_file, log_file, port)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values() if n.kind == "broker")
+
+    @property
+    def meta_servers(self) -> list[str]:
+        return [f"127.0.0.1:{n.port}" for n in self.nodes.values() if n.kind == "meta"]
+
+    # -- process control -----------------------------------------------------------------------
+
+    def start_node(self, name: str) -> None:
+        node = self.nodes[name]
+        if node.proc is not None and node.proc.poll() is None:
+            return
+        cmd = [sys.executable, "-m", "cluster.cli", node.kind, "--config", str(node.config_file),
+               "--log-level", self.log_level]
+        with node.log_file.open("ab") as out:
+            node.proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=os.environ | {"PYTHONUNBUFFERED": "1"}, start_new_session=True,
+            )
+
+    def signal_node(self, name: str, sig: int) -> None:
+        proc = self.nodes[name].proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(sig)
+
+    def kill(self, name: str) -> None:
+        """kill -9, as a crash would."""
+        self.signal_node(name, signal.SIGKILL)
+        proc = self.nodes[name].proc
+        if proc is not None:
+            proc.wait()
+
+    def stop_node(self, name: str, timeout: float = 30.0) -> None:
+        """SIGTERM and wait; SIGKILL if it does not exit in time."""
+        proc = self.nodes[name].proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("%s did not stop within %.0fs; killing it", name, timeout)
+            proc.kill()
+            proc.wait()
+
+    def start(self, timeout: float = 60.0) -> None:
+        for name, node in self.nodes.items():
+            if node.kind == "meta":
+                self.start_node(name)
+        for name, node in self.nodes.items():
+            if node.kind == "broker":
+                self.start_node(name)
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 60.0, names: list[str] | None = None) -> None:
+        """Poll until every (named) node accepts TCP connections on its main port."""
+        deadline = time.monotonic() + timeout
+        for name in names or list(self.nodes):
+            node = self.nodes[name]
+            while not _port_open(node.port):
+                if node.proc is not None and node.proc.poll() is not None:
+                    raise RuntimeError(f"{name} exited with {node.proc.returncode}; see {node.log_file}")
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{name} not ready after {timeout:.0f}s; see {node.log_file}")
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Brokers first (they hand leadership away), then the meta nodes."""
+        for kind in ("broker", "meta"):
+            for name, node in self.nodes.items():
+                if node.kind == kind:
+                    self.signal_node(name, signal.SIGTERM)
+            for name, node in self.nodes.items():
+                if node.kind == kind:
+                    self.stop_node(name)
+
+    def run(self) -> None:
+        """`rafka up`: start, report, and stop everything on Ctrl-C/SIGTERM or a node's death."""
+        stop = False
+
+        def _stop(signum: int, _frame: object) -> None:
+            nonlocal stop
+            stop = True
+
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+        try:
+            self.start()
+            print(f"Rafka is up: bootstrap.servers={self.bootstrap}", flush=True)
+            print(f"  meta service: {','.join(self.meta_servers)}", flush=True)
+            print(f"  data: {self.data_dir}   logs: {self.data_dir / 'logs'}", flush=True)
+            print("  Ctrl-C stops the cluster.", flush=True)
+            while not stop:
+                for name, node in self.nodes.items():
+                    if node.proc is not None and node.proc.poll() is not None:
+                        log.error("%s exited with code %s; see %s", name, node.proc.returncode, node.log_file)
+                        node.proc = None
+                time.sleep(0.2)
+        finally:
+            print("stopping Rafka...", flush=True)
+            self.stop()
+            print("stopped.", flush=True)
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0

@@ -1,0 +1,115 @@
+"""One broker process: registers with the meta service, follows its metadata, serves Kafka.
+
+Start-up order matters: the broker registers (getting its broker epoch), waits for the first
+metadata snapshot (so leadership is known and logs are opened and recovered), and only then
+opens the Kafka listener, so clients never see a broker that knows nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+
+from dataplane import server
+from dataplane.config import BrokerConfig
+from dataplane.log import StateStore
+from dataplane.metadata_cache import MetadataCache
+from dataplane.replica.manager import ReplicaManager
+from meta.client import MetaClient
+
+log = logging.getLogger("rafka.broker")
+
+
+def parse_listener(listener: str) -> tuple[str, str, int]:
+    """``PLAINTEXT://host:9092`` -> ("PLAINTEXT", "host", 9092)."""
+    first = listener.split(",")[0].strip()
+    parts = urlsplit(first if "://" in first else f"PLAINTEXT://{first}")
+    if parts.port is None:
+        raise ValueError(f"listener {listener!r} has no port")
+    return parts.scheme.upper(), parts.hostname or "", parts.port
+
+
+class Broker:
+    """The broker-wide context handlers receive: config, metadata, replicas, meta client."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        _, self.listen_host, self.listen_port = parse_listener(config.listeners)
+        _, host, port = parse_listener(config.advertised_listeners or config.listeners)
+        self.advertised_host = host if host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        self.advertised_port = port
+        Path(config.log_dirs).mkdir(parents=True, exist_ok=True)
+        self.store = StateStore(Path(config.log_dirs) / ".state")
+        self.cache = MetadataCache()
+        self.replicas = ReplicaManager(config, self.store, self.cache)
+        self.meta = MetaClient([s.strip() for s in config.meta_bootstrap_servers.split(",") if s.strip()])
+        self.incarnation_id = uuid.uuid4().bytes
+        self.broker_epoch = -1
+
+    async def run(self) -> None:
+        """Serve until SIGTERM/SIGINT, then shut down cleanly."""
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch_signals, tg.cancel_scope)
+                await self._register()
+                tg.start_soon(self._heartbeat_loop)
+                tg.start_soon(self._watch_metadata)
+                await self.cache.ready.wait()
+                self.replicas.remove_stray_logs()
+                await tg.start(server.serve, self, self.listen_host, self.listen_port)
+                log.info(
+                    "broker %d ready: advertised %s:%d, cluster %s",
+                    self.node_id, self.advertised_host, self.advertised_port, self.cache.cluster_id,
+                )
+        finally:
+            with anyio.CancelScope(shield=True):
+                self.replicas.close()
+                self.store.close()
+                await self.meta.close()
+            log.info("broker %d stopped", self.node_id)
+
+    async def _watch_signals(self, scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                log.info("received %s, shutting down", signal.Signals(signum).name)
+                scope.cancel()
+                return
+
+    async def _register(self) -> None:
+        self.broker_epoch = await self.meta.register_broker(
+            node_id=self.node_id,
+            host=self.advertised_host,
+            port=self.advertised_port,
+            rack=self.config.broker_rack or "",
+            replication_endpoint=self.config.advertised_replication_listener or self.config.replication_listener,
+            incarnation_id=self.incarnation_id,
+        )
+        log.info("registered with the meta service as broker %d (epoch %d)", self.node_id, self.broker_epoch)
+
+    async def _heartbeat_loop(self) -> None:
+        interval = self.config.broker_heartbeat_interval_ms / 1000
+        while True:
+            await anyio.sleep(interval)
+            try:
+                result = await self.meta.heartbeat(self.node_id, self.broker_epoch)
+            except Exception as e:  # the client already retried every meta node
+                log.warning("heartbeat to the meta service failed (%s); retrying — check meta nodes", e)
+                continue
+            if result.must_register:
+                log.warning("meta service asked broker %d to register again", self.node_id)
+                await self._register()
+
+    async def _watch_metadata(self) -> None:
+        async for event in self.meta.watch(self.cache.offset):
+            self.cache.apply(event)
+
+
+def run_broker(config: BrokerConfig) -> None:
+    """Entry point of `rafka broker`."""
+    anyio.run(Broker(config).run)

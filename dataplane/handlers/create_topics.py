@@ -1,0 +1,65 @@
+"""CreateTopics (19): validate_only, -1 defaults, manual assignments and topic configs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from dataplane.protocol.codec import ResponseBuilder
+from dataplane.protocol.errors import ErrorCode
+from dataplane.topic_admin import NewTopic, create_topics
+from dataplane.topic_configs import effective_topic_configs
+
+if TYPE_CHECKING:
+    from dataplane.server import RequestContext
+
+API_KEY = 19
+VERSIONS = (2, 7)
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    counts = Counter(t.name for t in req.topics)
+    results: dict[str, Any] = {}
+    todo: list[NewTopic] = []
+    for t in req.topics:
+        if counts[t.name] > 1:
+            results[t.name] = b.CreatableTopicResult(
+                name=t.name, topic_id=None, error_code=ErrorCode.invalid_request,
+                error_message=f"Duplicate topic name {t.name!r} in the request", configs=None,
+            )
+        elif any(c.value is None for c in t.configs):
+            results[t.name] = b.CreatableTopicResult(
+                name=t.name, topic_id=None, error_code=ErrorCode.invalid_config,
+                error_message="Null value not supported for topic configs", configs=None,
+            )
+        else:
+            todo.append(
+                NewTopic(
+                    t.name, t.num_partitions, t.replication_factor,
+                    {a.partition_index: list(a.broker_ids) for a in t.assignments},
+                    {c.name: c.value for c in t.configs},
+                )
+            )
+    for r in await create_topics(ctx.broker, todo, req.validate_only):
+        ok = r.error_code == 0
+        configs = None
+        if ok:
+            configs = tuple(
+                b.CreatableTopicConfigs(
+                    name=name, value=v.value, read_only=False, config_source=v.source, is_sensitive=False
+                )
+                for name, v in effective_topic_configs(ctx.broker.config, dict(r.configs)).items()
+            )
+        results[r.name] = b.CreatableTopicResult(
+            name=r.name,
+            topic_id=bytes(r.topic_id) if ok and r.topic_id else None,
+            error_code=r.error_code,
+            error_message=r.error_message or None,
+            num_partitions=r.num_partitions if ok else -1,
+            replication_factor=r.replication_factor if ok else -1,
+            configs=configs,
+        )
+    return b.CreateTopicsResponse(
+        throttle_time=0, topics=tuple(results[name] for name in dict.fromkeys(t.name for t in req.topics))
+    )

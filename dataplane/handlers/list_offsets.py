@@ -1,0 +1,63 @@
+"""ListOffsets (2): earliest, latest, by timestamp and max timestamp (KIP-734)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dataplane.protocol.codec import ResponseBuilder
+from dataplane.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from dataplane.replica.partition import Partition
+    from dataplane.server import RequestContext
+
+API_KEY = 2
+VERSIONS = (1, 8)
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+
+
+def lookup(partition: Partition, timestamp: int) -> tuple[int, int]:
+    """(offset, timestamp) for a ListOffsets query; (-1, -1) when no record matches."""
+    log = partition.log
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return log.log_start_offset, -1
+    if timestamp == LATEST:
+        return partition.high_watermark, -1
+    if timestamp == MAX_TIMESTAMP:
+        found = log.max_timestamp()
+    elif timestamp < 0:
+        raise KafkaError(ErrorCode.invalid_request, f"unknown special timestamp {timestamp}")
+    else:
+        found = log.offset_for_timestamp(timestamp)
+    if found is None or found[0] >= partition.high_watermark:
+        return -1, -1
+    return found
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    replicas = ctx.broker.replicas
+    topics = []
+    for topic in req.topics:
+        parts = []
+        for p in topic.partitions:
+            try:
+                partition = replicas.leader_partition(
+                    topic.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
+                )
+                offset, ts = lookup(partition, p.timestamp)
+                epoch = partition.log.epoch_for_offset(offset) if offset >= 0 else -1
+                parts.append(
+                    b.ListOffsetsPartitionResponse(
+                        partition_index=p.partition_index,
+                        error_code=ErrorCode.none,
+                        timestamp=ts,
+                        offset=offset,
+                        leader_epoch=epoch,
+                    )
+                )
+            except KafkaError as e:
+                parts.append(b.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=e.code))
+        topics.append(b.ListOffsetsTopicResponse(name=topic.name, partitions=tuple(parts)))
+    return b.ListOffsetsResponse(throttle_time=0, topics=tuple(topics))

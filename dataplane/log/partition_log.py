@@ -1,0 +1,429 @@
+"""PartitionLog: the log of one topic-partition, a directory of segments (Kafka's UnifiedLog).
+
+Durability, as in Kafka by default: flush.messages and flush.ms are "never", so an append is
+acknowledged once ``write()`` has handed it to the OS page cache. That survives a crash of the
+broker process (kill -9) but not of the machine; replication covers the latter. A segment is
+fsynced when it rolls (on a background thread, so that an append never waits for the disk) and the
+active one on `flush` and on clean `close`. Each fsync advances the recovery point, kept in the
+`StateStore`: after a crash, only the segments from the one holding it are re-checked (see
+recovery.py); after a clean close, nothing is.
+
+Threading: a PartitionLog is not thread-safe; the broker calls it from one thread at a time (or
+under its own lock). The shared background fsync thread only touches sealed segments, and every
+operation that deletes or truncates segments first waits for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from bisect import bisect_right
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+from dataplane.log.batch import BatchInfo, assign_offsets, validate
+from dataplane.log.epoch_cache import LeaderEpochCache
+from dataplane.log.errors import ErrorCode, LogError, UnexpectedAppendOffsetError
+from dataplane.log.log_config import LogConfig
+from dataplane.log.recovery import load_segments
+from dataplane.log.segment import LogSegment
+from dataplane.log.state_store import StateStore
+
+_MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries hold offsets relative to the segment base
+_FSYNC = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-fsync")
+
+log = logging.getLogger(__name__)
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make created or deleted file names durable too."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class AppendResult(NamedTuple):
+    base_offset: int  # offset of the first record appended
+    last_offset: int
+    log_append_time: int  # the time stamped on the batches under LogAppendTime, else -1
+    batches: list[BatchInfo]  # headers as written, for producer-state checks
+
+
+class PartitionLog:
+    """Append, read and maintain one partition's log. Create with `PartitionLog.open`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        store: StateStore,
+        key: str,
+        segments: list[LogSegment],
+    ) -> None:
+        self.directory = directory
+        self.config = config  # replace it to apply a topic config change
+        self._store = store
+        self._key = key
+        self._prefix = f"log/{key}/"
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._epochs = LeaderEpochCache(store, self._prefix + "leader-epochs")
+        self._log_start_offset = store.get_int(self._prefix + "log-start-offset", 0)
+        self._recovery_point = store.get_int(self._prefix + "recovery-point", 0)
+        self._last_flush_ms: int | None = None  # set by the first append: the caller's clock
+        self._pending_fsync: Future[None] | None = None
+        self._closed = False
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig, store: StateStore, key: str) -> PartitionLog:
+        """Open (creating it if new) the log in ``directory``; ``key`` names the partition in the
+        store and in log messages. Runs crash recovery unless the log was closed cleanly."""
+        prefix = f"log/{key}/"
+        if not directory.is_dir():
+            store.delete_prefix(prefix)  # state left by an earlier partition of the same name
+        directory.mkdir(parents=True, exist_ok=True)
+        clean = store.get_bytes(prefix + "clean-shutdown") is not None
+        store.delete(prefix + "clean-shutdown")  # until the next clean close
+        recovery_point = store.get_int(prefix + "recovery-point", 0)
+        now_ms = _wall_clock_ms()
+        segments = load_segments(
+            directory, config.index_interval_bytes, recovery_point, clean, key, now_ms
+        )
+        plog = cls(directory, config, store, key, segments)
+        plog._finish_loading(clean, now_ms)
+        return plog
+
+    def _finish_loading(self, clean: bool, now_ms: int) -> None:
+        """Reconcile the stored offsets with what the files hold (Kafka's LogLoader rules)."""
+        if not self._segments or self.log_end_offset < self._log_start_offset:
+            # No data, or it ended before a log start offset that was already recorded.
+            for segment in self._segments:
+                segment.delete()
+            self._replace_segments(self._log_start_offset, now_ms)
+        self._set_log_start_offset(max(self._log_start_offset, self._segments[0].base_offset))
+        end = self.log_end_offset
+        self._set_recovery_point(end if clean else min(self._recovery_point, end))
+        self._epochs.truncate_from_end(end)
+        self._epochs.truncate_from_start(self._log_start_offset)
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The next offset to assign."""
+        return self._segments[-1].next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Offsets below this are fsynced."""
+        return self._recovery_point
+
+    @property
+    def latest_epoch(self) -> int:
+        """The newest leader epoch in the log, -1 if none."""
+        return self._epochs.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (epoch, end offset), (-1, -1) if the epoch is unknown."""
+        return self._epochs.end_offset_for(epoch, self.log_end_offset)
+
+    def epoch_for_offset(self, offset: int) -> int:
+        """Leader epoch of the record at ``offset``, -1 if unknown (for ListOffsets responses)."""
+        return self._epochs.epoch_for_offset(offset)
+
+    def _set_log_start_offset(self, offset: int) -> None:
+        self._log_start_offset = offset
+        self._store.put_int(self._prefix + "log-start-offset", offset)
+
+    def _set_recovery_point(self, offset: int) -> None:
+        self._recovery_point = offset
+        self._store.put_int(self._prefix + "recovery-point", offset)
+
+    # -- appending ---------------------------------------------------------------------------
+
+    def append_as_leader(
+        self,
+        records: bytes | bytearray | memoryview,
+        leader_epoch: int,
+        now_ms: int,
+        *,
+        from_client: bool = True,
+    ) -> AppendResult:
+        """Validate a produce request's records, assign offsets and ``leader_epoch``, append.
+
+        A writable ``records`` (bytearray, writable memoryview) is patched in place; bytes are
+        copied once. ``from_client=False`` is for the broker's own coordinators, which may write
+        control batches. Raises `RecordError` (a `LogError`) with the Kafka error code.
+        """
+        config = self.config
+        infos = validate(records, config.max_message_bytes, from_client=from_client)
+        if not infos:
+            raise LogError(ErrorCode.invalid_record, "no record batch to append")
+        writable = isinstance(records, bytearray) or (
+            isinstance(records, memoryview) and not records.readonly
+        )
+        buf = records if writable else bytearray(records)
+        append_time = now_ms if config.log_append_time else None
+        base_offset = self.log_end_offset
+        infos = assign_offsets(buf, infos, base_offset, leader_epoch, append_time)
+        self._epochs.assign(leader_epoch, base_offset)
+        self._append(buf, infos, now_ms)
+        log_append_time = -1 if append_time is None else append_time
+        return AppendResult(base_offset, infos[-1].last_offset, log_append_time, infos)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendResult:
+        """Append replicated batches as they are: they must be intact and continue the log."""
+        infos = validate(records, None, from_client=False)
+        end = self.log_end_offset
+        if not infos:
+            return AppendResult(end, end - 1, -1, [])
+        for info in infos:
+            if info.base_offset != end:
+                raise UnexpectedAppendOffsetError(
+                    f"partition {self._key}: batch at offset {info.base_offset}, log ends at {end}"
+                )
+            end = info.last_offset + 1
+        for info in infos:
+            self._epochs.assign(info.partition_leader_epoch, info.base_offset)
+        self._append(records, infos, _wall_clock_ms())
+        return AppendResult(infos[0].base_offset, infos[-1].last_offset, -1, infos)
+
+    def _append(
+        self, data: bytes | bytearray | memoryview, infos: list[BatchInfo], now_ms: int
+    ) -> None:
+        segment = self._segments[-1]
+        if self._should_roll(segment, len(data), infos, now_ms):
+            segment = self._roll(infos[0].base_offset, now_ms)
+        segment.append(data, infos)
+        self._maybe_flush(now_ms)
+
+    def _should_roll(
+        self, segment: LogSegment, size: int, infos: list[BatchInfo], now_ms: int
+    ) -> bool:
+        """Kafka's LogSegment.shouldRoll: a non-empty segment rolls when the append would pass
+        segment.bytes, when the append's max timestamp is more than segment.ms past the first
+        batch's (or, without timestamps, the segment is that old), or when offsets would no
+        longer fit the index."""
+        if segment.size == 0:
+            return False
+        if segment.size + size > self.config.segment_bytes:
+            return True
+        if infos[-1].last_offset - segment.base_offset > _MAX_RELATIVE_OFFSET:
+            return True
+        first_ts = segment.rolling_timestamp
+        if first_ts is not None and first_ts >= 0:
+            waited = max(info.max_timestamp for info in infos) - first_ts
+        else:
+            waited = now_ms - segment.created_ms
+        return waited > self.config.segment_ms
+
+    def _roll(self, base_offset: int, now_ms: int) -> LogSegment:
+        old = self._segments[-1]
+        old.seal()
+        new = LogSegment.create(
+            self.directory, base_offset, self.config.index_interval_bytes, now_ms
+        )
+        self._segments.append(new)
+        self._bases.append(base_offset)
+        self._pending_fsync = _FSYNC.submit(self._fsync_sealed, old, base_offset)
+        self._pending_fsync.add_done_callback(self._report_fsync_failure)
+        return new
+
+    def _fsync_sealed(self, segment: LogSegment, end_offset: int) -> None:
+        """Background: make a rolled segment durable, then move the recovery point past it."""
+        segment.fsync()
+        _fsync_dir(self.directory)
+        if end_offset > self._recovery_point:
+            self._set_recovery_point(end_offset)
+
+    def _report_fsync_failure(self, future: Future[None]) -> None:
+        """A failed fsync leaves the recovery point behind (the next open re-checks the data);
+        say so even if no later call waits on this future."""
+        if (error := future.exception()) is not None:
+            log.error("partition %s: fsync of a rolled segment failed: %s", self._key, error)
+
+    def _wait_for_fsync(self) -> None:
+        """Before touching sealed segments or the recovery point from this thread."""
+        if self._pending_fsync is not None:
+            self._pending_fsync.result()
+            self._pending_fsync = None
+
+    def _maybe_flush(self, now_ms: int) -> None:
+        """flush.messages / flush.ms (both "never" by default)."""
+        if self._last_flush_ms is None:
+            self._last_flush_ms = now_ms
+        unflushed = self.log_end_offset - self._recovery_point
+        if (
+            unflushed >= self.config.flush_messages
+            or now_ms - self._last_flush_ms >= self.config.flush_ms
+        ):
+            self.flush()
+            self._last_flush_ms = now_ms
+
+    def flush(self) -> None:
+        """fsync everything appended so far and advance the recovery point to the end."""
+        self._wait_for_fsync()
+        self._segments[-1].fsync()
+        self._set_recovery_point(self.log_end_offset)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _out_of_range(self, offset: int) -> LogError:
+        return LogError(
+            ErrorCode.offset_out_of_range,
+            f"partition {self._key}: offset {offset} not in "
+            f"[{self._log_start_offset}, {self.log_end_offset}]",
+        )
+
+    def read(self, offset: int, max_bytes: int, upper_bound: int, min_one_batch: bool) -> bytes:
+        """Whole batches as stored, from the one holding ``offset``, up to ``max_bytes`` (but at
+        least one batch if ``min_one_batch``, KIP-74), none whose base offset is >= ``upper_bound``
+        (the high watermark or the log end). Stays within one segment, as Kafka does.
+
+        Raises `LogError` OFFSET_OUT_OF_RANGE outside [log_start_offset, log_end_offset].
+        """
+        if not self._log_start_offset <= offset <= self.log_end_offset:
+            raise self._out_of_range(offset)
+        if offset >= upper_bound:
+            return b""
+        for segment in self._segments[bisect_right(self._bases, offset) - 1 :]:
+            first = segment.translate(offset)
+            if first is None:
+                continue  # past this segment's end: the next one holds the offset
+            if first.base_offset >= upper_bound:
+                return b""
+            limit = max(max_bytes, first.size) if min_one_batch else max_bytes
+            end = segment.read_end(first, first.position + limit, upper_bound)
+            return segment.read(first.position, end)
+        return b""
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """ListOffsets by time: (offset, timestamp) of the first record whose timestamp is >=
+        ``timestamp``, or None. Decodes (and decompresses) only the one batch it lands in."""
+        for segment in self._segments:
+            if segment.max_timestamp >= timestamp:
+                found = segment.find_by_timestamp(timestamp, self._log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """ListOffsets MAX_TIMESTAMP (KIP-734): (offset, timestamp) of the first record carrying
+        the largest timestamp, or None when no record has a timestamp."""
+        segment = max(self._segments, key=lambda s: s.max_timestamp)
+        if segment.max_timestamp < 0:
+            return None
+        return segment.find_by_timestamp(segment.max_timestamp, self._log_start_offset)
+
+    # -- truncation, retention, lifecycle -----------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every batch holding an offset >= ``offset`` (a batch straddling ``offset`` goes
+        whole, so the log may end before it), with index and epoch entries; for followers."""
+        if offset >= self.log_end_offset:
+            return
+        if offset < self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        self._wait_for_fsync()
+        self._set_recovery_point(min(self._recovery_point, offset))
+        while self._bases[-1] >= offset and len(self._segments) > 1:
+            self._segments.pop().delete()
+            self._bases.pop()
+        self._segments[-1].truncate_to(offset, _wall_clock_ms())
+        end = self.log_end_offset
+        self._set_recovery_point(min(self._recovery_point, end))
+        self._epochs.truncate_from_end(end)
+        if self._log_start_offset > end:
+            self._set_log_start_offset(end)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and restart it at ``offset`` (a follower far behind the leader's start)."""
+        self._wait_for_fsync()
+        self._set_log_start_offset(offset)
+        self._set_recovery_point(offset)
+        self._epochs.clear()
+        for segment in self._segments:
+            segment.delete()
+        self._replace_segments(offset, _wall_clock_ms())
+
+    def _replace_segments(self, base_offset: int, now_ms: int) -> None:
+        segment = LogSegment.create(
+            self.directory, base_offset, self.config.index_interval_bytes, now_ms
+        )
+        self._segments = [segment]
+        self._bases = [base_offset]
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` (never down); whole segments
+        below it go at the next `enforce_retention`. Returns the log start offset."""
+        if offset > self.log_end_offset:
+            raise self._out_of_range(offset)
+        if offset > self._log_start_offset:
+            self._set_log_start_offset(offset)
+            self._epochs.truncate_from_start(offset)
+        return self._log_start_offset
+
+    def enforce_retention(self, now_ms: int) -> int:
+        """Delete the oldest segments that are past retention.ms, that put the log over
+        retention.bytes, or that lie wholly below the log start offset; never the active one.
+        Returns the number of segments deleted."""
+        config = self.config
+        excess = sum(s.size for s in self._segments) - config.retention_bytes
+        count = 0
+        for segment, next_base in zip(self._segments, self._bases[1:], strict=False):
+            expired = 0 <= config.retention_ms < now_ms - segment.largest_timestamp()
+            too_big = config.retention_bytes >= 0 and excess >= segment.size
+            if not (expired or too_big or next_base <= self._log_start_offset):
+                break
+            excess -= segment.size
+            count += 1
+        if count:
+            self._wait_for_fsync()
+            for segment in self._segments[:count]:
+                segment.delete()
+            del self._segments[:count]
+            del self._bases[:count]
+            if self._bases[0] > self._log_start_offset:
+                self._set_log_start_offset(self._bases[0])
+                self._epochs.truncate_from_start(self._bases[0])
+        return count
+
+    def close(self) -> None:
+        """Clean close: fsync, record the recovery point and mark the log clean (no scan on the
+        next open). Closing twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
+        self._wait_for_fsync()
+        active = self._segments[-1]
+        active.seal()
+        active.fsync()
+        _fsync_dir(self.directory)
+        self._set_recovery_point(self.log_end_offset)
+        for segment in self._segments:
+            segment.close()
+        self._store.put_bytes(self._prefix + "clean-shutdown", b"1")
+
+    def delete(self) -> None:
+        """Remove the partition: files, directory and stored state."""
+        self._wait_for_fsync()
+        if not self._closed:
+            self._closed = True
+            for segment in self._segments:
+                segment.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+        self._store.delete_prefix(self._prefix)

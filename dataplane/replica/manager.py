@@ -1,0 +1,117 @@
+"""Which partitions this broker hosts, kept in step with the metadata cache.
+
+A topic change from the watch stream opens (or creates) the local log of every partition this
+broker is a replica of, updates roles and epochs, and deletes the logs of partitions that moved
+away or whose topic was deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from dataplane.config import BrokerConfig
+from dataplane.log import LogConfig, PartitionLog, StateStore
+from dataplane.metadata_cache import MetadataCache, TopicInfo
+from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.replica.partition import Partition
+from dataplane.topic_configs import effective_topic_configs
+
+log = logging.getLogger("rafka.replicas")
+
+_TOPIC_ID_FILE = "partition.metadata"  # same name and purpose as Kafka's (KIP-516)
+
+
+class ReplicaManager:
+    def __init__(self, config: BrokerConfig, store: StateStore, cache: MetadataCache) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.store = store
+        self.cache = cache
+        self.root = Path(config.log_dirs)
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        cache.topic_listeners.append(self._on_topic_change)
+
+    # -- lookups used by handlers --------------------------------------------------------------
+
+    def leader_partition(self, topic: str, index: int, current_leader_epoch: int = -1) -> Partition:
+        """The local leader replica, or the Kafka error a client expects."""
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            info = self.cache.topics.get(topic)
+            if info is None or not 0 <= index < len(info.partitions):
+                raise KafkaError(ErrorCode.unknown_topic_or_partition)
+            raise KafkaError(ErrorCode.not_leader_or_follower)
+        partition.check_leader(current_leader_epoch)
+        return partition
+
+    # -- reacting to metadata ------------------------------------------------------------------
+
+    def _on_topic_change(self, old: TopicInfo | None, new: TopicInfo | None) -> None:
+        if new is None:
+            assert old is not None
+            for p in old.partitions:
+                self._remove(old.name, p.index)
+            return
+        log_config = LogConfig.from_configs(self.config, dict(new.configs))
+        min_isr = int(effective_topic_configs(self.config, new.configs)["min.insync.replicas"].value)
+        for p in new.partitions:
+            key = (new.name, p.index)
+            if self.node_id not in p.replicas:
+                if key in self.partitions:
+                    self._remove(new.name, p.index)
+                continue
+            partition = self.partitions.get(key)
+            if partition is None:
+                partition = self._open(new, p.index, log_config)
+            partition.log.config = log_config
+            partition.min_insync_replicas = min_isr
+            partition.update(p)
+
+    def _dir(self, topic: str, index: int) -> Path:
+        return self.root / f"{topic}-{index}"
+
+    def _open(self, topic: TopicInfo, index: int, log_config: LogConfig) -> Partition:
+        directory = self._dir(topic.name, index)
+        id_file = directory / _TOPIC_ID_FILE
+        if directory.exists() and (not id_file.exists() or id_file.read_text().strip() != topic.topic_id.hex()):
+            log.warning("deleting %s: it belongs to an older topic of the same name", directory)
+            self._delete_dir(directory)
+        plog = PartitionLog.open(directory, log_config, self.store, self._state_key(topic.topic_id, index))
+        if not id_file.exists():
+            id_file.write_text(topic.topic_id.hex() + "\n")
+        partition = Partition(topic.name, topic.topic_id, index, plog, self.node_id)
+        self.partitions[(topic.name, index)] = partition
+        return partition
+
+    def _remove(self, topic: str, index: int) -> None:
+        partition = self.partitions.pop((topic, index), None)
+        if partition is None:
+            return
+        log.info("removing replica %r", partition)
+        partition.log.delete()  # also removes the log's state-store keys
+
+    @staticmethod
+    def _state_key(topic_id: bytes, index: int) -> str:
+        return f"{topic_id.hex()}-{index}"
+
+    def _delete_dir(self, directory: Path) -> None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+    def remove_stray_logs(self) -> None:
+        """After the first metadata snapshot: drop logs of topics deleted while we were down."""
+        if not self.root.exists():
+            return
+        for directory in self.root.iterdir():
+            if not (directory / _TOPIC_ID_FILE).exists():
+                continue
+            topic, _, idx = directory.name.rpartition("-")
+            if (topic, int(idx) if idx.isdigit() else -1) not in self.partitions:
+                log.warning("deleting stray log %s (its topic no longer exists here)", directory)
+                self._delete_dir(directory)
+
+    def close(self) -> None:
+        for partition in self.partitions.values():
+            partition.close()
+        self.partitions.clear()

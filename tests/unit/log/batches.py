@@ -1,0 +1,114 @@
+"""Build real RecordBatch v2 bytes for tests, compressed ones included (cramjam codecs)."""
+
+from __future__ import annotations
+
+import struct
+
+import cramjam
+from crc32c import crc32c
+
+from dataplane.log.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, Compression
+
+
+def _zigzag_varint(value: int) -> bytes:
+    raw = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+    return bytes(out)
+
+
+def _bytes_field(value: bytes | None) -> bytes:
+    return _zigzag_varint(-1) if value is None else _zigzag_varint(len(value)) + value
+
+
+def encode_record(
+    offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes
+) -> bytes:
+    body = (
+        b"\x00"
+        + _zigzag_varint(timestamp_delta)
+        + _zigzag_varint(offset_delta)
+        + _bytes_field(key)
+        + _bytes_field(value)
+        + _zigzag_varint(0)  # no headers
+    )
+    return _zigzag_varint(len(body)) + body
+
+
+def _xerial(data: bytes) -> bytes:
+    """Java's snappy framing: magic, version 1, compatible 1, then [length][raw block]s."""
+    out = [b"\x82SNAPPY\x00", struct.pack(">ii", 1, 1)]
+    for i in range(0, len(data), 32 * 1024):
+        block = bytes(cramjam.snappy.compress_raw(data[i : i + 32 * 1024]))
+        out += [struct.pack(">i", len(block)), block]
+    return b"".join(out)
+
+
+def compress(codec: Compression, data: bytes, *, xerial: bool = False) -> bytes:
+    if codec == Compression.NONE:
+        return data
+    if codec == Compression.GZIP:
+        return bytes(cramjam.gzip.compress(data))
+    if codec == Compression.SNAPPY:
+        return _xerial(data) if xerial else bytes(cramjam.snappy.compress_raw(data))
+    if codec == Compression.LZ4:
+        return bytes(cramjam.lz4.compress(data))
+    return bytes(cramjam.zstd.compress(data))
+
+
+def make_batch(
+    values: list[bytes],
+    *,
+    timestamps: list[int] | None = None,
+    base_offset: int = 0,
+    codec: Compression = Compression.NONE,
+    xerial: bool = False,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    extra_attributes: int = 0,
+    partition_leader_epoch: int = -1,
+    magic: int = 2,
+    record_count: int | None = None,
+    last_offset_delta: int | None = None,
+) -> bytes:
+    """One batch as a producer sends it; the keyword overrides build deliberately bad ones."""
+    timestamps = timestamps if timestamps is not None else [1_000 + i for i in range(len(values))]
+    base_ts = timestamps[0] if timestamps else -1
+    records = b"".join(
+        encode_record(i, ts - base_ts, None, v)
+        for i, (v, ts) in enumerate(zip(values, timestamps, strict=True))
+    )
+    payload = compress(codec, records, xerial=xerial)
+    attributes = int(codec) | extra_attributes
+    count = len(values) if record_count is None else record_count
+    delta = len(values) - 1 if last_offset_delta is None else last_offset_delta
+    max_ts = max(timestamps, default=-1)
+    header = bytearray(
+        HEADER.pack(
+            base_offset,
+            HEADER_SIZE - LOG_OVERHEAD + len(payload),
+            partition_leader_epoch,
+            magic,
+            0,
+            attributes,
+            delta,
+            base_ts,
+            max_ts,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            count,
+        )
+    )
+    crc = crc32c(bytes(header[21:]) + payload)
+    struct.pack_into(">I", header, 17, crc)
+    return bytes(header) + payload
+
+
+def values_of(n: int, size: int = 100, start: int = 0) -> list[bytes]:
+    """``n`` distinct record values of ``size`` bytes."""
+    return [f"{start + i:08d}".encode().ljust(size, b"x") for i in range(n)]

@@ -1,0 +1,49 @@
+"""Driving a PartitionLog in tests."""
+
+from __future__ import annotations
+
+from dataplane.log import PartitionLog, validate
+from tests.unit.log.batches import make_batch, values_of
+
+
+def append(
+    log: PartitionLog,
+    batches: int,
+    per_batch: int = 3,
+    *,
+    epoch: int = 0,
+    now_ms: int = 10_000,
+    size: int = 100,
+) -> list[bytes]:
+    """Append ``batches`` batches; return each as written (offsets and epoch patched in)."""
+    written = []
+    for _ in range(batches):
+        start = log.log_end_offset
+        buf = bytearray(make_batch(values_of(per_batch, size, start), timestamps=None))
+        log.append_as_leader(buf, epoch, now_ms)
+        written.append(bytes(buf))
+    return written
+
+
+def offsets_in(data: bytes) -> list[tuple[int, int]]:
+    return [(i.base_offset, i.last_offset) for i in validate(data, None, from_client=False)]
+
+
+def read_all(log: PartitionLog) -> bytes:
+    """Everything from the log start, one segment per read as a consumer would."""
+    out, offset = [], log.log_start_offset
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 30, log.log_end_offset, True)
+        out.append(data)
+        offset = offsets_in(data)[-1][1] + 1
+    return b"".join(out)
+
+
+def crash(log: PartitionLog) -> None:
+    """Drop a log as a killed process would leave it: no fsync, no clean-shutdown mark. (The
+    files get closed to free them, which also writes out the index buffers a killed process
+    would lose; recovery rebuilds those indexes either way.)"""
+    log._wait_for_fsync()
+    for segment in log._segments:
+        segment.close()
+    log._closed = True
