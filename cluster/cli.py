@@ -68,10 +68,13 @@ def up(
 def meta_node(config: ConfigOpt = None, override: OverrideOpt = None, log_level: LogLevelOpt = "INFO") -> None:
     """Run one node of the Raft metadata service."""
     from meta.config import MetaConfig
-    from meta.node import run_meta_node
+    from meta.node import MetaStartupError, run_meta_node
 
     setup_logging(log_level)
-    run_meta_node(MetaConfig.load(config, parse_overrides(override)))
+    try:
+        run_meta_node(MetaConfig.load(config, parse_overrides(override)))
+    except MetaStartupError:
+        raise typer.Exit(1) from None  # already logged with what to do
 
 
 @app.command()

@@ -1,0 +1,18 @@
+"""The metadata service: Rafka's counterpart of Kafka's KRaft controller quorum.
+
+One to three meta nodes replicate the cluster metadata with Raft (pysyncobj); brokers use them
+over gRPC (proto/meta.proto) through ``meta.client.MetaClient``. Reading order:
+
+- ``model``        brokers, topics, partitions (frozen dataclasses)
+- ``controller``   decisions: validation, replica placement, leader election (pure functions)
+- ``topic_config`` Kafka's topic config names and value checks
+- ``state``        the replicated state machine: commands and ``apply`` (pure, deterministic)
+- ``raft``         pysyncobj glue: replicate commands, retry until committed
+- ``feed``         recent changes, so Watch streams resume without a snapshot
+- ``leases``       broker heartbeat leases, kept by the Raft leader
+- ``service``      the gRPC API and the leader's periodic duties
+- ``wire``         model <-> protobuf conversions
+- ``config``       ``MetaConfig`` (Kafka-style setting names)
+- ``node``         ``run_meta_node``: wires it all together, runs until SIGTERM
+- ``client``       the asyncio client brokers use
+"""

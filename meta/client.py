@@ -1,0 +1,256 @@
+"""The asyncio client brokers use to talk to the meta service.
+
+Given every meta node's gRPC address, it hides which node answers: it tries them in turn, follows
+the leader redirects of leader-only calls and retries transient failures until a deadline. A
+``watch`` stream survives the loss of its node by resuming on another from the last offset it
+delivered. Writes carry a request id reused by all retries, so none is applied twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from grpc import aio
+
+from meta.protocol import LEADER_METADATA_KEY, ErrorCode
+from proto import meta_pb2, meta_pb2_grpc
+
+log = logging.getLogger("rafka.meta.client")
+
+# Failures worth another try, possibly on another node.
+_RETRIABLE = {
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+    grpc.StatusCode.ABORTED,
+    grpc.StatusCode.CANCELLED,  # the server cancels calls when it shuts down
+}
+_CHANNEL_OPTIONS = [
+    ("grpc.keepalive_time_ms", 10_000),  # notice a dead node behind a silent network
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.initial_reconnect_backoff_ms", 200),  # a restarted node is used again quickly
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 2_000),
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),  # snapshots of large clusters
+]
+_FIRST_BACKOFF_S = 0.05
+_MAX_BACKOFF_S = 1.0
+
+
+class MetaError(Exception):
+    """A meta call failed for good: not retriable, or no node succeeded before the deadline."""
+
+
+@dataclass(frozen=True)
+class HeartbeatResult:
+    fenced: bool
+    must_register: bool  # the epoch is stale or the broker unknown: call register_broker
+    error_code: int = ErrorCode.NONE
+    error_message: str = ""
+
+
+class MetaClient:
+    """Async client of the meta gRPC API; use ``async with`` or call ``close()``."""
+
+    def __init__(
+        self,
+        addresses: str | Sequence[str],
+        *,
+        timeout_s: float = 30.0,
+        attempt_timeout_s: float = 15.0,
+    ) -> None:
+        """``addresses``: meta gRPC host:port list (or a comma-separated string), tried in order.
+
+        A call gives up after ``timeout_s``; one attempt on one node after ``attempt_timeout_s``
+        (longer than the nodes' meta.write.timeout.ms, so a node can report its own timeout).
+        """
+        if isinstance(addresses, str):
+            addresses = addresses.split(",")
+        self._addresses = [address.strip() for address in addresses if address.strip()]
+        if not self._addresses:
+            raise ValueError("MetaClient needs at least one meta node address")
+        self._current = 0
+        self._channels: dict[str, aio.Channel] = {}
+        self._timeout_s = timeout_s
+        self._attempt_timeout_s = attempt_timeout_s
+
+    async def __aenter__(self) -> MetaClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        channels, self._channels = self._channels, {}
+        for channel in channels.values():
+            await channel.close()
+
+    # ------------------------------------------------------------ brokers
+
+    async def register_broker(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        *,
+        rack: str | None = None,
+        replication_endpoint: str = "",
+        incarnation_id: bytes,
+    ) -> int:
+        """Register (or re-register) a broker, unfencing it; returns its new broker epoch.
+
+        ``host``/``port``: the Kafka listener advertised to clients; ``rack``: None or "" for
+        none. ``incarnation_id`` (e.g. ``uuid.uuid4().bytes``) must be new for every start of
+        the broker process and stay the same for its re-registrations.
+        """
+        request = meta_pb2.RegisterBrokerRequest(
+            request_id=_request_id(),
+            broker_id=node_id,
+            host=host,
+            port=port,
+            rack=rack or "",
+            replication_endpoint=replication_endpoint,
+            incarnation_id=incarnation_id,
+        )
+        response = await self._call("RegisterBroker", request)
+        return response.broker_epoch
+
+    async def heartbeat(self, node_id: int, broker_epoch: int) -> HeartbeatResult:
+        """Renew the broker's lease (and unfence it if it was fenced)."""
+        request = meta_pb2.HeartbeatRequest(broker_id=node_id, broker_epoch=broker_epoch)
+        response = await self._call("Heartbeat", request)
+        return HeartbeatResult(
+            fenced=response.fenced,
+            must_register=response.error_code
+            in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED),
+            error_code=response.error_code,
+            error_message=response.error_message,
+        )
+
+    # ------------------------------------------------------------ topics
+
+    async def create_topics(
+        self, topics: Iterable[meta_pb2.CreatableTopic], validate_only: bool = False
+    ) -> list[meta_pb2.CreateTopicResult]:
+        """One result per topic, in order; check each ``error_code`` (Kafka error codes)."""
+        request = meta_pb2.CreateTopicsRequest(
+            request_id=_request_id(), topics=list(topics), validate_only=validate_only
+        )
+        return list((await self._call("CreateTopics", request)).results)
+
+    async def delete_topics(
+        self, names: Iterable[str] = (), topic_ids: Iterable[bytes] = ()
+    ) -> list[meta_pb2.DeleteTopicResult]:
+        """One result per name, then per id, in order; check each ``error_code``."""
+        request = meta_pb2.DeleteTopicsRequest(
+            request_id=_request_id(), names=list(names), topic_ids=list(topic_ids)
+        )
+        return list((await self._call("DeleteTopics", request)).results)
+
+    # ------------------------------------------------------------ watch and tooling
+
+    async def watch(self, from_offset: int = 0) -> AsyncIterator[meta_pb2.WatchEvent]:
+        """Every metadata change after ``from_offset`` (0: a snapshot first), forever.
+
+        When its node goes away it reconnects to another and resumes after the last offset it
+        delivered; the node may then start with a snapshot if it no longer buffers that far back.
+        """
+        offset = from_offset
+        failures = 0
+        while True:
+            address = self._addresses[self._current]
+            call = self._stub(address).Watch(meta_pb2.WatchRequest(from_offset=offset))
+            try:
+                async for event in call:
+                    failures = 0
+                    offset = event.offset
+                    yield event
+                log.info("Watch stream from %s ended; resuming after offset %d", address, offset)
+            except aio.AioRpcError as exc:
+                if exc.code() not in _RETRIABLE:
+                    raise MetaError(f"Watch on {address} failed: {exc.details()}") from exc
+                log.log(
+                    logging.INFO if failures == 0 else logging.DEBUG,  # once per outage
+                    "Watch stream from %s lost (%s); resuming after offset %d elsewhere",
+                    address,
+                    exc.code().name,
+                    offset,
+                )
+            finally:
+                call.cancel()
+            self._current = (self._current + 1) % len(self._addresses)
+            failures += 1
+            await asyncio.sleep(_backoff(failures))
+
+    async def describe_cluster(self) -> meta_pb2.DescribeClusterResponse:
+        return await self._call("DescribeCluster", meta_pb2.DescribeClusterRequest())
+
+    # ------------------------------------------------------------ plumbing
+
+    def _stub(self, address: str) -> meta_pb2_grpc.MetaServiceStub:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = aio.insecure_channel(
+                address, options=_CHANNEL_OPTIONS
+            )
+        return meta_pb2_grpc.MetaServiceStub(channel)
+
+    async def _call(self, method: str, request: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout_s
+        failures = 0
+        reason = ""  # the most telling failure so far, for the final error
+        while True:
+            address = self._addresses[self._current]
+            remaining = deadline - loop.time()
+            try:
+                rpc = getattr(self._stub(address), method)
+                return await rpc(request, timeout=min(self._attempt_timeout_s, remaining))
+            except aio.AioRpcError as exc:
+                leader = _leader_redirect(exc)
+                if leader is not None:
+                    self._use(leader)
+                elif exc.code() in _RETRIABLE:
+                    self._current = (self._current + 1) % len(self._addresses)
+                else:
+                    raise MetaError(f"{method} on {address} failed: {exc.details()}") from exc
+                if not reason or exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+                    reason = f"{exc.code().name} from {address}: {exc.details()}"
+                failures += 1
+                pause = 0.0 if leader is not None and failures < 3 else _backoff(failures)
+                if loop.time() + pause >= deadline:
+                    raise MetaError(
+                        f"{method} failed on every meta node for {self._timeout_s:g}s; "
+                        f"last reason: {reason}"
+                    ) from exc
+                log.debug("%s on %s failed (%s); retrying", method, address, exc.code().name)
+                await asyncio.sleep(pause)
+
+    def _use(self, address: str) -> None:
+        if address not in self._addresses:
+            self._addresses.append(address)
+        self._current = self._addresses.index(address)
+
+
+def _leader_redirect(exc: aio.AioRpcError) -> str | None:
+    if exc.code() != grpc.StatusCode.FAILED_PRECONDITION:
+        return None
+    for key, value in exc.trailing_metadata() or ():
+        if key == LEADER_METADATA_KEY:
+            return str(value)
+    return None
+
+
+def _backoff(failures: int) -> float:
+    return min(_MAX_BACKOFF_S, _FIRST_BACKOFF_S * 2 ** (failures - 1))
+
+
+def _request_id() -> str:
+    return uuid.uuid4().hex

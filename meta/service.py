@@ -1,0 +1,271 @@
+"""The meta gRPC API of one node (``proto/meta.proto``) and the periodic duties of the leader.
+
+Reads (Watch, DescribeCluster, validate-only creates) are served from this node's applied state.
+Writes become Raft commands that any node accepts (see ``meta.raft``). Heartbeats need the
+broker leases, which only the Raft leader keeps, so other nodes point the caller to the leader.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import random
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any, NoReturn
+
+import grpc
+
+from meta import controller, wire
+from meta.config import MetaConfig
+from meta.feed import ChangeFeed
+from meta.leases import BrokerLeases
+from meta.protocol import LEADER_METADATA_KEY, ErrorCode
+from meta.raft import MetaRaft, NoLeaderError
+from meta.state import (
+    Body,
+    CreateTopics,
+    DeleteTopics,
+    FenceBroker,
+    InitCluster,
+    RegisterBroker,
+    UnfenceBroker,
+)
+from proto import meta_pb2, meta_pb2_grpc
+
+log = logging.getLogger("rafka.meta.service")
+
+_LEADER_DUTY_PERIOD_S = 0.1
+_WATCH_WAKEUP_S = 0.5  # how often an idle Watch re-checks that its client is still there
+
+
+def new_cluster_id() -> str:
+    """A cluster id in Kafka's format: a random UUID, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+class MetaService(meta_pb2_grpc.MetaServiceServicer):
+    """The RPC handlers (on gRPC worker threads) plus a thread for the leader's duties."""
+
+    def __init__(
+        self, config: MetaConfig, raft: MetaRaft, feed: ChangeFeed, leases: BrokerLeases
+    ) -> None:
+        self._node_id = config.node_id
+        self._raft_addresses = config.voters()
+        self._grpc_addresses = config.grpc_addresses()
+        self._node_by_raft_address = {addr: node for node, addr in self._raft_addresses.items()}
+        self._unclean_default = config.unclean_leader_election_enable
+        self._raft = raft
+        self._machine = raft.machine
+        self._feed = feed
+        self._leases = leases
+        self._stopping = threading.Event()
+        self._duties = threading.Thread(
+            target=self._run_leader_duties, name="meta-leader-duties", daemon=True
+        )
+
+    def start(self) -> None:
+        self._duties.start()
+
+    def stop(self) -> None:
+        """Stop the leader duties and end every Watch stream."""
+        self._stopping.set()
+        self._feed.close()
+        self._duties.join()
+
+    # ------------------------------------------------------------ brokers
+
+    def RegisterBroker(
+        self, request: meta_pb2.RegisterBrokerRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.RegisterBrokerResponse:
+        if request.broker_id < 0 or not request.host or not 0 < request.port < 65536:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "broker id, host or port invalid")
+        if not request.incarnation_id:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "incarnation_id is required")
+        command = RegisterBroker(
+            request.broker_id,
+            request.host,
+            request.port,
+            request.rack or None,
+            request.replication_endpoint,
+            request.incarnation_id,
+            self._unclean_default,
+        )
+        epoch = self._write(context, command, request.request_id)
+        return meta_pb2.RegisterBrokerResponse(broker_epoch=epoch)
+
+    def Heartbeat(
+        self, request: meta_pb2.HeartbeatRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.HeartbeatResponse:
+        self._require_leader(context)
+        with self._machine.lock:
+            broker = self._machine.state.brokers.get(request.broker_id)
+        if broker is None:
+            return meta_pb2.HeartbeatResponse(
+                error_code=ErrorCode.BROKER_ID_NOT_REGISTERED,
+                error_message=f"Broker {request.broker_id} is not registered; register it.",
+                fenced=True,
+            )
+        if request.broker_epoch < broker.epoch:
+            return meta_pb2.HeartbeatResponse(
+                error_code=ErrorCode.STALE_BROKER_EPOCH,
+                error_message=f"Broker epoch {request.broker_epoch} is stale (current is "
+                f"{broker.epoch}); register the broker again.",
+                fenced=True,
+            )
+        if request.broker_epoch > broker.epoch:
+            _abort(
+                context,
+                grpc.StatusCode.UNAVAILABLE,
+                "this node has not applied the broker's latest registration yet; retry",
+            )
+        self._leases.renew(broker.id, broker.epoch)
+        if broker.fenced:
+            self._write(context, UnfenceBroker(broker.id, broker.epoch, self._unclean_default))
+            with self._machine.lock:
+                broker = self._machine.state.brokers[broker.id]
+        return meta_pb2.HeartbeatResponse(fenced=broker.fenced)
+
+    # ------------------------------------------------------------ topics
+
+    def CreateTopics(
+        self, request: meta_pb2.CreateTopicsRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.CreateTopicsResponse:
+        new_topics = tuple(
+            wire.new_topic_from_proto(topic, uuid.uuid4().bytes, random.getrandbits(31))
+            for topic in request.topics
+        )
+        if request.validate_only:
+            with self._machine.lock:
+                state = self._machine.state
+                outcomes = controller.plan_topics(new_topics, state.topics, state.brokers)
+        else:
+            outcomes = self._write(context, CreateTopics(new_topics), request.request_id)
+        results = [
+            wire.create_result(topic.name, outcome)
+            for topic, outcome in zip(new_topics, outcomes, strict=True)
+        ]
+        return meta_pb2.CreateTopicsResponse(results=results)
+
+    def DeleteTopics(
+        self, request: meta_pb2.DeleteTopicsRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.DeleteTopicsResponse:
+        command = DeleteTopics(tuple(request.names), tuple(request.topic_ids))
+        outcomes = self._write(context, command, request.request_id)
+        return meta_pb2.DeleteTopicsResponse(results=[wire.delete_result(o) for o in outcomes])
+
+    # ------------------------------------------------------------ watch and tooling
+
+    def Watch(
+        self, request: meta_pb2.WatchRequest, context: grpc.ServicerContext
+    ) -> Iterator[meta_pb2.WatchEvent]:
+        context.add_callback(self._feed.wake)  # a cancelled stream stops waiting at once
+        offset = request.from_offset
+        need_snapshot = offset <= 0
+        while context.is_active() and not self._feed.closed:
+            if need_snapshot:
+                with self._machine.lock:
+                    state = self._machine.state
+                    snapshot = wire.snapshot_event(state) if state.cluster_id else None
+                    current = state.offset
+                if snapshot is None:  # no cluster id before the first leader initialises it
+                    self._feed.wait(current, _WATCH_WAKEUP_S)
+                    continue
+                yield snapshot
+                offset, need_snapshot = snapshot.offset, False
+            events = self._feed.since(offset)
+            if events is None:  # fell out of the buffer
+                need_snapshot = True
+            elif events:
+                yield from events
+                offset = events[-1].offset
+            else:
+                self._feed.wait(offset, _WATCH_WAKEUP_S)
+
+    def DescribeCluster(
+        self, request: meta_pb2.DescribeClusterRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.DescribeClusterResponse:
+        with self._machine.lock:
+            cluster_id, offset = self._machine.state.cluster_id, self._machine.state.offset
+        leader = self._leader_id()
+        nodes = [
+            meta_pb2.MetaNode(
+                node_id=node,
+                raft_address=self._raft_addresses[node],
+                grpc_address=self._grpc_addresses[node],
+                role=meta_pb2.ROLE_LEADER if node == leader else meta_pb2.ROLE_FOLLOWER,
+            )
+            for node in sorted(self._raft_addresses)
+        ]
+        return meta_pb2.DescribeClusterResponse(
+            cluster_id=cluster_id,
+            node_id=self._node_id,
+            leader_id=leader,
+            metadata_offset=offset,
+            nodes=nodes,
+        )
+
+    # ------------------------------------------------------------ leader duties
+
+    def _run_leader_duties(self) -> None:
+        while not self._stopping.wait(_LEADER_DUTY_PERIOD_S):
+            if not self._raft.is_leader():
+                continue
+            try:
+                self._initialise_cluster()
+                self._fence_expired_brokers()
+            except NoLeaderError as exc:
+                log.warning("Leader duties postponed: %s", exc)
+            except Exception:
+                log.exception("Leader duties failed; retrying")
+
+    def _initialise_cluster(self) -> None:
+        with self._machine.lock:
+            if self._machine.state.cluster_id:
+                return
+        # A leader still replaying its log may propose this again: only the first one counts.
+        self._raft.submit(InitCluster(new_cluster_id()))
+
+    def _fence_expired_brokers(self) -> None:
+        with self._machine.lock:
+            brokers = self._machine.state.brokers.values()
+            unfenced = {broker.id: broker.epoch for broker in brokers if not broker.fenced}
+        for broker_id, epoch in self._leases.expired(unfenced):
+            log.warning(
+                "Broker %d sent no heartbeat within broker.session.timeout.ms: fencing it. Its "
+                "partitions move to other in-sync replicas, or go offline until it registers "
+                "again; check that the broker is running and can reach the meta nodes.",
+                broker_id,
+            )
+            self._raft.submit(FenceBroker(broker_id, epoch, self._unclean_default))
+
+    # ------------------------------------------------------------ helpers
+
+    def _write(self, context: grpc.ServicerContext, body: Body, request_id: str = "") -> Any:
+        try:
+            return self._raft.submit(body, request_id)
+        except NoLeaderError as exc:
+            _abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
+
+    def _leader_id(self) -> int:
+        return self._node_by_raft_address.get(self._raft.leader_address() or "", -1)
+
+    def _require_leader(self, context: grpc.ServicerContext) -> None:
+        if self._raft.is_leader():
+            return
+        leader = self._leader_id()
+        if leader < 0:
+            _abort(context, grpc.StatusCode.UNAVAILABLE, "no Raft leader right now; retry")
+        address = self._grpc_addresses[leader]
+        context.set_trailing_metadata(((LEADER_METADATA_KEY, address),))
+        _abort(
+            context,
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"meta node {self._node_id} is not the Raft leader; node {leader} at {address} is",
+        )
+
+
+def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:
+    context.abort(code, message)
+    raise AssertionError("unreachable: context.abort raises")

@@ -1,0 +1,300 @@
+// Driver for the Java kafka-clients library (compiled against 4.3.0 and 3.9.1; the same
+// source must build with both). Command-line contract: ../README.md.
+// stdout carries only JSON lines; diagnostics go to stderr (log4j2, level $RAFKA_CLIENT_LOG).
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+public final class RafkaDriver {
+    static final int EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_TOPIC_EXISTS = 4;
+    static final String FILLER = "abcdefghijklmnopqrstuvwxyz0123456789";
+
+    public static void main(String[] argv) {
+        try {
+            int rc = run(argv);
+            System.out.flush();
+            System.exit(rc);
+        } catch (Exception e) {
+            System.out.flush();
+            // One line per cause; the stack trace only when asked for.
+            StringBuilder sb = new StringBuilder("error: ").append(e);
+            for (Throwable c = e.getCause(); c != null; c = c.getCause())
+                sb.append("\n  caused by: ").append(c);
+            System.err.println(sb);
+            if ("DEBUG".equalsIgnoreCase(System.getenv("RAFKA_CLIENT_LOG"))) e.printStackTrace();
+            System.exit(EXIT_FAILED);
+        }
+    }
+
+    static int run(String[] argv) throws Exception {
+        if (argv.length < 1) usage("missing command");
+        Map<String, String> o = parseOptions(argv);
+        String bootstrap = required(o, "bootstrap"), topic = required(o, "topic");
+        long timeoutMs = (long) (Double.parseDouble(o.getOrDefault("timeout", "60")) * 1000);
+        int rc;
+        switch (argv[0]) {
+            case "create-topic":
+                rc = createTopic(bootstrap, topic, Integer.parseInt(required(o, "partitions")),
+                        o.containsKey("replication-factor")
+                                ? Optional.of(Short.parseShort(o.get("replication-factor")))
+                                : Optional.empty(),
+                        timeoutMs);
+                break;
+            case "produce":
+                if (!List.of("none", "gzip", "snappy", "lz4", "zstd")
+                        .contains(o.getOrDefault("compression", "none"))
+                        || !List.of("-1", "0", "1").contains(o.getOrDefault("acks", "-1")))
+                    usage("bad --compression or --acks");
+                rc = produce(bootstrap, topic, Integer.parseInt(required(o, "count")),
+                        o.getOrDefault("compression", "none"), o.getOrDefault("acks", "-1"),
+                        o.containsKey("start-ts") ? Long.parseLong(o.get("start-ts"))
+                                : System.currentTimeMillis(),
+                        timeoutMs);
+                break;
+            case "consume":
+                rc = consume(bootstrap, topic, Integer.parseInt(required(o, "expect")),
+                        (long) (Double.parseDouble(o.getOrDefault("timeout", "30")) * 1000));
+                break;
+            case "offsets-for-times":
+                rc = offsetsForTimes(bootstrap, topic, Long.parseLong(required(o, "timestamp")),
+                        timeoutMs);
+                break;
+            default:
+                usage("unknown command " + argv[0]);
+                return EXIT_USAGE;
+        }
+        return rc;
+    }
+
+    // ---- commands -------------------------------------------------------------------
+
+    static int createTopic(String bootstrap, String topic, int partitions,
+                           Optional<Short> replication, long timeoutMs) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("default.api.timeout.ms", (int) timeoutMs);
+        p.put("request.timeout.ms", (int) Math.min(30_000, timeoutMs)); // must be <= the above
+        try (Admin admin = Admin.create(p)) {
+            // Optional.empty() replication => the broker's default (sent as -1).
+            NewTopic nt = new NewTopic(topic, Optional.of(partitions), replication);
+            admin.createTopics(List.of(nt)).all().get(timeoutMs, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof TopicExistsException) {
+                System.err.println("create-topic: topic already exists: " + e.getCause().getMessage());
+                return EXIT_TOPIC_EXISTS;
+            }
+            System.err.println("create-topic failed: " + e.getCause());
+            return EXIT_FAILED;
+        } catch (java.util.concurrent.TimeoutException e) {
+            System.err.println("create-topic: no answer within " + timeoutMs + " ms");
+            return EXIT_FAILED;
+        }
+        System.out.println("{\"topic\":" + js(topic) + ",\"partitions\":" + partitions + "}");
+        return 0;
+    }
+
+    static int produce(String bootstrap, String topic, int count, String compression,
+                       String acks, long startTs, long timeoutMs) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("acks", acks);
+        p.put("compression.type", compression);
+        // Idempotence is on by default since 3.0; the broker gets InitProducerId and
+        // sequence numbers in a later issue. Turn this back on (remove the line) then.
+        p.put("enable.idempotence", "false");
+        p.put("delivery.timeout.ms", (int) timeoutMs);
+        p.put("request.timeout.ms", (int) Math.min(30_000, timeoutMs / 2));
+        p.put("linger.ms", 5);
+        p.put("max.block.ms", timeoutMs);
+        p.put("key.serializer", ByteArraySerializer.class.getName());
+        p.put("value.serializer", ByteArraySerializer.class.getName());
+
+        AtomicInteger failures = new AtomicInteger();
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+            for (int i = 0; i < count && failures.get() == 0; i++) {
+                String key = "key-" + i;
+                RecordHeaders headers = new RecordHeaders();
+                headers.add("h1", ("v-" + i).getBytes(StandardCharsets.UTF_8));
+                headers.add("h2", new byte[] {0x00, (byte) 0xff, (byte) (i % 256)});
+                // partition = null: the client's default (murmur2 keyed) partitioner decides.
+                ProducerRecord<byte[], byte[]> rec = new ProducerRecord<>(topic, null, startTs + i,
+                        key.getBytes(StandardCharsets.UTF_8), value(i), headers);
+                producer.send(rec, (md, err) -> {
+                    if (err != null) {
+                        failures.incrementAndGet();
+                        System.err.println("delivery failed for " + key + ": " + err);
+                        return;
+                    }
+                    // acks=0: offset is -1 (hasOffset() false), timestamp is what we sent.
+                    printLine("{\"key\":" + js(key) + ",\"partition\":" + md.partition()
+                            + ",\"offset\":" + (md.hasOffset() ? md.offset() : -1)
+                            + ",\"timestamp\":" + md.timestamp() + "}");
+                });
+            }
+            producer.flush();
+        }
+        if (failures.get() > 0) {
+            System.err.println("produce: " + failures.get() + " of " + count
+                    + " records failed (sending stops at the first failure)");
+            return EXIT_FAILED;
+        }
+        return 0;
+    }
+
+    static int consume(String bootstrap, String topic, int expect, long timeoutMs)
+            throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        int seen = 0;
+        try (KafkaConsumer<byte[], byte[]> c = newConsumer(bootstrap, timeoutMs)) {
+            // No group: assign every partition from metadata and start at the log start.
+            List<TopicPartition> tps = partitions(c, topic, deadline);
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            while (seen < expect && System.currentTimeMillis() < deadline) {
+                long left = Math.max(1, Math.min(500, deadline - System.currentTimeMillis()));
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(left))) {
+                    if (seen == expect) break;
+                    seen++;
+                    StringBuilder hs = new StringBuilder("[");
+                    for (Header h : r.headers()) {
+                        if (hs.length() > 1) hs.append(',');
+                        hs.append('[').append(js(h.key())).append(',').append(bin(h.value())).append(']');
+                    }
+                    hs.append(']');
+                    printLine("{\"partition\":" + r.partition() + ",\"offset\":" + r.offset()
+                            + ",\"key\":" + bin(r.key()) + ",\"value\":" + bin(r.value())
+                            + ",\"headers\":" + hs + ",\"timestamp\":" + r.timestamp()
+                            + ",\"timestamp_type\":" + js(r.timestampType().toString()) + "}");
+                }
+            }
+        }
+        if (seen < expect) {
+            System.err.println("consume: timed out with " + seen + " of " + expect + " records");
+            return EXIT_FAILED;
+        }
+        return 0;
+    }
+
+    static int offsetsForTimes(String bootstrap, String topic, long ts, long timeoutMs)
+            throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        try (KafkaConsumer<byte[], byte[]> c = newConsumer(bootstrap, timeoutMs)) {
+            Map<TopicPartition, Long> query = new HashMap<>();
+            for (TopicPartition tp : partitions(c, topic, deadline)) query.put(tp, ts);
+            // Sends ListOffsets with the timestamp; null = no record at or after ts.
+            Map<TopicPartition, OffsetAndTimestamp> res =
+                    c.offsetsForTimes(query, Duration.ofMillis(timeoutMs));
+            TreeMap<Integer, Long> out = new TreeMap<>();
+            res.forEach((tp, ot) -> out.put(tp.partition(), ot == null ? -1L : ot.offset()));
+            StringBuilder sb = new StringBuilder("{");
+            out.forEach((part, off) -> {
+                if (sb.length() > 1) sb.append(',');
+                sb.append('"').append(part).append("\":").append(off);
+            });
+            printLine(sb.append('}').toString());
+        }
+        return 0;
+    }
+
+    // ---- helpers --------------------------------------------------------------------
+
+    static KafkaConsumer<byte[], byte[]> newConsumer(String bootstrap, long timeoutMs) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("enable.auto.commit", "false"); // no group.id: nothing to commit to
+        p.put("allow.auto.create.topics", "false"); // reading must not create the topic
+        p.put("auto.offset.reset", "earliest");
+        p.put("default.api.timeout.ms", (int) timeoutMs);
+        p.put("request.timeout.ms", (int) Math.min(30_000, timeoutMs)); // must be <= the above
+        p.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        p.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        return new KafkaConsumer<>(p);
+    }
+
+    /** Partitions from metadata; polls until the topic is known or the deadline passes. */
+    static List<TopicPartition> partitions(KafkaConsumer<?, ?> c, String topic, long deadline)
+            throws InterruptedException {
+        for (;; Thread.sleep(100)) { // an unknown topic gives an empty list at once: pace polls
+            List<PartitionInfo> infos = c.partitionsFor(topic,
+                    Duration.ofMillis(Math.max(1, deadline - System.currentTimeMillis())));
+            if (infos != null && !infos.isEmpty()) {
+                List<TopicPartition> tps = new ArrayList<>();
+                for (PartitionInfo pi : infos) tps.add(new TopicPartition(topic, pi.partition()));
+                return tps;
+            }
+            if (System.currentTimeMillis() >= deadline)
+                throw new IllegalStateException("topic " + topic + " has no partitions in metadata");
+        }
+    }
+
+    static byte[] value(int i) {
+        StringBuilder sb = new StringBuilder("value-").append(i).append('-');
+        for (int j = 0; j < (i * 37) % 200; j++) sb.append(FILLER.charAt((i + j) % FILLER.length()));
+        return sb.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    static synchronized void printLine(String s) {
+        System.out.println(s);
+    }
+
+    /** Binary field as a JSON string of latin-1 characters (one char per byte), or null. */
+    static String bin(byte[] b) {
+        return b == null ? "null" : js(new String(b, StandardCharsets.ISO_8859_1));
+    }
+
+    static String js(String s) {
+        StringBuilder sb = new StringBuilder("\"");
+        for (char ch : s.toCharArray()) {
+            if (ch == '"' || ch == '\\') sb.append('\\').append(ch);
+            else if (ch < 0x20 || ch > 0x7e) sb.append(String.format("\\u%04x", (int) ch));
+            else sb.append(ch);
+        }
+        return sb.append('"').toString();
+    }
+
+    static Map<String, String> parseOptions(String[] argv) {
+        Map<String, String> o = new HashMap<>();
+        for (int i = 1; i < argv.length; i++) {
+            if (!argv[i].startsWith("--") || i + 1 >= argv.length) usage("bad option " + argv[i]);
+            o.put(argv[i].substring(2), argv[++i]);
+        }
+        return o;
+    }
+
+    static String required(Map<String, String> o, String name) {
+        String v = o.get(name);
+        if (v == null) usage("missing --" + name);
+        return v;
+    }
+
+    static void usage(String why) {
+        System.err.println("usage: java-driver.sh <4.3.0|3.9.1> <create-topic|produce|consume|"
+                + "offsets-for-times> --bootstrap B --topic T ...  (" + why + ")");
+        System.exit(EXIT_USAGE);
+    }
+}

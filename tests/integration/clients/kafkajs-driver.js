@@ -1,0 +1,338 @@
+#!/usr/bin/env node
+// KafkaJS 2.2.4 driver. Command-line contract: README.md in this folder.
+// stdout carries only JSON lines; KafkaJS's own log goes to stderr ($RAFKA_CLIENT_LOG level).
+'use strict'
+
+const path = require('path')
+// Modules come from ./node/node_modules (installed by setup.sh), wherever we are run from.
+const nodeRequire = require('module').createRequire(path.join(__dirname, 'node', 'package.json'))
+const { Kafka, logLevel, CompressionTypes, CompressionCodecs, Partitioners } =
+  nodeRequire('kafkajs')
+const Batch = nodeRequire('kafkajs/src/consumer/batch')
+
+// KafkaJS has gzip built in; the other codecs are plug-ins registered on its codec table.
+CompressionCodecs[CompressionTypes.Snappy] = nodeRequire('kafkajs-snappy')
+const LZ4Codec = nodeRequire('kafkajs-lz4')
+CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec
+// zstd: the plug-ins on npm don't load here (@kafkajs/zstd's cppzst fails to build against
+// Node 20 headers; @sensejs/kafkajs-zstd-support's CommonJS build throws "__importDefault is
+// not defined"), so this is the latter's six lines, on the same zstd-napi binding.
+const zstd = nodeRequire('zstd-napi')
+CompressionCodecs[CompressionTypes.ZSTD] = () => {
+  const compressor = new zstd.Compressor()
+  const decompressor = new zstd.Decompressor() // also handles frames without a content size
+  return {
+    compress: async encoder => compressor.compress(encoder.buffer),
+    decompress: async buffer => decompressor.decompress(buffer),
+  }
+}
+
+const EXIT_FAILED = 1
+const EXIT_USAGE = 2
+const EXIT_TOPIC_EXISTS = 4
+const FILLER = 'abcdefghijklmnopqrstuvwxyz0123456789'
+const COMPRESSION = {
+  none: CompressionTypes.None,
+  gzip: CompressionTypes.GZIP,
+  snappy: CompressionTypes.Snappy,
+  lz4: CompressionTypes.LZ4,
+  zstd: CompressionTypes.ZSTD,
+}
+const SEND_CHUNK = 500 // records per send(): keeps each partition's batch well under 1 MiB
+
+class Failure extends Error {}
+
+function usage(why) {
+  process.stderr.write(
+    'usage: kafkajs-driver.js <create-topic|produce|consume|offsets-for-times> ' +
+      `--bootstrap B --topic T ... (${why})\n`
+  )
+  process.exit(EXIT_USAGE) // nothing is on stdout yet
+}
+
+function parseOptions(argv) {
+  const opts = {}
+  for (let i = 0; i < argv.length; i += 2) {
+    if (!argv[i].startsWith('--') || i + 1 >= argv.length) usage(`bad option ${argv[i]}`)
+    opts[argv[i].slice(2)] = argv[i + 1]
+  }
+  return opts
+}
+
+const required = (opts, name) => (name in opts ? opts[name] : usage(`missing --${name}`))
+// ASCII-only JSON, like the other drivers: latin-1 strings may hold U+0085, which some line
+// splitters (Python's str.splitlines) treat as a line break.
+const asciiEscape = c => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')
+const print = obj =>
+  process.stdout.write(JSON.stringify(obj).replace(/[\u007f-\uffff]/g, asciiEscape) + '\n')
+// Binary fields are printed as latin-1 strings: one character per byte (README.md).
+const bin = buf => (buf == null ? null : Buffer.from(buf).toString('latin1'))
+
+function stderrLogCreator() {
+  return ({ namespace, level, log }) => {
+    const { message, timestamp, logger, ...extra } = log
+    const name = Object.keys(logLevel).find(k => logLevel[k] === level) ?? level
+    process.stderr.write(`[kafkajs ${name} ${namespace}] ${message} ${JSON.stringify(extra)}\n`)
+  }
+}
+
+function makeKafka(bootstrap, timeoutMs) {
+  const level = (process.env.RAFKA_CLIENT_LOG || 'WARN').toUpperCase()
+  return new Kafka({
+    clientId: 'rafka-kafkajs-driver',
+    brokers: bootstrap.split(','),
+    connectionTimeout: 3000,
+    requestTimeout: Math.min(30000, timeoutMs),
+    logLevel: logLevel[level === 'WARNING' ? 'WARN' : level] ?? logLevel.WARN,
+    logCreator: stderrLogCreator,
+    retry: { retries: 8, maxRetryTime: 2000 },
+  })
+}
+
+// ---- commands -------------------------------------------------------------------------
+
+async function createTopic(kafka, topic, opts, timeoutMs) {
+  const admin = kafka.admin()
+  await admin.connect()
+  try {
+    const created = await admin.createTopics({
+      topics: [
+        {
+          topic,
+          numPartitions: parseInt(required(opts, 'partitions'), 10),
+          // -1 = the broker's default.
+          replicationFactor: parseInt(opts['replication-factor'] ?? '-1', 10),
+        },
+      ],
+      waitForLeaders: true, // KafkaJS then polls Metadata until every partition has a leader
+      timeout: timeoutMs,
+    })
+    // KafkaJS swallows TOPIC_ALREADY_EXISTS and returns false instead.
+    if (!created) {
+      process.stderr.write(`create-topic: topic already exists: ${topic}\n`)
+      return EXIT_TOPIC_EXISTS
+    }
+    print({ topic, partitions: parseInt(opts.partitions, 10) })
+    return 0
+  } finally {
+    await admin.disconnect()
+  }
+}
+
+function recordValue(i) {
+  let filler = ''
+  for (let j = 0; j < (i * 37) % 200; j++) filler += FILLER[(i + j) % FILLER.length]
+  return Buffer.from(`value-${i}-${filler}`)
+}
+
+async function produce(kafka, topic, opts, timeoutMs) {
+  const count = parseInt(required(opts, 'count'), 10)
+  const acks = parseInt(opts.acks ?? '-1', 10)
+  const compression = COMPRESSION[opts.compression ?? 'none']
+  if (compression === undefined) usage(`unknown compression ${opts.compression}`)
+  const startTs = opts['start-ts'] !== undefined ? Number(opts['start-ts']) : Date.now()
+
+  // send() reports a base offset per partition, not per record. To print each record's
+  // partition and offset we wrap KafkaJS's own default (Java-compatible murmur2) partitioner
+  // and remember what it chose for each message object; within one send() KafkaJS keeps each
+  // partition's messages in order in a single record batch, so offset = base + position.
+  const chosen = new Map()
+  const producer = kafka.producer({
+    createPartitioner: () => {
+      const partitioner = Partitioners.DefaultPartitioner()
+      return args => {
+        const p = partitioner(args)
+        chosen.set(args.message, p)
+        return p
+      }
+    },
+    // Idempotence stays off (KafkaJS default) until the broker implements InitProducerId.
+    idempotent: false,
+    allowAutoTopicCreation: false,
+  })
+  await producer.connect()
+  try {
+    for (let first = 0; first < count; first += SEND_CHUNK) {
+      const messages = []
+      for (let i = first; i < Math.min(count, first + SEND_CHUNK); i++) {
+        messages.push({
+          key: `key-${i}`,
+          value: recordValue(i),
+          headers: { h1: `v-${i}`, h2: Buffer.from([0x00, 0xff, i % 256]) },
+          timestamp: String(startTs + i),
+        })
+      }
+      chosen.clear()
+      const results = await producer.send({ topic, messages, acks, compression, timeout: timeoutMs })
+      const base = new Map(results.map(r => [r.partition, r]))
+      const position = new Map()
+      for (const m of messages) {
+        const p = chosen.get(m)
+        const pos = position.get(p) ?? 0
+        position.set(p, pos + 1)
+        const r = base.get(p) // absent with acks=0: there is no response
+        const logAppend = r && Number(r.logAppendTime) !== -1 ? Number(r.logAppendTime) : null
+        print({
+          key: m.key,
+          partition: p,
+          offset: r ? Number(r.baseOffset) + pos : -1,
+          timestamp: logAppend ?? Number(m.timestamp),
+        })
+      }
+    }
+    return 0
+  } finally {
+    await producer.disconnect()
+  }
+}
+
+// KafkaJS's consumer only works inside a consumer group (JoinGroup/SyncGroup/Heartbeat/
+// OffsetFetch...), which Rafka does not implement yet. So `consume` drives KafkaJS's protocol
+// layer directly, without a group:
+//   - kafka[<private createCluster symbol>]() builds the same Cluster object that
+//     kafka.consumer()/admin() use internally (same config; the symbol isn't exported);
+//   - cluster.addTargetTopic / findTopicPartitionMetadata / findLeaderForPartitions /
+//     findBroker give the partitions and their leaders from KafkaJS's Metadata handling;
+//   - admin.fetchTopicOffsets() (public) gives each partition's log start (= "beginning");
+//   - broker.fetch() sends KafkaJS's own Fetch request and decodes the response with its
+//     record-batch decoders and registered codecs; kafkajs/src/consumer/batch.js then drops
+//     records below the fetch offset and control records, exactly as the consumer does.
+// Like KafkaJS's consumer, fetches use isolation level READ_COMMITTED.
+function createCluster(kafka) {
+  const sym = Object.getOwnPropertySymbols(kafka).find(
+    s => s.description === 'private:Kafka:createCluster'
+  )
+  if (!sym) throw new Failure('KafkaJS internals changed: no createCluster symbol')
+  return kafka[sym]({ allowAutoTopicCreation: false })
+}
+
+function fetchRequest(topic, partitions, next, maxWaitTime) {
+  return {
+    maxWaitTime,
+    minBytes: 1,
+    maxBytes: 10485760,
+    isolationLevel: 1, // READ_COMMITTED, KafkaJS's consumer default
+    topics: [
+      {
+        topic,
+        partitions: partitions.map(p => ({
+          partition: p,
+          fetchOffset: String(next.get(p)),
+          maxBytes: 1048576,
+        })),
+      },
+    ],
+  }
+}
+
+async function consume(kafka, topic, opts) {
+  const expect = parseInt(required(opts, 'expect'), 10)
+  const deadline = Date.now() + Number(opts.timeout ?? '30') * 1000
+  const admin = kafka.admin()
+  const cluster = createCluster(kafka)
+  await admin.connect()
+  await cluster.connect()
+  let seen = 0
+  try {
+    await cluster.addTargetTopic(topic)
+    const next = new Map() // partition -> next fetch offset
+    for (const { partition, low } of await admin.fetchTopicOffsets(topic)) {
+      next.set(partition, low)
+    }
+    while (seen < expect && Date.now() < deadline) {
+      const byLeader = cluster.findLeaderForPartitions(topic, [...next.keys()])
+      for (const [nodeId, partitions] of Object.entries(byLeader)) {
+        const broker = await cluster.findBroker({ nodeId })
+        const maxWaitTime = Math.max(1, Math.min(500, deadline - Date.now()))
+        let responses
+        try {
+          ;({ responses } = await broker.fetch(fetchRequest(topic, partitions, next, maxWaitTime)))
+        } catch (e) {
+          // e.g. NOT_LEADER_OR_FOLLOWER while leadership moves: refresh, retry until the deadline.
+          if (!e.retriable) throw e
+          process.stderr.write(`consume: retrying after ${e.message}\n`)
+          await cluster.refreshMetadata()
+          continue
+        }
+        for (const { partitions: parts } of responses) {
+          for (const data of parts) {
+            const batch = new Batch(topic, next.get(data.partition), data)
+            if (batch.isEmptyIncludingFiltered()) continue
+            for (const m of batch.messages) {
+              if (seen === expect) break
+              seen++
+              const headers = []
+              for (const [k, v] of Object.entries(m.headers)) {
+                // KafkaJS folds repeated header keys into an array (order kept per key only).
+                for (const one of Array.isArray(v) ? v : [v]) headers.push([k, bin(one)])
+              }
+              print({
+                partition: batch.partition,
+                offset: Number(m.offset),
+                key: bin(m.key),
+                value: bin(m.value),
+                headers,
+                timestamp: Number(m.timestamp),
+                timestamp_type: m.batchContext.timestampType === 1 ? 'LogAppendTime' : 'CreateTime',
+              })
+            }
+            next.set(data.partition, String(BigInt(batch.lastOffset()) + 1n))
+          }
+        }
+      }
+    }
+  } finally {
+    await cluster.disconnect()
+    await admin.disconnect()
+  }
+  if (seen < expect) throw new Failure(`consume: timed out with ${seen} of ${expect} records`)
+  return 0
+}
+
+async function offsetsForTimes(kafka, topic, opts) {
+  const ts = Number(required(opts, 'timestamp'))
+  const admin = kafka.admin()
+  await admin.connect()
+  try {
+    const byTime = await admin.fetchTopicOffsetsByTimestamp(topic, ts)
+    // KafkaJS replaces "no such record" (-1 from ListOffsets) by the partition's high
+    // watermark. A record's offset is always below the high watermark, so map it back to -1
+    // (exact unless something is producing to the topic at the same time).
+    const high = new Map((await admin.fetchTopicOffsets(topic)).map(p => [p.partition, p.high]))
+    const out = {}
+    for (const { partition, offset } of byTime.sort((a, b) => a.partition - b.partition)) {
+      out[partition] = offset === high.get(partition) ? -1 : Number(offset)
+    }
+    print(out)
+    return 0
+  } finally {
+    await admin.disconnect()
+  }
+}
+
+async function main() {
+  const [command, ...rest] = process.argv.slice(2)
+  if (!command) usage('missing command')
+  const opts = parseOptions(rest)
+  const bootstrap = required(opts, 'bootstrap')
+  const topic = required(opts, 'topic')
+  const timeoutMs = Number(opts.timeout ?? '60') * 1000
+  const kafka = makeKafka(bootstrap, timeoutMs)
+  const commands = {
+    'create-topic': () => createTopic(kafka, topic, opts, timeoutMs),
+    produce: () => produce(kafka, topic, opts, timeoutMs),
+    consume: () => consume(kafka, topic, opts),
+    'offsets-for-times': () => offsetsForTimes(kafka, topic, opts),
+  }
+  if (!commands[command]) usage(`unknown command ${command}`)
+  return commands[command]()
+}
+
+// process.exit() drops stdout still queued for a full pipe: exit once it has drained (the
+// write callback runs after every earlier write).
+const exitAfterFlush = rc => process.stdout.write('', () => process.exit(rc))
+
+main().then(exitAfterFlush, err => {
+  process.stderr.write(err instanceof Failure ? `${err.message}\n` : `error: ${err.stack || err}\n`)
+  exitAfterFlush(EXIT_FAILED)
+})

@@ -1,0 +1,235 @@
+"""Controller decisions: placement, validation and leader election, without Raft."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+import pytest
+
+from meta.controller import (
+    NewTopic,
+    Rejection,
+    assign_replicas,
+    on_broker_fenced,
+    on_broker_unfenced,
+    plan_topic,
+    plan_topics,
+    validate_topic_name,
+)
+from meta.model import NO_LEADER, Broker, Partition, Topic
+from meta.protocol import ErrorCode
+from meta.topic_config import unclean_election_enabled, validate_topic_configs
+
+
+def broker(broker_id: int, rack: str | None = None, fenced: bool = False) -> Broker:
+    return Broker(broker_id, "localhost", 9092, rack, "", b"i", epoch=1, fenced=fenced)
+
+
+def brokers(*ids: int, fenced: tuple[int, ...] = ()) -> dict[int, Broker]:
+    return {i: broker(i, fenced=i in fenced) for i in ids}
+
+
+def new_topic(
+    name: str = "t", partitions: int = 3, rf: int = 1, assignments: tuple = (), **kwargs: object
+) -> NewTopic:
+    return NewTopic(name, partitions, rf, assignments, **kwargs)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- placement
+
+
+def test_placement_matches_kafka_rack_unaware() -> None:
+    # Kafka's AdminTest.testReplicaAssignment: 5 brokers, 10 partitions, RF 3, fixed start 0.
+    assignment = assign_replicas([broker(i) for i in range(5)], 10, 3, 0, 0)
+    assert assignment == [
+        [0, 1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 0], [4, 0, 1],
+        [0, 2, 3], [1, 3, 4], [2, 4, 0], [3, 0, 1], [4, 1, 2],
+    ]  # fmt: skip
+
+
+def test_placement_matches_kafka_rack_aware() -> None:
+    # Kafka's AdminRackAwareTest: brokers alternate racks (0, 3, 1, 5, 4, 2), one replica per rack.
+    racks = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
+    assignment = assign_replicas([broker(i, rack) for i, rack in racks.items()], 7, 3, 0, 0)
+    assert assignment == [
+        [0, 3, 1], [3, 1, 5], [1, 5, 4], [5, 4, 2], [4, 2, 0], [2, 0, 3], [0, 4, 2],
+    ]  # fmt: skip
+    for replicas in assignment:
+        assert len({racks[b] for b in replicas}) == 3
+
+
+def test_placement_spreads_leaders_and_varies_start() -> None:
+    three = [broker(1), broker(2), broker(3)]
+    assert Counter(r[0] for r in assign_replicas(three, 6, 1, 0, 0)) == {1: 2, 2: 2, 3: 2}
+    assert assign_replicas(three, 3, 1, 1, 0) == [[2], [3], [1]]
+    for replicas in assign_replicas(three, 9, 3, 2, 1):
+        assert sorted(replicas) == [1, 2, 3]
+
+
+def test_placement_ignores_racks_unless_every_broker_has_one() -> None:
+    mixed = [broker(1, "a"), broker(2), broker(3, "b")]
+    assert assign_replicas(mixed, 3, 1, 0, 0) == [[1], [2], [3]]
+
+
+# ---------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a" * 250, "bad name", "ümlaut", "a/b"], ids=repr)
+def test_illegal_topic_names(name: str) -> None:
+    assert validate_topic_name(name) is not None
+    rejection = plan_topic(new_topic(name), {}, brokers(1))
+    assert rejection == Rejection(ErrorCode.INVALID_TOPIC_EXCEPTION, validate_topic_name(name))
+
+
+@pytest.mark.parametrize("name", ["a", "A-b_c.9", "__consumer_offsets", "a" * 249])
+def test_legal_topic_names(name: str) -> None:
+    assert validate_topic_name(name) is None
+
+
+def rejection_code(
+    request: NewTopic, existing: dict[str, Topic] | None = None, fleet: dict | None = None
+) -> int:
+    outcome = plan_topic(request, existing or {}, fleet or brokers(1, 2, 3))
+    assert isinstance(outcome, Rejection), outcome
+    return outcome.error_code
+
+
+def test_existing_and_colliding_names() -> None:
+    existing = plan_topic(new_topic("a.b"), {}, brokers(1))
+    assert isinstance(existing, Topic)
+    assert rejection_code(new_topic("a.b"), {"a.b": existing}) == ErrorCode.TOPIC_ALREADY_EXISTS
+    assert rejection_code(new_topic("a_b"), {"a.b": existing}) == ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+@pytest.mark.parametrize(
+    ("partitions", "rf", "code"),
+    [
+        (0, 1, ErrorCode.INVALID_PARTITIONS),
+        (-1, 1, ErrorCode.INVALID_PARTITIONS),
+        (1, 0, ErrorCode.INVALID_REPLICATION_FACTOR),
+        (1, 3, ErrorCode.INVALID_REPLICATION_FACTOR),  # only 2 unfenced brokers
+    ],
+)
+def test_partitions_and_replication_factor(partitions: int, rf: int, code: ErrorCode) -> None:
+    fleet = brokers(1, 2, 3, fenced=(3,))
+    assert rejection_code(new_topic(partitions=partitions, rf=rf), fleet=fleet) == code
+
+
+def test_default_placement_uses_unfenced_brokers_only() -> None:
+    topic = plan_topic(new_topic(partitions=4, rf=2), {}, brokers(1, 2, 3, fenced=(2,)))
+    assert isinstance(topic, Topic)
+    for index, partition in enumerate(topic.partitions):
+        assert partition.index == index
+        assert set(partition.replicas) == {1, 3}
+        assert partition.isr == partition.replicas
+        assert partition.leader == partition.replicas[0]
+        assert (partition.leader_epoch, partition.partition_epoch) == (0, 0)
+
+
+def test_placement_seed_makes_creation_deterministic() -> None:
+    request = new_topic(partitions=6, placement_seed=42)
+    assert plan_topic(request, {}, brokers(1, 2, 3)) == plan_topic(request, {}, brokers(1, 2, 3))
+
+
+@pytest.mark.parametrize(
+    ("assignments", "code"),
+    [
+        (((0, (1, 2)), (1, (2,))), ErrorCode.INVALID_REPLICA_ASSIGNMENT),  # inconsistent RF
+        (((0, (1, 1)),), ErrorCode.INVALID_REPLICA_ASSIGNMENT),  # duplicate broker
+        (((0, (1, 9)),), ErrorCode.INVALID_REPLICA_ASSIGNMENT),  # unknown broker
+        (((1, (1,)),), ErrorCode.INVALID_REPLICA_ASSIGNMENT),  # not 0-based
+        (((0, (1,)), (0, (2,))), ErrorCode.INVALID_REPLICA_ASSIGNMENT),  # index twice
+        (((0, ()),), ErrorCode.INVALID_REPLICA_ASSIGNMENT),  # empty
+        (((0, (3,)),), ErrorCode.INVALID_REPLICA_ASSIGNMENT),  # only fenced brokers
+    ],
+)
+def test_invalid_manual_assignments(assignments: tuple, code: ErrorCode) -> None:
+    request = new_topic(partitions=0, rf=0, assignments=assignments)
+    assert rejection_code(request, fleet=brokers(1, 2, 3, fenced=(3,))) == code
+
+
+def test_manual_assignment_with_counts_set_is_invalid_request() -> None:
+    request = new_topic(partitions=1, rf=1, assignments=((0, (1,)),))
+    assert rejection_code(request) == ErrorCode.INVALID_REQUEST
+
+
+def test_manual_assignment_isr_is_its_unfenced_replicas() -> None:
+    request = new_topic(partitions=0, rf=0, assignments=((0, (3, 1)), (1, (2, 3))))
+    topic = plan_topic(request, {}, brokers(1, 2, 3, fenced=(3,)))
+    assert isinstance(topic, Topic)
+    assert [(p.replicas, p.isr, p.leader) for p in topic.partitions] == [
+        ((3, 1), (1,), 1),
+        ((2, 3), (2,), 2),
+    ]
+
+
+def test_batch_rejects_duplicates_and_sees_earlier_topics() -> None:
+    outcomes = plan_topics(
+        [new_topic("x"), new_topic("x"), new_topic("a.b"), new_topic("a_b")], {}, brokers(1)
+    )
+    codes = [o.error_code if isinstance(o, Rejection) else 0 for o in outcomes]
+    assert codes == [ErrorCode.INVALID_REQUEST] * 2 + [0, ErrorCode.INVALID_TOPIC_EXCEPTION]
+
+
+def test_topic_configs() -> None:
+    good = {"retention.ms": "-1", "cleanup.policy": "compact,delete", "preallocate": "TRUE"}
+    assert validate_topic_configs(good) is None
+    assert validate_topic_configs({"nope": "1"}) == "Unknown topic config name: nope"
+    for bad in ({"retention.ms": "soon"}, {"min.insync.replicas": "0"}, {"cleanup.policy": "x"}):
+        assert validate_topic_configs(bad) is not None
+    request = new_topic(configs={"segment.bytes": "1"})
+    assert rejection_code(request) == ErrorCode.INVALID_CONFIG
+    assert unclean_election_enabled({}, default=True)
+    assert not unclean_election_enabled({"unclean.leader.election.enable": "false"}, True)
+
+
+# ---------------------------------------------------------------- leader election
+
+
+def partition(replicas: tuple[int, ...], isr: tuple[int, ...], leader: int) -> Partition:
+    return Partition(0, replicas, isr, leader, leader_epoch=5, partition_epoch=7)
+
+
+def test_fencing_the_leader_elects_the_next_isr_replica() -> None:
+    after = on_broker_fenced(partition((1, 2, 3), (1, 2, 3), 1), 1, {2, 3}, False, "t")
+    assert after == Partition(0, (1, 2, 3), (2, 3), 2, leader_epoch=6, partition_epoch=8)
+
+
+def test_fenced_leader_skips_isr_replicas_that_are_fenced_too() -> None:
+    after = on_broker_fenced(partition((1, 2, 3), (1, 2, 3), 1), 1, {3}, False, "t")
+    assert after is not None and after.leader == 3
+
+
+def test_fencing_a_follower_shrinks_the_isr_only() -> None:
+    after = on_broker_fenced(partition((1, 2, 3), (1, 2, 3), 1), 3, {1, 2}, False, "t")
+    assert after == Partition(0, (1, 2, 3), (1, 2), 1, leader_epoch=5, partition_epoch=8)
+
+
+def test_fencing_the_last_isr_member_takes_the_partition_offline() -> None:
+    after = on_broker_fenced(partition((1, 2), (1,), 1), 1, {2}, False, "t")
+    assert after == Partition(0, (1, 2), (1,), NO_LEADER, leader_epoch=6, partition_epoch=8)
+
+
+def test_unclean_election_picks_a_live_replica_and_warns(caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="rafka.meta.controller"):
+        after = on_broker_fenced(partition((1, 2), (1,), 1), 1, {2}, True, "orders")
+    assert after == Partition(0, (1, 2), (2,), 2, leader_epoch=6, partition_epoch=8)
+    assert "Unclean leader election for orders-0" in caplog.text
+
+
+def test_fencing_a_broker_outside_the_partition_changes_nothing() -> None:
+    assert on_broker_fenced(partition((1, 2), (1, 2), 1), 3, {1, 2}, False, "t") is None
+    assert on_broker_fenced(partition((1, 2), (1,), 1), 2, {1}, False, "t") is None
+
+
+def test_unfencing_restores_an_offline_partition() -> None:
+    offline = partition((1, 2), (1,), NO_LEADER)
+    assert on_broker_unfenced(offline, 1, False, "t") == Partition(
+        0, (1, 2), (1,), 1, leader_epoch=6, partition_epoch=8
+    )
+    assert on_broker_unfenced(offline, 2, False, "t") is None  # not in the ISR
+    assert on_broker_unfenced(offline, 2, True, "t") == Partition(
+        0, (1, 2), (2,), 2, leader_epoch=6, partition_epoch=8
+    )
+    assert on_broker_unfenced(partition((1, 2), (1, 2), 2), 1, False, "t") is None  # has a leader
