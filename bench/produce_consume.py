@@ -24,8 +24,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.log_append import raw_append_mb_s  # noqa: E402
-from cluster.local import LocalCluster  # noqa: E402
+from bench.log_append import raw_append_mb_s
+from cluster.local import LocalCluster
 
 MB = 1_000_000
 RECORD = 1024
@@ -50,14 +50,16 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> float:
 
 def produce(bootstrap: str, topic: str, total_mb: int) -> float:
     """MB/s from the first send to the last delivery report, acks=1."""
-    producer = Producer({
-        "bootstrap.servers": bootstrap,
-        "acks": 1,
-        "linger.ms": 5,
-        "batch.size": 1_000_000,
-        "queue.buffering.max.kbytes": 1_048_576,
-        "compression.type": "none",
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": 1,
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+            "compression.type": "none",
+        }
+    )
     value = b"x" * RECORD
     count = total_mb * MB // RECORD
     failed = []
@@ -83,14 +85,16 @@ def produce(bootstrap: str, topic: str, total_mb: int) -> float:
 
 def consume(bootstrap: str, topic: str, partitions: int, total_mb: int) -> float:
     """MB/s reading everything back from offset 0 (assign, no group)."""
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": "bench",
-        "enable.auto.commit": False,
-        "fetch.max.bytes": 52_428_800,
-        "max.partition.fetch.bytes": 1_048_576,
-        "queued.max.messages.kbytes": 262_144,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 52_428_800,
+            "max.partition.fetch.bytes": 1_048_576,
+            "queued.max.messages.kbytes": 262_144,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     want = total_mb * MB // RECORD
     got = 0
@@ -136,8 +140,18 @@ def bench_noida(work: Path, args: argparse.Namespace) -> dict[str, float] | None
         return None
     port = args.base_port + 500
     proc = subprocess.Popen(
-        [exe, "start", "--data-dir", str(work / "noida"), "--only", "kafka", "--kafka-port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            exe,
+            "start",
+            "--data-dir",
+            str(work / "noida"),
+            "--only",
+            "kafka",
+            "--kafka-port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         _wait_port(port)
@@ -152,7 +166,9 @@ def bench_noida(work: Path, args: argparse.Namespace) -> dict[str, float] | None
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--mb", type=int, default=2000, help="MB to produce (default 2000)")
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--base-port", type=int, default=39092)
@@ -169,8 +185,10 @@ def main() -> None:
     print(f"{'rafka':24}{rafka['produce']:>14.0f}{rafka['consume']:>14.0f}")
     if noida:
         print(f"{'noida-db':24}{noida['produce']:>14.0f}{noida['consume']:>14.0f}")
-    print(f"rafka: create topic with 1000 partitions: {rafka['create_1000']:.2f} s; "
-          f"broker RSS afterwards: {rafka['rss_mb']:.0f} MB")
+    print(
+        f"rafka: create topic with 1000 partitions: {rafka['create_1000']:.2f} s; "
+        f"broker RSS afterwards: {rafka['rss_mb']:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

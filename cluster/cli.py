@@ -22,9 +22,12 @@ app = typer.Typer(
     help="Rafka: a Kafka-compatible streaming platform.",
 )
 
-ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="Java-style .properties file.")]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="Java-style .properties file.")
+]
 OverrideOpt = Annotated[
-    list[str] | None, typer.Option("--override", "-o", help="key=value with a Kafka setting name; repeatable.")
+    list[str] | None,
+    typer.Option("--override", "-o", help="key=value with a Kafka setting name; repeatable."),
 ]
 LogLevelOpt = Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")]
 
@@ -50,8 +53,12 @@ def parse_overrides(items: list[str] | None) -> dict[str, str]:
 def up(
     brokers: Annotated[int, typer.Option(min=1, help="Number of brokers.")] = 3,
     meta: Annotated[int, typer.Option(help="Number of meta (Raft) nodes: 1 or 3.")] = 3,
-    data_dir: Annotated[Path, typer.Option(help="Where data, configs and logs go.")] = Path("./data"),
-    base_port: Annotated[int, typer.Option(help="First broker port; see README for the others.")] = 9092,
+    data_dir: Annotated[Path, typer.Option(help="Where data, configs and logs go.")] = Path(
+        "./data"
+    ),
+    base_port: Annotated[
+        int, typer.Option(help="First broker port; see README for the others.")
+    ] = 9092,
     override: OverrideOpt = None,
     log_level: LogLevelOpt = "INFO",
 ) -> None:
@@ -65,7 +72,9 @@ def up(
 
 
 @app.command("meta")
-def meta_node(config: ConfigOpt = None, override: OverrideOpt = None, log_level: LogLevelOpt = "INFO") -> None:
+def meta_node(
+    config: ConfigOpt = None, override: OverrideOpt = None, log_level: LogLevelOpt = "INFO"
+) -> None:
     """Run one node of the Raft metadata service."""
     from meta.config import MetaConfig
     from meta.node import MetaStartupError, run_meta_node
@@ -78,7 +87,9 @@ def meta_node(config: ConfigOpt = None, override: OverrideOpt = None, log_level:
 
 
 @app.command()
-def broker(config: ConfigOpt = None, override: OverrideOpt = None, log_level: LogLevelOpt = "INFO") -> None:
+def broker(
+    config: ConfigOpt = None, override: OverrideOpt = None, log_level: LogLevelOpt = "INFO"
+) -> None:
     """Run one broker."""
     from dataplane.broker import run_broker
     from dataplane.config import BrokerConfig

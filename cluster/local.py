@@ -101,12 +101,24 @@ class LocalCluster:
         node = self.nodes[name]
         if node.proc is not None and node.proc.poll() is None:
             return
-        cmd = [sys.executable, "-m", "cluster.cli", node.kind, "--config", str(node.config_file),
-               "--log-level", self.log_level]
+        cmd = [
+            sys.executable,
+            "-m",
+            "cluster.cli",
+            node.kind,
+            "--config",
+            str(node.config_file),
+            "--log-level",
+            self.log_level,
+        ]
         with node.log_file.open("ab") as out:
             node.proc = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=os.environ | {"PYTHONUNBUFFERED": "1"}, start_new_session=True,
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=os.environ | {"PYTHONUNBUFFERED": "1"},
+                start_new_session=True,
             )
 
     def signal_node(self, name: str, sig: int) -> None:
@@ -150,9 +162,13 @@ class LocalCluster:
             node = self.nodes[name]
             while not _port_open(node.port):
                 if node.proc is not None and node.proc.poll() is not None:
-                    raise RuntimeError(f"{name} exited with {node.proc.returncode}; see {node.log_file}")
+                    raise RuntimeError(
+                        f"{name} exited with {node.proc.returncode}; see {node.log_file}"
+                    )
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"{name} not ready after {timeout:.0f}s; see {node.log_file}")
+                    raise TimeoutError(
+                        f"{name} not ready after {timeout:.0f}s; see {node.log_file}"
+                    )
                 time.sleep(0.05)
 
     def stop(self) -> None:
@@ -184,7 +200,12 @@ class LocalCluster:
             while not stop:
                 for name, node in self.nodes.items():
                     if node.proc is not None and node.proc.poll() is not None:
-                        log.error("%s exited with code %s; see %s", name, node.proc.returncode, node.log_file)
+                        log.error(
+                            "%s exited with code %s; see %s",
+                            name,
+                            node.proc.returncode,
+                            node.log_file,
+                        )
                         node.proc = None
                 time.sleep(0.2)
         finally:

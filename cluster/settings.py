@@ -81,9 +81,7 @@ class KafkaSettings(BaseSettings):
         return (init_settings, env_settings, _PropertiesSource(settings_cls, cls._properties_path))
 
     @classmethod
-    def load(
-        cls, properties_file: Path | None = None, overrides: dict[str, Any] | None = None
-    ):
+    def load(cls, properties_file: Path | None = None, overrides: dict[str, Any] | None = None):
         """Build settings from a properties file, the environment and Kafka-named overrides."""
         unknown = [k for k in (overrides or {}) if field_name(k) not in cls.model_fields]
         if unknown:

@@ -48,7 +48,9 @@ class Broker:
         self.store = StateStore(Path(config.log_dirs) / ".state")
         self.cache = MetadataCache()
         self.replicas = ReplicaManager(config, self.store, self.cache)
-        self.meta = MetaClient([s.strip() for s in config.meta_bootstrap_servers.split(",") if s.strip()])
+        self.meta = MetaClient(
+            [s.strip() for s in config.meta_bootstrap_servers.split(",") if s.strip()]
+        )
         self.incarnation_id = uuid.uuid4().bytes
         self.broker_epoch = -1
 
@@ -65,7 +67,10 @@ class Broker:
                 await tg.start(server.serve, self, self.listen_host, self.listen_port)
                 log.info(
                     "broker %d ready: advertised %s:%d, cluster %s",
-                    self.node_id, self.advertised_host, self.advertised_port, self.cache.cluster_id,
+                    self.node_id,
+                    self.advertised_host,
+                    self.advertised_port,
+                    self.cache.cluster_id,
                 )
         finally:
             with anyio.CancelScope(shield=True):
@@ -87,10 +92,15 @@ class Broker:
             host=self.advertised_host,
             port=self.advertised_port,
             rack=self.config.broker_rack or "",
-            replication_endpoint=self.config.advertised_replication_listener or self.config.replication_listener,
+            replication_endpoint=self.config.advertised_replication_listener
+            or self.config.replication_listener,
             incarnation_id=self.incarnation_id,
         )
-        log.info("registered with the meta service as broker %d (epoch %d)", self.node_id, self.broker_epoch)
+        log.info(
+            "registered with the meta service as broker %d (epoch %d)",
+            self.node_id,
+            self.broker_epoch,
+        )
 
     async def _heartbeat_loop(self) -> None:
         interval = self.config.broker_heartbeat_interval_ms / 1000
@@ -99,7 +109,9 @@ class Broker:
             try:
                 result = await self.meta.heartbeat(self.node_id, self.broker_epoch)
             except Exception as e:  # the client already retried every meta node
-                log.warning("heartbeat to the meta service failed (%s); retrying — check meta nodes", e)
+                log.warning(
+                    "heartbeat to the meta service failed (%s); retrying — check meta nodes", e
+                )
                 continue
             if result.must_register:
                 log.warning("meta service asked broker %d to register again", self.node_id)

@@ -49,7 +49,7 @@ class BrokerConfig(KafkaSettings):
     )
     log_flush_interval_messages: int = Field(
         9223372036854775807,
-        description="log.flush.interval.messages: fsync after this many messages (Kafka default: never).",
+        description="log.flush.interval.messages: fsync after this many messages (default: never).",
     )
     log_flush_interval_ms: int = Field(
         9223372036854775807,

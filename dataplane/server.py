@@ -93,9 +93,13 @@ class FrameReader:
         return frame
 
 
-async def serve(broker: Broker, host: str, port: int, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+async def serve(
+    broker: Broker, host: str, port: int, *, task_status: Any = anyio.TASK_STATUS_IGNORED
+) -> None:
     """Accept Kafka connections until cancelled."""
-    listener = await anyio.create_tcp_listener(local_host=host or None, local_port=port, reuse_port=False)
+    listener = await anyio.create_tcp_listener(
+        local_host=host or None, local_port=port, reuse_port=False
+    )
     log.info("serving the Kafka protocol on %s:%d", host or "*", port)
     task_status.started()
     async with listener:
@@ -181,7 +185,9 @@ async def _writer(stream: SocketStream, queue: Any) -> None:
 def _internal_error(header: RequestHeader | None, e: Exception) -> ConnectionClosed:
     """A bug of ours: log it with its traceback and close only this connection."""
     what = f"API {header.api_key} v{header.api_version}" if header else "a deferred response"
-    log.error("internal error handling %s; closing the connection (please report)", what, exc_info=e)
+    log.error(
+        "internal error handling %s; closing the connection (please report)", what, exc_info=e
+    )
     return ConnectionClosed(f"internal error handling {what}: {e!r}")
 
 
@@ -200,4 +206,3 @@ def _unsupported_api_versions() -> bytes:
             ),
         )
     )
-

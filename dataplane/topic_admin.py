@@ -49,10 +49,12 @@ async def create_topics(
     requests = [
         meta_pb2.CreatableTopic(
             name=t.name,
-            num_partitions=0 if t.assignments else _default(t.num_partitions, broker.config.num_partitions),
-            replication_factor=0 if t.assignments else _default(
-                t.replication_factor, broker.config.default_replication_factor
-            ),
+            num_partitions=0
+            if t.assignments
+            else _default(t.num_partitions, broker.config.num_partitions),
+            replication_factor=0
+            if t.assignments
+            else _default(t.replication_factor, broker.config.default_replication_factor),
             assignments=[
                 meta_pb2.ReplicaAssignment(partition_index=i, broker_ids=ids)
                 for i, ids in sorted(t.assignments.items())
@@ -65,13 +67,17 @@ async def create_topics(
         results = await broker.meta.create_topics(requests, validate_only)
     except MetaError as e:
         log.warning("creating topics failed: the meta service did not answer (%s)", e)
-        return [_failed(t.name, ErrorCode.request_timed_out, f"meta service unavailable: {e}") for t in topics]
+        return [
+            _failed(t.name, ErrorCode.request_timed_out, f"meta service unavailable: {e}")
+            for t in topics
+        ]
     created = {r.name: bytes(r.topic_id) for r in results if r.error_code == 0}
     if created and not validate_only:
         cache = broker.cache
         await cache.wait_until(
             lambda: all(
-                (t := cache.topics.get(name)) is not None and t.topic_id == tid for name, tid in created.items()
+                (t := cache.topics.get(name)) is not None and t.topic_id == tid
+                for name, tid in created.items()
             ),
             _PROPAGATION_S,
         )
@@ -90,7 +96,10 @@ async def delete_topics(
             meta_pb2.DeleteTopicResult(topic_id=i) for i in topic_ids
         ]
         for r in failed:
-            r.error_code, r.error_message = ErrorCode.request_timed_out, f"meta service unavailable: {e}"
+            r.error_code, r.error_message = (
+                ErrorCode.request_timed_out,
+                f"meta service unavailable: {e}",
+            )
         return failed
     gone = {bytes(r.topic_id) for r in results if r.error_code == 0}
     if gone:

@@ -56,14 +56,18 @@ def _text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def effective_topic_configs(broker: BrokerConfig, overrides: Mapping[str, str]) -> dict[str, ConfigValue]:
+def effective_topic_configs(
+    broker: BrokerConfig, overrides: Mapping[str, str]
+) -> dict[str, ConfigValue]:
     """Every topic config with its value and where it came from, sorted by name."""
     out: dict[str, ConfigValue] = {}
     for name, (broker_field, default) in sorted(TOPIC_CONFIG_DEFAULTS.items()):
         if name in overrides:
             out[name] = ConfigValue(overrides[name], DYNAMIC_TOPIC_CONFIG)
         elif broker_field:
-            source = STATIC_BROKER_CONFIG if broker_field in broker.model_fields_set else DEFAULT_CONFIG
+            source = (
+                STATIC_BROKER_CONFIG if broker_field in broker.model_fields_set else DEFAULT_CONFIG
+            )
             out[name] = ConfigValue(_text(getattr(broker, broker_field)), source)
         else:
             out[name] = ConfigValue(default or "", DEFAULT_CONFIG)

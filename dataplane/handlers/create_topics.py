@@ -25,18 +25,26 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     for t in req.topics:
         if counts[t.name] > 1:
             results[t.name] = b.CreatableTopicResult(
-                name=t.name, topic_id=None, error_code=ErrorCode.invalid_request,
-                error_message=f"Duplicate topic name {t.name!r} in the request", configs=None,
+                name=t.name,
+                topic_id=None,
+                error_code=ErrorCode.invalid_request,
+                error_message=f"Duplicate topic name {t.name!r} in the request",
+                configs=None,
             )
         elif any(c.value is None for c in t.configs):
             results[t.name] = b.CreatableTopicResult(
-                name=t.name, topic_id=None, error_code=ErrorCode.invalid_config,
-                error_message="Null value not supported for topic configs", configs=None,
+                name=t.name,
+                topic_id=None,
+                error_code=ErrorCode.invalid_config,
+                error_message="Null value not supported for topic configs",
+                configs=None,
             )
         else:
             todo.append(
                 NewTopic(
-                    t.name, t.num_partitions, t.replication_factor,
+                    t.name,
+                    t.num_partitions,
+                    t.replication_factor,
                     {a.partition_index: list(a.broker_ids) for a in t.assignments},
                     {c.name: c.value for c in t.configs},
                 )
@@ -47,7 +55,11 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         if ok:
             configs = tuple(
                 b.CreatableTopicConfigs(
-                    name=name, value=v.value, read_only=False, config_source=v.source, is_sensitive=False
+                    name=name,
+                    value=v.value,
+                    read_only=False,
+                    config_source=v.source,
+                    is_sensitive=False,
                 )
                 for name, v in effective_topic_configs(ctx.broker.config, dict(r.configs)).items()
             )
@@ -61,5 +73,6 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             configs=configs,
         )
     return b.CreateTopicsResponse(
-        throttle_time=0, topics=tuple(results[name] for name in dict.fromkeys(t.name for t in req.topics))
+        throttle_time=0,
+        topics=tuple(results[name] for name in dict.fromkeys(t.name for t in req.topics)),
     )

@@ -70,7 +70,9 @@ def _read(ctx: RequestContext, req: Any) -> _Read:
             result.bytes += len(records)
             result.partitions.append(partition)
             aborted = [] if req.isolation_level == READ_COMMITTED else None
-            out.append(FetchPartition(p.partition, ErrorCode.none, hw, hw, start, aborted, -1, records))
+            out.append(
+                FetchPartition(p.partition, ErrorCode.none, hw, hw, start, aborted, -1, records)
+            )
         name = info.name if info else (None if by_id else topic.topic)
         result.topics.append(FetchTopic(name, info.topic_id if info else topic_id, out))
     return result

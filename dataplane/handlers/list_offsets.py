@@ -58,6 +58,10 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                     )
                 )
             except KafkaError as e:
-                parts.append(b.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=e.code))
+                parts.append(
+                    b.ListOffsetsPartitionResponse(
+                        partition_index=p.partition_index, error_code=e.code
+                    )
+                )
         topics.append(b.ListOffsetsTopicResponse(name=topic.name, partitions=tuple(parts)))
     return b.ListOffsetsResponse(throttle_time=0, topics=tuple(topics))

@@ -39,14 +39,22 @@ async def handle(ctx: RequestContext, req: Any) -> bytes:
         wanted = [(t.name, getattr(t, "topic_id", None)) for t in req.topics]
 
     missing = [n for n, _ in wanted if n is not None and n not in cache.topics]
-    if missing and getattr(req, "allow_auto_topic_creation", True) and broker.config.auto_create_topics_enable:
+    if (
+        missing
+        and getattr(req, "allow_auto_topic_creation", True)
+        and broker.config.auto_create_topics_enable
+    ):
         await create_topics(
             broker,
             [NewTopic(n, -1, -1) for n in dict.fromkeys(missing) if valid_topic_name(n)],
             validate_only=False,
         )
 
-    ops = _ALL_TOPIC_OPS if getattr(req, "include_topic_authorized_operations", False) else _UNKNOWN_OPS
+    ops = (
+        _ALL_TOPIC_OPS
+        if getattr(req, "include_topic_authorized_operations", False)
+        else _UNKNOWN_OPS
+    )
     topics = [_topic(cache, name, topic_id, ops) for name, topic_id in wanted]
     live = cache.live_brokers()
     return encode_metadata_response(
@@ -63,8 +71,14 @@ def _topic(cache: Any, name: str | None, topic_id: Any, ops: int) -> MetadataTop
     if info is None and topic_id is not None:
         info = cache.topics_by_id.get(topic_id.bytes)
     if info is None:
-        code = ErrorCode.invalid_topic_exception if name is not None and not valid_topic_name(name) else (
-            ErrorCode.unknown_topic_or_partition if name is not None else ErrorCode.unknown_topic_id
+        code = (
+            ErrorCode.invalid_topic_exception
+            if name is not None and not valid_topic_name(name)
+            else (
+                ErrorCode.unknown_topic_or_partition
+                if name is not None
+                else ErrorCode.unknown_topic_id
+            )
         )
         return MetadataTopic(code, name, topic_id.bytes if topic_id else bytes(16), False, [], ops)
     live = {b.id for b in cache.live_brokers()}

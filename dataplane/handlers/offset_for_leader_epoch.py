@@ -26,11 +26,16 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         parts = []
         for p in topic.partitions:
             try:
-                partition = replicas.leader_partition(topic.topic, p.partition, p.current_leader_epoch)
+                partition = replicas.leader_partition(
+                    topic.topic, p.partition, p.current_leader_epoch
+                )
                 epoch, end = partition.log.end_offset_for_epoch(p.leader_epoch)
                 parts.append(
                     b.EpochEndOffset(
-                        error_code=ErrorCode.none, partition=p.partition, leader_epoch=epoch, end_offset=end
+                        error_code=ErrorCode.none,
+                        partition=p.partition,
+                        leader_epoch=epoch,
+                        end_offset=end,
                     )
                 )
             except KafkaError as e:

@@ -55,13 +55,19 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 waits.append((partition, res.last_offset + 1, out, len(out)))
             out.append(
                 ProducePartition(
-                    data.index, ErrorCode.none, res.base_offset, res.log_append_time, partition.log.log_start_offset
+                    data.index,
+                    ErrorCode.none,
+                    res.base_offset,
+                    res.log_append_time,
+                    partition.log.log_start_offset,
                 )
             )
         results.append((topic.name, out))
     if acks == 0:
         if failed:  # Kafka closes the connection so the client refreshes its metadata
-            raise ConnectionClosed("acks=0 produce failed; closing so the client refreshes metadata")
+            raise ConnectionClosed(
+                "acks=0 produce failed; closing so the client refreshes metadata"
+            )
         return None
     version = ctx.header.api_version
     if not waits:

@@ -55,7 +55,9 @@ class ReplicaManager:
                 self._remove(old.name, p.index)
             return
         log_config = LogConfig.from_configs(self.config, dict(new.configs))
-        min_isr = int(effective_topic_configs(self.config, new.configs)["min.insync.replicas"].value)
+        min_isr = int(
+            effective_topic_configs(self.config, new.configs)["min.insync.replicas"].value
+        )
         for p in new.partitions:
             key = (new.name, p.index)
             if self.node_id not in p.replicas:
@@ -75,10 +77,14 @@ class ReplicaManager:
     def _open(self, topic: TopicInfo, index: int, log_config: LogConfig) -> Partition:
         directory = self._dir(topic.name, index)
         id_file = directory / _TOPIC_ID_FILE
-        if directory.exists() and (not id_file.exists() or id_file.read_text().strip() != topic.topic_id.hex()):
+        if directory.exists() and (
+            not id_file.exists() or id_file.read_text().strip() != topic.topic_id.hex()
+        ):
             log.warning("deleting %s: it belongs to an older topic of the same name", directory)
             self._delete_dir(directory)
-        plog = PartitionLog.open(directory, log_config, self.store, self._state_key(topic.topic_id, index))
+        plog = PartitionLog.open(
+            directory, log_config, self.store, self._state_key(topic.topic_id, index)
+        )
         if not id_file.exists():
             id_file.write_text(topic.topic_id.hex() + "\n")
         partition = Partition(topic.name, topic.topic_id, index, plog, self.node_id)

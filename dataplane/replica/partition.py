@@ -20,7 +20,9 @@ log = logging.getLogger("rafka.partition")
 class Partition:
     """Role, epoch and high watermark around a PartitionLog; wakes fetch waiters on progress."""
 
-    def __init__(self, topic: str, topic_id: bytes, index: int, plog: PartitionLog, node_id: int) -> None:
+    def __init__(
+        self, topic: str, topic_id: bytes, index: int, plog: PartitionLog, node_id: int
+    ) -> None:
         self.topic = topic
         self.topic_id = topic_id
         self.index = index
@@ -49,13 +51,20 @@ class Partition:
         self.leader, self.leader_epoch = info.leader, info.leader_epoch
         self.isr, self.replicas = info.isr, info.replicas
         if became_leader:
-            log.info("%r: leader at epoch %d (log end %d)", self, info.leader_epoch, self.log.log_end_offset)
+            log.info(
+                "%r: leader at epoch %d (log end %d)",
+                self,
+                info.leader_epoch,
+                self.log.log_end_offset,
+            )
         self._maybe_advance_high_watermark()
 
     def check_leader(self, current_leader_epoch: int = -1) -> None:
         """Kafka's fencing of requests that name a leader epoch (KIP-320)."""
         if not self.is_leader:
-            raise KafkaError(ErrorCode.not_leader_or_follower, f"broker {self.node_id} does not lead {self!r}")
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower, f"broker {self.node_id} does not lead {self!r}"
+            )
         if current_leader_epoch >= 0:
             if current_leader_epoch < self.leader_epoch:
                 raise KafkaError(ErrorCode.fenced_leader_epoch)

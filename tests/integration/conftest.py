@@ -25,7 +25,11 @@ def free_base_port(brokers: int = 3, metas: int = 3) -> int:
     """A base port whose whole layout (see cluster/local.py) is free right now."""
     for _ in range(200):
         base = random.randrange(20000, 50000, 10)
-        ports = [base + off + i for off, n in ((0, brokers), (100, metas), (200, metas), (300, brokers)) for i in range(n)]
+        ports = [
+            base + off + i
+            for off, n in ((0, brokers), (100, metas), (200, metas), (300, brokers))
+            for i in range(n)
+        ]
         if all(_free(p) for p in ports):
             return base
     raise RuntimeError("no free port range found")
@@ -33,8 +37,12 @@ def free_base_port(brokers: int = 3, metas: int = 3) -> int:
 
 def start_cluster(tmp: Path, brokers: int = 3, metas: int = 3, **overrides: str) -> LocalCluster:
     cluster = LocalCluster(
-        brokers, metas, tmp, free_base_port(brokers, metas),
-        {k.replace("_", "."): str(v) for k, v in overrides.items()}, log_level="INFO",
+        brokers,
+        metas,
+        tmp,
+        free_base_port(brokers, metas),
+        {k.replace("_", "."): str(v) for k, v in overrides.items()},
+        log_level="INFO",
     )
     cluster.start()
     return cluster

@@ -54,6 +54,9 @@ def latin1(s: str | None) -> bytes | None:
 
 # argv prefix of each driver; the command and its options follow.
 DRIVERS: dict[str, list[str]] = {
+    "confluent": [sys.executable, str(HERE / "python_driver.py"), "confluent"],
+    "kafka-python": [sys.executable, str(HERE / "python_driver.py"), "kafka-python"],
+    "aiokafka": [sys.executable, str(HERE / "python_driver.py"), "aiokafka"],
     "java-4.3.0": ["bash", str(HERE / "java-driver.sh"), "4.3.0"],
     "java-3.9.1": ["bash", str(HERE / "java-driver.sh"), "3.9.1"],
     "kafkajs": ["node", str(HERE / "kafkajs-driver.js")],

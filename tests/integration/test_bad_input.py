@@ -1,0 +1,200 @@
+"""Bad input gets Kafka's answer — an error code or a closed connection — and the broker keeps
+serving everyone else: garbage, truncated frames, absurd lengths, unknown API keys and
+versions, undecodable bodies, and a request before ApiVersions."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import socket
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsV0
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+
+from cluster.local import LocalCluster
+from tests.integration.conftest import start_cluster
+
+MAX_REQUEST = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = start_cluster(
+        tmp_path_factory.mktemp("bad"), brokers=1, metas=1, socket_request_max_bytes=MAX_REQUEST
+    )
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic("ok", 1, 1)])["ok"].result(30)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _port(cluster: LocalCluster) -> int:
+    return cluster.nodes["broker-1"].port
+
+
+def _connect(cluster: LocalCluster) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", _port(cluster)), timeout=10)
+    return s
+
+
+def _closed_by_broker(s: socket.socket) -> bool:
+    """True when the broker closed the connection (EOF or reset) without answering."""
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def _request(api_key: int, version: int, corr: int, body: bytes, flexible: bool) -> bytes:
+    client_id = b"bad-input-test"
+    header = struct.pack(">hhih", api_key, version, corr, len(client_id)) + client_id
+    if flexible:
+        header += b"\x00"  # no tagged fields
+    payload = header + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _recv_frame(s: socket.socket) -> bytes:
+    head = _recv_exactly(s, 4)
+    (size,) = struct.unpack(">i", head)
+    return _recv_exactly(s, size)
+
+
+def _recv_exactly(s: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return buf
+
+
+def _kio_body(obj: object) -> bytes:
+    out = io.BytesIO()
+    entity_writer(type(obj))(out, obj)
+    return out.getvalue()
+
+
+def _assert_still_serving(cluster: LocalCluster, tag: str) -> None:
+    """A real client still produces and reads back on the same broker."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    producer.produce("ok", value=tag.encode())
+    assert producer.flush(15) == 0
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": "x", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition("ok", 0, -2)])
+    seen = []
+    for _ in range(40):
+        for m in consumer.consume(100, 0.5):
+            seen.append(m.value())
+        if tag.encode() in seen:
+            break
+    consumer.close()
+    assert tag.encode() in seen
+
+
+def _broker_log(cluster: LocalCluster) -> str:
+    return Path(cluster.nodes["broker-1"].log_file).read_text()
+
+
+@pytest.mark.parametrize(
+    ("name", "payload", "log_says"),
+    [
+        ("http request", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "exceeds socket.request.max.bytes"),
+        ("2 GiB length", b"\x7f\xff\xff\xff" + b"\x00" * 64, "exceeds socket.request.max.bytes"),
+        ("negative length", b"\xff\xff\xff\xf0", "negative frame length"),
+        ("short header", b"\x00\x00\x00\x03abc", "shorter than a request header"),
+        ("unknown api key", _request(999, 0, 1, b"", False), "unknown API key 999"),
+        ("unsupported version", _request(0, 99, 1, b"", False), "version 99 is not supported"),
+        ("undecodable body", _request(3, 9, 1, b"\x05\x01", True), "cannot decode"),
+        ("bad client id length", struct.pack(">ihhih", 10, 3, 1, 1, 500), "client id runs past"),
+    ],
+)
+def test_bad_frames_close_the_connection(
+    broker: LocalCluster, name: str, payload: bytes, log_says: str
+) -> None:
+    with _connect(broker) as s:
+        s.sendall(payload)
+        assert _closed_by_broker(s), f"{name}: the broker kept the connection open"
+    assert log_says in _broker_log(broker)
+    _assert_still_serving(broker, name)
+
+
+def test_oversized_request_is_refused(broker: LocalCluster) -> None:
+    body = _request(0, 9, 1, b"\x00" * (MAX_REQUEST + 1), True)
+    with _connect(broker) as s:
+        # The broker may close while we are still sending: the expected outcome.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            s.sendall(body)
+        assert _closed_by_broker(s)
+    _assert_still_serving(broker, "oversized")
+
+
+def test_truncated_frame_then_eof(broker: LocalCluster) -> None:
+    with _connect(broker) as s:
+        s.sendall(struct.pack(">i", 100) + b"\x00\x03\x00\x09")
+        s.shutdown(socket.SHUT_WR)
+        assert _closed_by_broker(s)
+    assert "stream ended inside a 100-byte frame" in _broker_log(broker)
+    _assert_still_serving(broker, "truncated")
+
+
+def test_half_sent_frame_does_not_block_others(broker: LocalCluster) -> None:
+    with _connect(broker) as stalled:
+        stalled.sendall(struct.pack(">i", 1000) + b"\x00" * 10)
+        _assert_still_serving(broker, "stalled-neighbour")
+
+
+def test_unsupported_api_versions_version_gets_v0_error_body(broker: LocalCluster) -> None:
+    """KIP-511: the broker answers ApiVersions it cannot parse with a v0 body listing its ranges."""
+    with _connect(broker) as s:
+        s.sendall(_request(18, 99, 7, b"\x00\x00", True))
+        frame = _recv_frame(s)
+    corr, body = struct.unpack(">i", frame[:4])[0], frame[4:]
+    assert corr == 7
+    resp, _ = entity_reader(ApiVersionsV0)(body, 0)
+    assert resp.error_code == ErrorCode.unsupported_version
+    keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert keys[18] == (0, 4) and keys[0][1] >= 9
+    assert 71 not in keys  # GetTelemetrySubscriptions is not advertised: not implemented
+
+
+def test_request_before_api_versions_is_served(broker: LocalCluster) -> None:
+    """ApiVersions is optional: a Metadata request as the very first request gets its answer."""
+    from kio.schema.metadata.v1.request import MetadataRequest
+    from kio.schema.metadata.v1.response import MetadataResponse
+
+    with _connect(broker) as s:
+        s.sendall(_request(3, 1, 42, _kio_body(MetadataRequest(topics=None)), False))
+        frame = _recv_frame(s)
+    assert struct.unpack(">i", frame[:4])[0] == 42
+    resp, _ = entity_reader(MetadataResponse)(frame, 4)
+    assert [b.node_id for b in resp.brokers] == [1]
+    assert "ok" in {t.name for t in resp.topics}
+
+
+def test_pipelined_requests_answer_in_order(broker: LocalCluster) -> None:
+    """Several requests in flight on one connection get their responses in request order."""
+    from kio.schema.api_versions.v3.request import ApiVersionsRequest
+    from kio.schema.metadata.v12.request import MetadataRequest
+
+    api = _kio_body(ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+    meta = _kio_body(MetadataRequest(topics=None, include_topic_authorized_operations=False))
+    requests = [(18, 3, api), (3, 12, meta), (18, 3, api), (3, 12, meta)]
+    with _connect(broker) as s:
+        s.sendall(
+            b"".join(_request(k, v, corr, body, True) for corr, (k, v, body) in enumerate(requests))
+        )
+        corrs = [struct.unpack(">i", _recv_frame(s)[:4])[0] for _ in requests]
+    assert corrs == [0, 1, 2, 3]
