@@ -177,16 +177,16 @@ def _field_types(cls: type) -> dict[str, str | None]:
     return {f.name: f.metadata.get("kafka_type") for f in dataclasses.fields(cls)}
 
 
-class ResponseBuilder:
-    """Builds a kio response of one API version from plain values.
+class EntityBuilder:
+    """Builds kio messages of one API version from plain values.
 
-    `b.Name(field=value, ...)` constructs the dataclass `Name` of that version's response
-    module, dropping fields the version does not have and converting ints/bytes to kio's
-    ErrorCode, timedelta and UUID types, so one handler body serves every version.
+    `b.Name(field=value, ...)` constructs the dataclass `Name` of that version's request or
+    response module, dropping fields the version does not have and converting ints/bytes to
+    kio's ErrorCode, timedelta and UUID types, so one handler body serves every version.
     """
 
-    def __init__(self, api_key: int, version: int) -> None:
-        self._module = sys.modules[entity_class(api_key, version, EntityType.response).__module__]
+    def __init__(self, api_key: int, version: int, kind: EntityType) -> None:
+        self._module = sys.modules[entity_class(api_key, version, kind).__module__]
 
     def __getattr__(self, name: str) -> Any:
         cls = getattr(self._module, name, None)
@@ -198,3 +198,8 @@ class ResponseBuilder:
             return cls(**{k: _coerce(types[k], v) for k, v in values.items() if k in types})
 
         return build
+
+
+def ResponseBuilder(api_key: int, version: int) -> EntityBuilder:  # noqa: N802 - reads as a type
+    """An EntityBuilder for responses: what handlers use."""
+    return EntityBuilder(api_key, version, EntityType.response)

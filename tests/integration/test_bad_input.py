@@ -5,7 +5,6 @@ versions, undecodable bodies, and a request before ApiVersions."""
 from __future__ import annotations
 
 import contextlib
-import io
 import socket
 import struct
 from collections.abc import Iterator
@@ -16,10 +15,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsV0
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
 from cluster.local import LocalCluster
 from tests.integration.conftest import start_cluster
+from tests.integration.kafka_wire import WireClient, encode
 
 MAX_REQUEST = 1 << 20
 
@@ -37,52 +37,16 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         cluster.stop()
 
 
-def _port(cluster: LocalCluster) -> int:
-    return cluster.nodes["broker-1"].port
-
-
-def _connect(cluster: LocalCluster) -> socket.socket:
-    s = socket.create_connection(("127.0.0.1", _port(cluster)), timeout=10)
-    return s
-
-
-def _closed_by_broker(s: socket.socket) -> bool:
-    """True when the broker closed the connection (EOF or reset) without answering."""
-    try:
-        return s.recv(1) == b""
-    except ConnectionResetError:
-        return True
+def _connect(cluster: LocalCluster) -> WireClient:
+    return WireClient(cluster.nodes["broker-1"].port)
 
 
 def _request(api_key: int, version: int, corr: int, body: bytes, flexible: bool) -> bytes:
+    """A framed request with a header of our choosing (flexible or not, whatever the version)."""
     client_id = b"bad-input-test"
     header = struct.pack(">hhih", api_key, version, corr, len(client_id)) + client_id
-    if flexible:
-        header += b"\x00"  # no tagged fields
-    payload = header + body
+    payload = header + (b"\x00" if flexible else b"") + body
     return struct.pack(">i", len(payload)) + payload
-
-
-def _recv_frame(s: socket.socket) -> bytes:
-    head = _recv_exactly(s, 4)
-    (size,) = struct.unpack(">i", head)
-    return _recv_exactly(s, size)
-
-
-def _recv_exactly(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return buf
-
-
-def _kio_body(obj: object) -> bytes:
-    out = io.BytesIO()
-    entity_writer(type(obj))(out, obj)
-    return out.getvalue()
 
 
 def _assert_still_serving(cluster: LocalCluster, tag: str) -> None:
@@ -124,43 +88,43 @@ def _broker_log(cluster: LocalCluster) -> str:
 def test_bad_frames_close_the_connection(
     broker: LocalCluster, name: str, payload: bytes, log_says: str
 ) -> None:
-    with _connect(broker) as s:
-        s.sendall(payload)
-        assert _closed_by_broker(s), f"{name}: the broker kept the connection open"
+    with _connect(broker) as w:
+        w.sock.sendall(payload)
+        assert w.closed_by_peer(), f"{name}: the broker kept the connection open"
     assert log_says in _broker_log(broker)
     _assert_still_serving(broker, name)
 
 
 def test_oversized_request_is_refused(broker: LocalCluster) -> None:
     body = _request(0, 9, 1, b"\x00" * (MAX_REQUEST + 1), True)
-    with _connect(broker) as s:
+    with _connect(broker) as w:
         # The broker may close while we are still sending: the expected outcome.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            s.sendall(body)
-        assert _closed_by_broker(s)
+            w.sock.sendall(body)
+        assert w.closed_by_peer()
     _assert_still_serving(broker, "oversized")
 
 
 def test_truncated_frame_then_eof(broker: LocalCluster) -> None:
-    with _connect(broker) as s:
-        s.sendall(struct.pack(">i", 100) + b"\x00\x03\x00\x09")
-        s.shutdown(socket.SHUT_WR)
-        assert _closed_by_broker(s)
+    with _connect(broker) as w:
+        w.sock.sendall(struct.pack(">i", 100) + b"\x00\x03\x00\x09")
+        w.sock.shutdown(socket.SHUT_WR)
+        assert w.closed_by_peer()
     assert "stream ended inside a 100-byte frame" in _broker_log(broker)
     _assert_still_serving(broker, "truncated")
 
 
 def test_half_sent_frame_does_not_block_others(broker: LocalCluster) -> None:
     with _connect(broker) as stalled:
-        stalled.sendall(struct.pack(">i", 1000) + b"\x00" * 10)
+        stalled.sock.sendall(struct.pack(">i", 1000) + b"\x00" * 10)
         _assert_still_serving(broker, "stalled-neighbour")
 
 
 def test_unsupported_api_versions_version_gets_v0_error_body(broker: LocalCluster) -> None:
     """KIP-511: the broker answers ApiVersions it cannot parse with a v0 body listing its ranges."""
-    with _connect(broker) as s:
-        s.sendall(_request(18, 99, 7, b"\x00\x00", True))
-        frame = _recv_frame(s)
+    with _connect(broker) as w:
+        w.sock.sendall(_request(18, 99, 7, b"\x00\x00", True))
+        frame = w.recv_frame()
     corr, body = struct.unpack(">i", frame[:4])[0], frame[4:]
     assert corr == 7
     resp, _ = entity_reader(ApiVersionsV0)(body, 0)
@@ -175,9 +139,9 @@ def test_request_before_api_versions_is_served(broker: LocalCluster) -> None:
     from kio.schema.metadata.v1.request import MetadataRequest
     from kio.schema.metadata.v1.response import MetadataResponse
 
-    with _connect(broker) as s:
-        s.sendall(_request(3, 1, 42, _kio_body(MetadataRequest(topics=None)), False))
-        frame = _recv_frame(s)
+    with _connect(broker) as w:
+        w.sock.sendall(_request(3, 1, 42, encode(MetadataRequest(topics=None)), False))
+        frame = w.recv_frame()
     assert struct.unpack(">i", frame[:4])[0] == 42
     resp, _ = entity_reader(MetadataResponse)(frame, 4)
     assert [b.node_id for b in resp.brokers] == [1]
@@ -189,12 +153,12 @@ def test_pipelined_requests_answer_in_order(broker: LocalCluster) -> None:
     from kio.schema.api_versions.v3.request import ApiVersionsRequest
     from kio.schema.metadata.v12.request import MetadataRequest
 
-    api = _kio_body(ApiVersionsRequest(client_software_name="t", client_software_version="1"))
-    meta = _kio_body(MetadataRequest(topics=None, include_topic_authorized_operations=False))
+    api = encode(ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+    meta = encode(MetadataRequest(topics=None, include_topic_authorized_operations=False))
     requests = [(18, 3, api), (3, 12, meta), (18, 3, api), (3, 12, meta)]
-    with _connect(broker) as s:
-        s.sendall(
+    with _connect(broker) as w:
+        w.sock.sendall(
             b"".join(_request(k, v, corr, body, True) for corr, (k, v, body) in enumerate(requests))
         )
-        corrs = [struct.unpack(">i", _recv_frame(s)[:4])[0] for _ in requests]
+        corrs = [struct.unpack(">i", w.recv_frame()[:4])[0] for _ in requests]
     assert corrs == [0, 1, 2, 3]
