@@ -68,7 +68,11 @@ def up(
     if meta not in (1, 3):
         raise typer.BadParameter("--meta must be 1 or 3")
     setup_logging(log_level)
-    LocalCluster(brokers, meta, data_dir, base_port, parse_overrides(override), log_level).run()
+    try:
+        LocalCluster(brokers, meta, data_dir, base_port, parse_overrides(override), log_level).run()
+    except (RuntimeError, TimeoutError, ValueError) as e:
+        typer.echo(f"rafka up failed: {e}", err=True)
+        raise typer.Exit(1) from None
 
 
 @app.command("meta")

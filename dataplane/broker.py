@@ -19,8 +19,12 @@ from dataplane import server
 from dataplane.config import BrokerConfig
 from dataplane.log import StateStore
 from dataplane.metadata_cache import MetadataCache
+from dataplane.producer_ids import ProducerIdManager
+from dataplane.replica.fetcher import ReplicaFetchers
+from dataplane.replica.isr import IsrManager
 from dataplane.replica.manager import ReplicaManager
-from meta.client import MetaClient
+from dataplane.replica.replication_service import serve_replication
+from meta.client import MetaClient, MetaError
 
 log = logging.getLogger("rafka.broker")
 
@@ -47,7 +51,12 @@ class Broker:
         Path(config.log_dirs).mkdir(parents=True, exist_ok=True)
         self.store = StateStore(Path(config.log_dirs) / ".state")
         self.cache = MetadataCache()
-        self.replicas = ReplicaManager(config, self.store, self.cache)
+        self.producer_ids = ProducerIdManager(self)
+        self.isr = IsrManager(self)
+        self.fetchers = ReplicaFetchers(self)
+        self.replicas = ReplicaManager(
+            config, self.store, self.cache, self.isr.submit, self.fetchers
+        )
         self.meta = MetaClient(
             [s.strip() for s in config.meta_bootstrap_servers.split(",") if s.strip()]
         )
@@ -55,15 +64,20 @@ class Broker:
         self.broker_epoch = -1
 
     async def run(self) -> None:
-        """Serve until SIGTERM/SIGINT, then shut down cleanly."""
+        """Serve until SIGTERM/SIGINT, then hand leadership away and shut down cleanly."""
+        replication = None
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch_signals, tg.cancel_scope)
+                replication = await serve_replication(self, self.config.replication_listener)
                 await self._register()
                 tg.start_soon(self._heartbeat_loop)
                 tg.start_soon(self._watch_metadata)
                 await self.cache.ready.wait()
                 self.replicas.remove_stray_logs()
+                tg.start_soon(self.fetchers.run)
+                tg.start_soon(self.isr.run)
+                tg.start_soon(self.replicas.maintain_logs)
                 await tg.start(server.serve, self, self.listen_host, self.listen_port)
                 log.info(
                     "broker %d ready: advertised %s:%d, cluster %s",
@@ -74,6 +88,8 @@ class Broker:
                 )
         finally:
             with anyio.CancelScope(shield=True):
+                if replication is not None:
+                    await replication.stop(grace=1)
                 self.replicas.close()
                 self.store.close()
                 await self.meta.close()
@@ -83,8 +99,28 @@ class Broker:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 log.info("received %s, shutting down", signal.Signals(signum).name)
+                await self._controlled_shutdown()
                 scope.cancel()
                 return
+
+    async def _controlled_shutdown(self) -> None:
+        """Move every leadership away first, so clients fail over before we stop (Kafka's
+        controlled.shutdown.enable)."""
+        if self.broker_epoch < 0:
+            return
+        try:
+            result = await self.meta.controlled_shutdown(self.node_id, self.broker_epoch)
+        except MetaError as e:
+            log.warning("controlled shutdown failed (%s); stopping anyway", e)
+            return
+        if result.may_exit:
+            log.info("controlled shutdown done: broker %d leads no partition", self.node_id)
+        else:
+            log.warning(
+                "controlled shutdown incomplete (%d leaderships left); stopping anyway — "
+                "those partitions fail over when our lease expires",
+                result.leaderships_left,
+            )
 
     async def _register(self) -> None:
         self.broker_epoch = await self.meta.register_broker(

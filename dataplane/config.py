@@ -60,11 +60,24 @@ class BrokerConfig(KafkaSettings):
     )
     log_retention_ms: int = Field(604800000, description="log.retention.ms (default 7 days).")
     log_retention_bytes: int = Field(-1, description="log.retention.bytes (-1: unlimited).")
+    log_retention_check_interval_ms: int = Field(
+        300000, description="log.retention.check.interval.ms: how often retention runs."
+    )
+    producer_id_expiration_ms: int = Field(
+        86400000,
+        description="producer.id.expiration.ms: idle idempotent producers are then forgotten.",
+    )
     replica_lag_time_max_ms: int = Field(30000, description="replica.lag.time.max.ms.")
     broker_heartbeat_interval_ms: int = Field(
         2000, description="broker.heartbeat.interval.ms: lease renewal period."
     )
     broker_session_timeout_ms: int = Field(
         9000, description="broker.session.timeout.ms: lease length before a broker is fenced."
+    )
+    replica_selector_class: str = Field(
+        "",
+        description="replica.selector.class: set to "
+        "org.apache.kafka.common.replica.RackAwareReplicaSelector to let consumers read from "
+        "an in-sync replica on their own rack (KIP-392, client.rack); empty: leader only.",
     )
     metrics_port: int = Field(0, description="metrics.port: Prometheus endpoint (0: off).")

@@ -48,21 +48,17 @@ class BrokerInfo:
     replication_endpoint: str
 
 
+def partition_info(p: meta_pb2.Partition) -> PartitionInfo:
+    return PartitionInfo(
+        p.index, tuple(p.replicas), tuple(p.isr), p.leader, p.leader_epoch, p.partition_epoch
+    )
+
+
 def _topic(t: meta_pb2.Topic) -> TopicInfo:
     return TopicInfo(
         name=t.name,
         topic_id=bytes(t.topic_id),
-        partitions=tuple(
-            PartitionInfo(
-                p.index,
-                tuple(p.replicas),
-                tuple(p.isr),
-                p.leader,
-                p.leader_epoch,
-                p.partition_epoch,
-            )
-            for p in sorted(t.partitions, key=lambda p: p.index)
-        ),
+        partitions=tuple(partition_info(p) for p in sorted(t.partitions, key=lambda p: p.index)),
         configs=dict(t.configs),
         internal=t.internal,
     )

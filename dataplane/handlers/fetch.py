@@ -25,19 +25,25 @@ VERSIONS = (4, 16)
 READ_COMMITTED = 1
 
 
+RACK_AWARE = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
+
 class _Read:
     """One pass over the requested partitions: what was read and which partitions to watch."""
 
     def __init__(self) -> None:
         self.topics: list[FetchTopic] = []
         self.bytes = 0
-        self.errors = False
+        self.respond_now = False  # an error or a redirect to another replica
         self.partitions: list[Partition] = []
 
 
 def _read(ctx: RequestContext, req: Any) -> _Read:
     cache, replicas = ctx.broker.cache, ctx.broker.replicas
-    by_id = ctx.header.api_version >= 13  # topic ids replace names from v13 (KIP-516)
+    version = ctx.header.api_version
+    by_id = version >= 13  # topic ids replace names from v13 (KIP-516)
+    # KIP-392: consumers that name their rack (v11+) may read from a follower.
+    from_follower = version >= 11 and bool(req.rack_id)
     budget = req.max_bytes
     result = _Read()
     for topic in req.topics:
@@ -49,39 +55,62 @@ def _read(ctx: RequestContext, req: Any) -> _Read:
             try:
                 if info is None:
                     raise KafkaError(unknown)
-                partition = replicas.leader_partition(
-                    info.name, p.partition, getattr(p, "current_leader_epoch", -1)
+                epoch = getattr(p, "current_leader_epoch", -1)
+                partition = replicas.readable_partition(
+                    info.name, p.partition, epoch, from_follower
                 )
-                hw = partition.high_watermark
-                start = partition.log.log_start_offset
-                try:
-                    records = partition.log.read(
-                        p.fetch_offset, min(p.partition_max_bytes, budget), hw, result.bytes == 0
-                    )
-                except LogError as e:
-                    result.errors = True
-                    out.append(FetchPartition(p.partition, e.code, hw, hw, start, None, -1, b""))
-                    continue
             except KafkaError as e:
-                result.errors = True
+                result.respond_now = True
                 out.append(FetchPartition(p.partition, e.code, -1, -1, -1, None, -1, b""))
                 continue
-            budget = max(0, budget - len(records))
-            result.bytes += len(records)
+            data = _partition_data(ctx, req, partition, p, budget, result.bytes == 0)
+            out.append(data)
+            if data.error_code or data.preferred_read_replica >= 0:
+                result.respond_now = True
+                continue
+            budget = max(0, budget - len(data.records))
+            result.bytes += len(data.records)
             result.partitions.append(partition)
-            aborted = [] if req.isolation_level == READ_COMMITTED else None
-            out.append(
-                FetchPartition(p.partition, ErrorCode.none, hw, hw, start, aborted, -1, records)
-            )
         name = info.name if info else (None if by_id else topic.topic)
         result.topics.append(FetchTopic(name, info.topic_id if info else topic_id, out))
     return result
 
 
+def _partition_data(
+    ctx: RequestContext, req: Any, partition: Partition, p: Any, budget: int, first: bool
+) -> FetchPartition:
+    hw, start = partition.high_watermark, partition.log.log_start_offset
+    aborted = [] if req.isolation_level == READ_COMMITTED else None
+    replica = _preferred_read_replica(ctx, req, partition)
+    if replica >= 0:
+        return FetchPartition(p.partition, ErrorCode.none, hw, hw, start, aborted, replica, b"")
+    try:
+        records = partition.log.read(p.fetch_offset, min(p.partition_max_bytes, budget), hw, first)
+    except LogError as e:
+        return FetchPartition(p.partition, e.code, hw, hw, start, None, -1, b"")
+    return FetchPartition(p.partition, ErrorCode.none, hw, hw, start, aborted, -1, records)
+
+
+def _preferred_read_replica(ctx: RequestContext, req: Any, partition: Partition) -> int:
+    """With replica.selector.class=RackAwareReplicaSelector, the leader sends a consumer from
+    another rack to an in-sync replica on the consumer's rack (KIP-392); -1: read here."""
+    broker = ctx.broker
+    rack = getattr(req, "rack_id", "")
+    if not (rack and partition.is_leader and broker.config.replica_selector_class == RACK_AWARE):
+        return -1
+    if broker.config.broker_rack == rack:
+        return -1
+    for replica in partition.isr:
+        info = broker.cache.brokers.get(replica)
+        if info is not None and info.rack == rack and not info.fenced:
+            return replica
+    return -1
+
+
 async def handle(ctx: RequestContext, req: Any) -> Any:
     read = _read(ctx, req)
     wait_s = req.max_wait.total_seconds()
-    if read.bytes >= req.min_bytes or read.errors or wait_s <= 0 or not read.partitions:
+    if read.bytes >= req.min_bytes or read.respond_now or wait_s <= 0 or not read.partitions:
         return _encode(ctx, read)
     return _long_poll(ctx, req, read, anyio.current_time() + wait_s)
 
@@ -97,7 +126,7 @@ async def _long_poll(ctx: RequestContext, req: Any, read: _Read, deadline: float
         for partition in read.partitions:
             partition.unwatch(event)
         read = _read(ctx, req)
-        if read.bytes >= req.min_bytes or read.errors or anyio.current_time() >= deadline:
+        if read.bytes >= req.min_bytes or read.respond_now or anyio.current_time() >= deadline:
             return _encode(ctx, read)
 
 

@@ -37,22 +37,25 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     if req.transactional_id is not None:
         return _all_failed(ctx, req, ErrorCode.transactional_id_authorization_failed)
     results: list[tuple[str, list[ProducePartition]]] = []
-    waits: list[tuple[Partition, int, list[ProducePartition], int]] = []  # HW to reach, slot
+    # (partition, HW to reach, leader epoch of the append, result list, slot in it)
+    waits: list[tuple[Partition, int, int, list[ProducePartition], int]] = []
     failed = False
     for topic in req.topic_data:
         out: list[ProducePartition] = []
         for data in topic.partition_data:
             try:
                 partition = replicas.leader_partition(topic.name, data.index)
-                if acks == -1 and len(partition.isr) < partition.min_insync_replicas:
-                    raise KafkaError(ErrorCode.not_enough_replicas)
+                if acks == -1 and (code := partition.replication_error()) != ErrorCode.none:
+                    raise KafkaError(code)
                 res = partition.append(data.records or b"", now_ms)
             except KafkaError as e:  # includes the log's validation errors
                 failed = True
                 out.append(_error(data.index, e.code, e.message))
                 continue
             if acks == -1:
-                waits.append((partition, res.last_offset + 1, out, len(out)))
+                waits.append(
+                    (partition, res.last_offset + 1, partition.leader_epoch, out, len(out))
+                )
             out.append(
                 ProducePartition(
                     data.index,
@@ -78,10 +81,11 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
 async def _await_replication(version: int, results: list, waits: list, timeout: float) -> bytes:
     """acks=all: complete once each partition's high watermark covers its batch."""
     deadline = anyio.current_time() + timeout
-    for partition, offset, out, slot in waits:
+    for partition, offset, epoch, out, slot in waits:
         remaining = max(0.0, deadline - anyio.current_time())
-        if not await partition.wait_for_high_watermark(offset, remaining):
-            out[slot] = _error(partition.index, ErrorCode.request_timed_out)
+        code = await partition.wait_for_replication(offset, epoch, remaining)
+        if code != ErrorCode.none:
+            out[slot] = _error(partition.index, code)
     return _encode(version, results)
 
 

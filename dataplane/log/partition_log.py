@@ -20,6 +20,7 @@ import os
 import shutil
 import time
 from bisect import bisect_right
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -81,6 +82,7 @@ class PartitionLog:
         self._recovery_point = store.get_int(self._prefix + "recovery-point", 0)
         self._last_flush_ms: int | None = None  # set by the first append: the caller's clock
         self._pending_fsync: Future[None] | None = None
+        self._rolls = 0
         self._closed = False
 
     @classmethod
@@ -136,6 +138,11 @@ class PartitionLog:
         """The newest leader epoch in the log, -1 if none."""
         return self._epochs.latest_epoch
 
+    def start_epoch(self, epoch: int) -> None:
+        """A new leader records where its epoch starts before appending anything (Kafka's
+        makeLeader), so followers of an older epoch learn where it ended."""
+        self._epochs.assign(epoch, self.log_end_offset)
+
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (epoch, end offset), (-1, -1) if the epoch is unknown."""
         return self._epochs.end_offset_for(epoch, self.log_end_offset)
@@ -143,6 +150,22 @@ class PartitionLog:
     def epoch_for_offset(self, offset: int) -> int:
         """Leader epoch of the record at ``offset``, -1 if unknown (for ListOffsets responses)."""
         return self._epochs.epoch_for_offset(offset)
+
+    @property
+    def roll_count(self) -> int:
+        """Segments rolled since the log was opened: watch it to act on a roll (the producer
+        state takes a snapshot then)."""
+        return self._rolls
+
+    @property
+    def store(self) -> StateStore:
+        return self._store
+
+    def state_key(self, name: str) -> str:
+        """A store key for state kept beside this log (e.g. producer-state snapshots). It lives
+        under the log's own prefix, so it goes with the partition: on `delete`, and when a new
+        partition of the same name is created."""
+        return self._prefix + name
 
     def _set_log_start_offset(self, offset: int) -> None:
         self._log_start_offset = offset
@@ -154,6 +177,17 @@ class PartitionLog:
 
     # -- appending ---------------------------------------------------------------------------
 
+    def validate(
+        self, records: bytes | bytearray | memoryview, *, from_client: bool = True
+    ) -> list[BatchInfo]:
+        """The checks `append_as_leader` makes (max.message.bytes from the config), without
+        appending: for a caller that must look at the headers first (producer state). Pass the
+        result to `append_as_leader` as ``validated`` so the CRCs are not computed twice."""
+        infos = validate(records, self.config.max_message_bytes, from_client=from_client)
+        if not infos:
+            raise LogError(ErrorCode.invalid_record, "no record batch to append")
+        return infos
+
     def append_as_leader(
         self,
         records: bytes | bytearray | memoryview,
@@ -161,17 +195,20 @@ class PartitionLog:
         now_ms: int,
         *,
         from_client: bool = True,
+        validated: list[BatchInfo] | None = None,
     ) -> AppendResult:
         """Validate a produce request's records, assign offsets and ``leader_epoch``, append.
 
         A writable ``records`` (bytearray, writable memoryview) is patched in place; bytes are
         copied once. ``from_client=False`` is for the broker's own coordinators, which may write
-        control batches. Raises `RecordError` (a `LogError`) with the Kafka error code.
+        control batches. ``validated``: the headers `validate` returned for these same
+        ``records``, which are then not checked again. Raises `RecordError` (a `LogError`) with
+        the Kafka error code.
         """
         config = self.config
-        infos = validate(records, config.max_message_bytes, from_client=from_client)
-        if not infos:
-            raise LogError(ErrorCode.invalid_record, "no record batch to append")
+        infos = validated
+        if infos is None:
+            infos = self.validate(records, from_client=from_client)
         writable = isinstance(records, bytearray) or (
             isinstance(records, memoryview) and not records.readonly
         )
@@ -238,6 +275,7 @@ class PartitionLog:
         )
         self._segments.append(new)
         self._bases.append(base_offset)
+        self._rolls += 1
         self._pending_fsync = _FSYNC.submit(self._fsync_sealed, old, base_offset)
         self._pending_fsync.add_done_callback(self._report_fsync_failure)
         return new
@@ -309,6 +347,22 @@ class PartitionLog:
             end = segment.read_end(first, first.position + limit, upper_bound)
             return segment.read(first.position, end)
         return b""
+
+    def batches_from(self, offset: int) -> Iterator[BatchInfo]:
+        """Headers of the batches from the one holding ``offset`` (or from the log start, if
+        later) to the log end, across segments: for rebuilding state kept beside the log. Reads
+        headers in windows (`LogSegment.scan_headers`), never decodes a record. Positions are
+        within each batch's segment. Do not append or truncate while iterating."""
+        offset = max(offset, self._log_start_offset)
+        if offset >= self.log_end_offset:
+            return
+        i = max(bisect_right(self._bases, offset) - 1, 0)
+        segments = self._segments[i:]
+        first = segments[0].translate(offset)
+        if first is not None:
+            yield from segments[0].scan_headers(first.position)
+        for segment in segments[1:]:
+            yield from segment.scan_headers(0)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets by time: (offset, timestamp) of the first record whose timestamp is >=

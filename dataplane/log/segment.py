@@ -34,6 +34,7 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 _RECOVERY_CHUNK = 8 << 20  # bytes read at a time when checking a whole segment
+_SCAN_WINDOW = 64 << 10  # bytes read at a time by `scan_headers`
 
 
 def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
@@ -235,6 +236,26 @@ class LogSegment:
         while pos < self.size:
             info = self._header(pos)
             yield info
+            pos += info.size
+
+    def scan_headers(self, pos: int = 0) -> Iterator[BatchInfo]:
+        """`headers_from` for long walks (rebuilding state from the log): reads the file in
+        64 KiB windows, so many small batches cost one read rather than one each, and a batch
+        larger than a window costs one window read. Records are never decoded."""
+        window, window_pos = b"", pos
+        while pos < self.size:
+            rel = pos - window_pos
+            if rel + HEADER_SIZE > len(window):
+                window = os.pread(self._fd, max(_SCAN_WINDOW, HEADER_SIZE), pos)
+                window_pos, rel = pos, 0
+                if len(window) < HEADER_SIZE:
+                    raise LogError(
+                        ErrorCode.corrupt_message, f"{self.path}: torn batch header at {pos}"
+                    )
+            info = header_at(window, rel)
+            if info.size < HEADER_SIZE:
+                raise LogError(ErrorCode.corrupt_message, f"{self.path}: bad batch length at {pos}")
+            yield info._replace(position=pos)
             pos += info.size
 
     def translate(self, offset: int) -> BatchInfo | None:

@@ -11,11 +11,15 @@ import logging
 import shutil
 from pathlib import Path
 
+import anyio
+
 from dataplane.config import BrokerConfig
 from dataplane.log import LogConfig, PartitionLog, StateStore
 from dataplane.metadata_cache import MetadataCache, TopicInfo
 from dataplane.protocol.errors import ErrorCode, KafkaError
-from dataplane.replica.partition import Partition
+from dataplane.replica.fetcher import ReplicaFetchers
+from dataplane.replica.partition import IsrSubmit, Partition, now_ms
+from dataplane.replica.producer_state import ProducerStateManager
 from dataplane.topic_configs import effective_topic_configs
 
 log = logging.getLogger("rafka.replicas")
@@ -24,8 +28,17 @@ _TOPIC_ID_FILE = "partition.metadata"  # same name and purpose as Kafka's (KIP-5
 
 
 class ReplicaManager:
-    def __init__(self, config: BrokerConfig, store: StateStore, cache: MetadataCache) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        store: StateStore,
+        cache: MetadataCache,
+        submit_isr: IsrSubmit,
+        fetchers: ReplicaFetchers,
+    ) -> None:
         self.config = config
+        self._submit_isr = submit_isr
+        self._fetchers = fetchers
         self.node_id = config.node_id
         self.store = store
         self.cache = cache
@@ -37,13 +50,23 @@ class ReplicaManager:
 
     def leader_partition(self, topic: str, index: int, current_leader_epoch: int = -1) -> Partition:
         """The local leader replica, or the Kafka error a client expects."""
+        return self.readable_partition(topic, index, current_leader_epoch, False)
+
+    def readable_partition(
+        self, topic: str, index: int, current_leader_epoch: int, follower_ok: bool
+    ) -> Partition:
+        """The local replica a client may read (the leader's, or with `follower_ok` a
+        follower's, KIP-392), or the Kafka error a client expects."""
         partition = self.partitions.get((topic, index))
         if partition is None:
             info = self.cache.topics.get(topic)
             if info is None or not 0 <= index < len(info.partitions):
                 raise KafkaError(ErrorCode.unknown_topic_or_partition)
             raise KafkaError(ErrorCode.not_leader_or_follower)
-        partition.check_leader(current_leader_epoch)
+        if follower_ok and not partition.is_leader and partition.leader >= 0:
+            partition.check_epoch(current_leader_epoch)
+        else:
+            partition.check_leader(current_leader_epoch)
         return partition
 
     # -- reacting to metadata ------------------------------------------------------------------
@@ -70,6 +93,10 @@ class ReplicaManager:
             partition.log.config = log_config
             partition.min_insync_replicas = min_isr
             partition.update(p)
+            if partition.is_leader or partition.leader < 0:
+                self._fetchers.unfollow(partition)
+            else:
+                self._fetchers.follow(partition)
 
     def _dir(self, topic: str, index: int) -> Path:
         return self.root / f"{topic}-{index}"
@@ -87,7 +114,10 @@ class ReplicaManager:
         )
         if not id_file.exists():
             id_file.write_text(topic.topic_id.hex() + "\n")
-        partition = Partition(topic.name, topic.topic_id, index, plog, self.node_id)
+        producers = ProducerStateManager.load(plog, self.config.producer_id_expiration_ms)
+        partition = Partition(
+            topic.name, topic.topic_id, index, plog, producers, self.node_id, self._submit_isr
+        )
         self.partitions[(topic.name, index)] = partition
         return partition
 
@@ -96,6 +126,7 @@ class ReplicaManager:
         if partition is None:
             return
         log.info("removing replica %r", partition)
+        self._fetchers.unfollow(partition)
         partition.log.delete()  # also removes the log's state-store keys
 
     @staticmethod
@@ -116,6 +147,18 @@ class ReplicaManager:
             if (topic, int(idx) if idx.isdigit() else -1) not in self.partitions:
                 log.warning("deleting stray log %s (its topic no longer exists here)", directory)
                 self._delete_dir(directory)
+
+    async def maintain_logs(self) -> None:
+        """Kafka's log manager chores: retention every log.retention.check.interval.ms, and
+        expiry of idle idempotent producers (producer.id.expiration.ms)."""
+        while True:
+            await anyio.sleep(self.config.log_retention_check_interval_ms / 1000)
+            now = now_ms()
+            for partition in list(self.partitions.values()):
+                deleted = partition.log.enforce_retention(now)
+                if deleted:
+                    log.info("%r: retention deleted %d segment(s)", partition, deleted)
+                partition.producers.remove_expired(now)
 
     def close(self) -> None:
         for partition in self.partitions.values():

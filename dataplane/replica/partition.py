@@ -1,40 +1,78 @@
 """One replica of a topic-partition on this broker: its log, its role and its high watermark.
 
-The high watermark is the offset below which every in-sync replica has the data; consumers
-never see past it, and acks=all produce completes once it passes the produced batch.
+As leader it tracks how far each follower has fetched, advances the high watermark to what
+every in-sync replica has (consumers never read past it; acks=all completes once it passes the
+batch), and decides when a follower joins or leaves the ISR — the change itself is committed
+by the meta service (AlterPartition), fenced by leader and partition epochs. As follower it
+appends what the leader sends and takes the leader's high watermark.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import anyio
 
 from dataplane.log import AppendResult, PartitionLog
 from dataplane.metadata_cache import PartitionInfo
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.replica.producer_state import ProducerStateManager
 
 log = logging.getLogger("rafka.partition")
 
 
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """What the leader knows of one follower, from its fetches (Kafka's Replica state)."""
+
+    log_end_offset: int = -1  # unknown until it fetches
+    last_caught_up_ms: int = 0
+    last_fetch_ms: int = 0
+    leader_end_at_last_fetch: int = -1
+
+
+IsrSubmit = Callable[["Partition", tuple[int, ...]], None]
+
+
 class Partition:
-    """Role, epoch and high watermark around a PartitionLog; wakes fetch waiters on progress."""
+    """Role, epochs, ISR and high watermark around a PartitionLog."""
 
     def __init__(
-        self, topic: str, topic_id: bytes, index: int, plog: PartitionLog, node_id: int
+        self,
+        topic: str,
+        topic_id: bytes,
+        index: int,
+        plog: PartitionLog,
+        producers: ProducerStateManager,
+        node_id: int,
+        submit_isr: IsrSubmit,
     ) -> None:
         self.topic = topic
         self.topic_id = topic_id
         self.index = index
         self.log = plog
+        self.producers = producers
         self.node_id = node_id
+        self._submit_isr = submit_isr
         self.leader = -1
         self.leader_epoch = -1
+        self.partition_epoch = -1
         self.isr: tuple[int, ...] = ()
         self.replicas: tuple[int, ...] = ()
         self.min_insync_replicas = 1
         self.high_watermark = plog.log_start_offset
-        self._waiters: set[anyio.Event] = set()
+        self.pending_isr: tuple[int, ...] | None = None  # an AlterPartition in flight
+        self.followers: dict[int, FollowerState] = {}
+        self._epoch_start_offset = 0  # log end when this leader epoch began
+        self._hw_waiters: set[anyio.Event] = set()
+        self._append_waiters: set[anyio.Event] = set()
 
     @property
     def is_leader(self) -> bool:
@@ -43,21 +81,44 @@ class Partition:
     def __repr__(self) -> str:
         return f"{self.topic}-{self.index}"
 
+    # -- metadata --------------------------------------------------------------------------
+
     def update(self, info: PartitionInfo) -> None:
-        """Apply a leadership/ISR change from the metadata service."""
-        became_leader = info.leader == self.node_id and (
-            not self.is_leader or info.leader_epoch != self.leader_epoch
-        )
+        """Apply leadership/ISR state from the meta service (watch stream or AlterPartition)."""
+        same_epoch = info.leader_epoch == self.leader_epoch
+        if same_epoch and info.partition_epoch < self.partition_epoch:
+            return  # older than what an AlterPartition response already gave us
+        became_leader = info.leader == self.node_id and not (self.is_leader and same_epoch)
         self.leader, self.leader_epoch = info.leader, info.leader_epoch
-        self.isr, self.replicas = info.isr, info.replicas
+        self.partition_epoch = info.partition_epoch
+        self.replicas = info.replicas
+        if info.isr != self.isr or not same_epoch:
+            self.pending_isr = None
+        self.isr = info.isr
         if became_leader:
-            log.info(
-                "%r: leader at epoch %d (log end %d)",
-                self,
-                info.leader_epoch,
-                self.log.log_end_offset,
-            )
+            self._become_leader()
+        self._wake(self._hw_waiters)  # acks=all waiters re-check leadership and ISR
+        self._wake(self._append_waiters)
         self._maybe_advance_high_watermark()
+
+    def _become_leader(self) -> None:
+        """Kafka's makeLeader: followers in the ISR count as caught up from now on."""
+        now = now_ms()
+        self._epoch_start_offset = self.log.log_end_offset
+        self.log.start_epoch(self.leader_epoch)
+        self.followers = {
+            r: FollowerState(last_caught_up_ms=now if r in self.isr else 0)
+            for r in self.replicas
+            if r != self.node_id
+        }
+        log.info(
+            "%r: leader at epoch %d (log end %d, high watermark %d, ISR %s)",
+            self,
+            self.leader_epoch,
+            self.log.log_end_offset,
+            self.high_watermark,
+            list(self.isr),
+        )
 
     def check_leader(self, current_leader_epoch: int = -1) -> None:
         """Kafka's fencing of requests that name a leader epoch (KIP-320)."""
@@ -65,47 +126,177 @@ class Partition:
             raise KafkaError(
                 ErrorCode.not_leader_or_follower, f"broker {self.node_id} does not lead {self!r}"
             )
+        self.check_epoch(current_leader_epoch)
+
+    def check_epoch(self, current_leader_epoch: int) -> None:
         if current_leader_epoch >= 0:
             if current_leader_epoch < self.leader_epoch:
                 raise KafkaError(ErrorCode.fenced_leader_epoch)
             if current_leader_epoch > self.leader_epoch:
                 raise KafkaError(ErrorCode.unknown_leader_epoch)
 
-    def append(self, records: bytes, now_ms: int) -> AppendResult:
-        result = self.log.append_as_leader(records, self.leader_epoch, now_ms)
+    # -- leader ----------------------------------------------------------------------------
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The ISR the high watermark waits for: committed, plus members being added (KIP-497)."""
+        if self.pending_isr is None:
+            return self.isr
+        return tuple(sorted(set(self.isr) | set(self.pending_isr)))
+
+    def append(self, records: bytes, now: int) -> AppendResult:
+        """Validate, check idempotent-producer sequences, append. A retried batch the log
+        already has is answered with its original offsets and not appended again."""
+        infos = self.log.validate(records)
+        duplicate = self.producers.check(infos)
+        if duplicate is not None:
+            append_time = duplicate.timestamp if self.log.config.log_append_time else -1
+            return AppendResult(duplicate.first_offset, duplicate.last_offset, append_time, [])
+        result = self.log.append_as_leader(records, self.leader_epoch, now, validated=infos)
+        self.producers.update(result.batches)
+        self._wake(self._append_waiters)
         self._maybe_advance_high_watermark()
         return result
 
-    def _maybe_advance_high_watermark(self) -> None:
-        """Only replicas in the ISR count; with this broker alone in the ISR, HW = log end."""
-        if self.is_leader and self.isr == (self.node_id,):
-            self._set_high_watermark(self.log.log_end_offset)
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int, now: int) -> None:
+        """A follower fetched from `fetch_offset`: it has everything below it."""
+        state = self.followers.setdefault(replica_id, FollowerState())
+        leader_end = self.log.log_end_offset
+        if fetch_offset >= leader_end:
+            state.last_caught_up_ms = now
+        elif fetch_offset >= state.leader_end_at_last_fetch >= 0:
+            # It has what we had at its previous fetch: it was caught up then.
+            state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
+        state.leader_end_at_last_fetch, state.last_fetch_ms = leader_end, now
+        state.log_end_offset = fetch_offset
+        self._maybe_expand_isr(replica_id, state)
+        self._maybe_advance_high_watermark()
 
-    def _set_high_watermark(self, offset: int) -> None:
-        if offset > self.high_watermark:
-            self.high_watermark = offset
-            waiters, self._waiters = self._waiters, set()
-            for event in waiters:
-                event.set()
+    def _maybe_expand_isr(self, replica_id: int, state: FollowerState) -> None:
+        """A follower that reached the high watermark within this epoch rejoins the ISR."""
+        if (
+            replica_id in self.isr
+            or self.pending_isr is not None
+            or state.log_end_offset < max(self.high_watermark, self._epoch_start_offset)
+        ):
+            return
+        self._submit_isr(self, tuple(sorted({*self.isr, replica_id})))
+
+    def lagging_followers(self, now: int, lag_ms: int) -> list[int]:
+        """ISR members that have not caught up for longer than replica.lag.time.max.ms."""
+        return [
+            r
+            for r in self.isr
+            if r != self.node_id
+            and now - self.followers.setdefault(r, FollowerState()).last_caught_up_ms > lag_ms
+        ]
+
+    def maybe_shrink_isr(self, now: int, lag_ms: int) -> None:
+        if not self.is_leader or self.pending_isr is not None:
+            return
+        lagging = self.lagging_followers(now, lag_ms)
+        if lagging:
+            log.info("%r: followers %s are out of sync; shrinking the ISR", self, lagging)
+            self._submit_isr(self, tuple(r for r in self.isr if r not in lagging))
+
+    def _maybe_advance_high_watermark(self) -> None:
+        if not self.is_leader:
+            return
+        hw = self.log.log_end_offset
+        for r in self.maximal_isr:
+            if r != self.node_id:
+                follower = self.followers.get(r)
+                hw = min(hw, follower.log_end_offset if follower else -1)
+        if hw > self.high_watermark:
+            self.high_watermark = hw
+            self._wake(self._hw_waiters)
+
+    def replication_error(self) -> ErrorCode:
+        """Why an acks=all append cannot complete now (NONE if it can)."""
+        if not self.is_leader:
+            return ErrorCode.not_leader_or_follower
+        if len(self.isr) < self.min_insync_replicas:
+            return ErrorCode.not_enough_replicas
+        return ErrorCode.none
+
+    async def wait_for_replication(
+        self, offset: int, leader_epoch: int, timeout: float
+    ) -> ErrorCode:
+        """acks=all: wait until the high watermark reaches `offset` (Kafka's
+        checkEnoughReplicasReachOffset): NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR
+        shrank below min.insync.replicas, NOT_LEADER_OR_FOLLOWER when leadership moved,
+        REQUEST_TIMED_OUT."""
+        with anyio.move_on_after(timeout):
+            while True:
+                if not self.is_leader or self.leader_epoch != leader_epoch:
+                    return ErrorCode.not_leader_or_follower
+                if self.high_watermark >= offset:
+                    if len(self.isr) < self.min_insync_replicas:
+                        return ErrorCode.not_enough_replicas_after_append
+                    return ErrorCode.none
+                await self._wait(self._hw_waiters)
+        return ErrorCode.request_timed_out
+
+    # -- follower --------------------------------------------------------------------------
+
+    def append_as_follower(self, records: bytes) -> AppendResult:
+        result = self.log.append_as_follower(records)
+        self.producers.update(result.batches)  # so a failover keeps deduplicating retries
+        self._wake(self._append_waiters)
+        return result
+
+    def follow_high_watermark(self, leader_high_watermark: int) -> None:
+        """A follower's high watermark is the leader's, capped by what it has itself."""
+        hw = min(leader_high_watermark, self.log.log_end_offset)
+        if hw != self.high_watermark:
+            self.high_watermark = hw
+            self._wake(self._hw_waiters)
+
+    def truncate_to(self, offset: int) -> None:
+        self.log.truncate_to(offset)
+        self.producers.truncate_and_reload(self.log)
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+
+    def restart_at(self, offset: int) -> None:
+        """Drop the whole log and continue at `offset` (a follower behind the leader's start)."""
+        self.log.truncate_fully_and_start_at(offset)
+        self.producers.truncate_and_reload(self.log)
+        self.high_watermark = offset
+
+    # -- waiting ---------------------------------------------------------------------------
 
     def watch(self, event: anyio.Event) -> None:
-        """Set `event` the next time the high watermark moves (fetch long poll, acks=all)."""
-        self._waiters.add(event)
+        """Set `event` the next time the high watermark moves (fetch long poll)."""
+        self._hw_waiters.add(event)
 
     def unwatch(self, event: anyio.Event) -> None:
-        self._waiters.discard(event)
+        self._hw_waiters.discard(event)
 
-    async def wait_for_high_watermark(self, offset: int, timeout: float) -> bool:
-        with anyio.move_on_after(timeout):
-            while self.high_watermark < offset:
-                event = anyio.Event()
-                self.watch(event)
-                try:
-                    await event.wait()
-                finally:
-                    self.unwatch(event)
-            return True
-        return False
+    def watch_appends(self, event: anyio.Event) -> None:
+        """Set `event` on the next append (a follower's fetch long poll)."""
+        self._append_waiters.add(event)
+
+    def unwatch_appends(self, event: anyio.Event) -> None:
+        self._append_waiters.discard(event)
+
+    @staticmethod
+    async def _wait(waiters: set[anyio.Event]) -> None:
+        event = anyio.Event()
+        waiters.add(event)
+        try:
+            await event.wait()
+        finally:
+            waiters.discard(event)
+
+    @staticmethod
+    def _wake(waiters: set[anyio.Event]) -> None:
+        if waiters:
+            for event in list(waiters):
+                event.set()
+            waiters.clear()
 
     def close(self) -> None:
+        self._wake(self._hw_waiters)
+        self._wake(self._append_waiters)
+        self.producers.snapshot()
         self.log.close()

@@ -1,0 +1,98 @@
+"""ISR changes a leader asks for: batched AlterPartition calls to the meta service, and the
+periodic check that drops followers lagging past replica.lag.time.max.ms.
+
+The meta service commits a change only if the leader and partition epochs the leader quotes
+are still current, so a deposed leader can never shrink an ISR to itself and acknowledge
+writes alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import anyio
+
+from dataplane.metadata_cache import partition_info
+from dataplane.replica.partition import Partition, now_ms
+from meta.client import MetaError
+from proto import meta_pb2
+
+if TYPE_CHECKING:
+    from dataplane.broker import Broker
+
+log = logging.getLogger("rafka.isr")
+
+_RETRY_MS = 1000  # after a refused change, wait for newer metadata or this long
+
+
+class IsrManager:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._queue: dict[tuple[bytes, int], tuple[Partition, tuple[int, ...]]] = {}
+        self._refused_until: dict[tuple[bytes, int], tuple[int, int]] = {}  # -> (ms, epoch)
+        self._ready = anyio.Event()
+
+    def submit(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+        """Ask for `new_isr` (the partition's leader calls this); one request in flight each."""
+        key = (partition.topic_id, partition.index)
+        refused = self._refused_until.get(key)
+        if refused and refused[1] == partition.partition_epoch and now_ms() < refused[0]:
+            return
+        partition.pending_isr = new_isr
+        self._queue[key] = (partition, new_isr)
+        self._ready.set()
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._shrink_loop)
+            while True:
+                await self._ready.wait()
+                self._ready = anyio.Event()
+                batch, self._queue = list(self._queue.values()), {}
+                await self._send(batch)
+
+    async def _send(self, batch: list[tuple[Partition, tuple[int, ...]]]) -> None:
+        items = [
+            meta_pb2.AlterPartitionItem(
+                topic_id=p.topic_id,
+                partition_index=p.index,
+                leader_epoch=p.leader_epoch,
+                partition_epoch=p.partition_epoch,
+                new_isr=isr,
+            )
+            for p, isr in batch
+        ]
+        try:
+            results = await self.broker.meta.alter_partition(
+                self.broker.node_id, self.broker.broker_epoch, items
+            )
+        except MetaError as e:
+            log.warning("AlterPartition failed (%s); the ISR changes will be retried", e)
+            results = []
+        for i, (partition, isr) in enumerate(batch):
+            result = results[i] if i < len(results) else None
+            if result is not None and result.error_code == 0:
+                log.info("%r: ISR %s -> %s", partition, list(partition.isr), list(isr))
+                partition.update(partition_info(result.partition))
+                continue
+            if result is not None:
+                log.warning(
+                    "%r: the meta service refused ISR %s (error %d: %s); waiting for metadata",
+                    partition,
+                    list(isr),
+                    result.error_code,
+                    result.error_message,
+                )
+            key = (partition.topic_id, partition.index)
+            self._refused_until[key] = (now_ms() + _RETRY_MS, partition.partition_epoch)
+            if partition.pending_isr == isr:
+                partition.pending_isr = None
+
+    async def _shrink_loop(self) -> None:
+        lag_ms = self.broker.config.replica_lag_time_max_ms
+        while True:
+            await anyio.sleep(lag_ms / 2000)
+            now = now_ms()
+            for partition in list(self.broker.replicas.partitions.values()):
+                partition.maybe_shrink_isr(now, lag_ms)

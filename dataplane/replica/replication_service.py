@@ -1,0 +1,145 @@
+"""Leader side of replication: answers followers' fetch streams (proto/replication.proto).
+
+Each fetch tells the leader how far the follower has got (which moves the high watermark and
+the follower's ISR standing); the answer carries the batches that follow, exactly as stored,
+or the point where the follower's log diverged from ours after a leader change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import anyio
+import grpc
+
+from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.replica.partition import Partition, now_ms
+from proto import replication_pb2, replication_pb2_grpc
+
+if TYPE_CHECKING:
+    from dataplane.broker import Broker
+
+log = logging.getLogger("rafka.replication")
+
+GRPC_OPTIONS = [
+    ("grpc.max_receive_message_length", 128 << 20),
+    ("grpc.max_send_message_length", 128 << 20),
+]
+
+
+class ReplicationService(replication_pb2_grpc.ReplicationServicer):
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    async def Fetch(
+        self,
+        request_iterator: AsyncIterator[replication_pb2.FetchRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> AsyncIterator[replication_pb2.FetchResponse]:
+        async for request in request_iterator:
+            yield await self._fetch(request)
+
+    async def _fetch(self, req: replication_pb2.FetchRequest) -> replication_pb2.FetchResponse:
+        stale = self._stale_broker_epoch(req)
+        response, partitions, size = self._read(req, stale, record=True)
+        if size or not partitions or req.max_wait_ms <= 0:
+            return response
+        event = anyio.Event()  # long poll: park until one of the partitions gets an append
+        for partition in partitions:
+            partition.watch_appends(event)
+        with anyio.move_on_after(req.max_wait_ms / 1000):
+            await event.wait()
+        for partition in partitions:
+            partition.unwatch_appends(event)
+        return self._read(req, stale, record=False)[0]
+
+    def _stale_broker_epoch(self, req: replication_pb2.FetchRequest) -> bool:
+        known = self.broker.cache.brokers.get(req.replica_id)
+        if known is not None and known.epoch == req.broker_epoch:
+            return False
+        log.warning(
+            "refusing a replica fetch from broker %d with broker epoch %d (current: %s): "
+            "a stale process; it must register again",
+            req.replica_id,
+            req.broker_epoch,
+            known.epoch if known else "not registered",
+        )
+        return True
+
+    def _read(
+        self, req: replication_pb2.FetchRequest, stale: bool, record: bool
+    ) -> tuple[replication_pb2.FetchResponse, list[Partition], int]:
+        """One pass over the requested partitions; `record` the follower's progress once."""
+        response = replication_pb2.FetchResponse()
+        watched: list[Partition] = []
+        budget, size, now = req.max_bytes, 0, now_ms()
+        for p in req.partitions:
+            out = response.partitions.add(topic_id=p.topic_id, partition=p.partition)
+            try:
+                if stale:
+                    raise KafkaError(ErrorCode.stale_broker_epoch)
+                partition = self._leader(p, req.replica_id)
+                if record:
+                    partition.record_follower_fetch(req.replica_id, p.fetch_offset, now)
+                out.high_watermark = partition.high_watermark
+                out.log_start_offset = partition.log.log_start_offset
+                out.log_end_offset = partition.log.log_end_offset
+                if self._diverged(partition, p, out):
+                    continue
+                records = partition.log.read(
+                    p.fetch_offset, min(p.max_bytes, budget), out.log_end_offset, size == 0
+                )
+            except KafkaError as e:  # includes the log's OFFSET_OUT_OF_RANGE
+                out.error_code = e.code
+                continue
+            out.records = records
+            size += len(records)
+            budget = max(0, budget - len(records))
+            watched.append(partition)
+        return response, watched, size
+
+    def _leader(self, p: replication_pb2.FetchPartition, replica_id: int) -> Partition:
+        info = self.broker.cache.topics_by_id.get(p.topic_id)
+        partition = info and self.broker.replicas.partitions.get((info.name, p.partition))
+        if not partition:
+            raise KafkaError(ErrorCode.unknown_topic_id)
+        partition.check_leader(-1)
+        if replica_id not in partition.replicas:
+            raise KafkaError(ErrorCode.not_leader_or_follower)
+        if p.current_leader_epoch != partition.leader_epoch:
+            log.warning(
+                "%r: replica %d fetches for leader epoch %d, current is %d; refused",
+                partition,
+                replica_id,
+                p.current_leader_epoch,
+                partition.leader_epoch,
+            )
+        partition.check_epoch(p.current_leader_epoch)
+        return partition
+
+    @staticmethod
+    def _diverged(
+        partition: Partition, p: replication_pb2.FetchPartition, out: replication_pb2.PartitionData
+    ) -> bool:
+        """KIP-320 through fetch: does the follower's last epoch end where ours does?"""
+        if p.last_fetched_epoch < 0:
+            return False
+        epoch, end = partition.log.end_offset_for_epoch(p.last_fetched_epoch)
+        if epoch == p.last_fetched_epoch and end >= p.fetch_offset:
+            return False
+        out.diverged = True
+        out.diverging_epoch = epoch
+        out.diverging_end_offset = end if epoch >= 0 else partition.log.log_start_offset
+        return True
+
+
+async def serve_replication(broker: Broker, address: str) -> grpc.aio.Server:
+    server = grpc.aio.server(options=GRPC_OPTIONS)
+    replication_pb2_grpc.add_ReplicationServicer_to_server(ReplicationService(broker), server)
+    if server.add_insecure_port(address) == 0:
+        raise OSError(f"cannot bind the replication listener {address}: is the port in use?")
+    await server.start()
+    log.info("serving replication on %s", address)
+    return server
