@@ -4,7 +4,7 @@ One to three meta nodes replicate the cluster metadata with Raft (pysyncobj); br
 over gRPC (proto/meta.proto) through ``meta.client.MetaClient``. Reading order:
 
 - ``model``        brokers, topics, partitions (frozen dataclasses)
-- ``controller``   decisions: validation, replica placement, leader election (pure functions)
+- ``controller``   decisions: validation, placement, leader election, ISR changes (pure)
 - ``topic_config`` Kafka's topic config names and value checks
 - ``state``        the replicated state machine: commands and ``apply`` (pure, deterministic)
 - ``raft``         pysyncobj glue: replicate commands, retry until committed

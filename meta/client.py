@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 from grpc import aio
@@ -48,12 +48,34 @@ class MetaError(Exception):
     """A meta call failed for good: not retriable, or no node succeeded before the deadline."""
 
 
+class MetaRequestError(MetaError):
+    """The meta service refused the request with a Kafka error code."""
+
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(f"{message} (error code {error_code})")
+        self.error_code = error_code
+
+
 @dataclass(frozen=True)
 class HeartbeatResult:
     fenced: bool
     must_register: bool  # the epoch is stale or the broker unknown: call register_broker
     error_code: int = ErrorCode.NONE
     error_message: str = ""
+    should_shut_down: bool = False  # in a controlled shutdown and leads nothing: may exit
+
+
+@dataclass(frozen=True)
+class ControlledShutdownResult:
+    may_exit: bool  # it leads no partition any more (and is fenced): stop the process
+    leaderships_left: int
+    error_code: int = ErrorCode.NONE  # STALE_BROKER_EPOCH: not the current registration
+    error_message: str = ""
+
+
+class ProducerIdBlock(NamedTuple):
+    first: int  # producer ids first .. first + count - 1 are this broker's
+    count: int
 
 
 class MetaClient:
@@ -132,7 +154,104 @@ class MetaClient:
             in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED),
             error_code=response.error_code,
             error_message=response.error_message,
+            should_shut_down=response.should_shut_down,
         )
+
+    async def controlled_shutdown(
+        self,
+        node_id: int,
+        broker_epoch: int,
+        *,
+        timeout_s: float = 30.0,
+        poll_interval_s: float = 0.5,
+    ) -> ControlledShutdownResult:
+        """Hand over every leadership of the broker and take it out of every ISR before it stops.
+
+        Polls until the meta service lets it exit (``may_exit``), it answers with an error
+        (``error_code``, e.g. STALE_BROKER_EPOCH), or ``timeout_s`` passes: then the last answer
+        (``may_exit`` False) is returned, or MetaError raised if no node answered at all. After
+        ``may_exit`` the broker is fenced: stop heartbeating, exit, register on restart.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            request = meta_pb2.ControlledShutdownRequest(
+                request_id=_request_id(), broker_id=node_id, broker_epoch=broker_epoch
+            )
+            response = await self._call(
+                "ControlledShutdown", request, timeout_s=max(0.0, deadline - loop.time())
+            )
+            result = ControlledShutdownResult(
+                response.may_exit,
+                response.leaderships_left,
+                response.error_code,
+                response.error_message,
+            )
+            if result.may_exit or result.error_code or loop.time() + poll_interval_s > deadline:
+                return result
+            log.info(
+                "Controlled shutdown of broker %d: %d leadership(s) left; asking again",
+                node_id,
+                result.leaderships_left,
+            )
+            await asyncio.sleep(poll_interval_s)
+
+    async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> ProducerIdBlock:
+        """A new block of producer ids for the broker, never handed out before.
+
+        Raises MetaRequestError (STALE_BROKER_EPOCH: register again first).
+        """
+        request = meta_pb2.AllocateProducerIdsRequest(
+            request_id=_request_id(), broker_id=node_id, broker_epoch=broker_epoch
+        )
+        response = await self._call("AllocateProducerIds", request)
+        if response.error_code:
+            raise MetaRequestError(response.error_code, response.error_message)
+        return ProducerIdBlock(response.producer_id_start, response.producer_id_len)
+
+    # ------------------------------------------------------------ partitions
+
+    async def alter_partition(
+        self,
+        node_id: int,
+        broker_epoch: int,
+        items: Iterable[meta_pb2.AlterPartitionItem],
+        *,
+        request_id: str = "",
+    ) -> list[meta_pb2.AlterPartitionResult]:
+        """Change the ISR of partitions the broker leads; one result per item, in order.
+
+        Each result has an ``error_code`` (Kafka's; see proto/meta.proto) and, when it is 0, the
+        partition after the change (``partition.isr``, ``partition.partition_epoch``, ...).
+        Retries within the call reuse one request id; to retry after a MetaError without
+        applying the change twice, pass the same ``request_id`` (any unique string) again.
+        """
+        request = meta_pb2.AlterPartitionRequest(
+            request_id=request_id or _request_id(),
+            broker_id=node_id,
+            broker_epoch=broker_epoch,
+            partitions=list(items),
+        )
+        return list((await self._call("AlterPartition", request)).results)
+
+    async def elect_leaders(
+        self,
+        election_type: int = meta_pb2.ELECTION_TYPE_PREFERRED,
+        topic_partitions: Mapping[str, Iterable[int]] | None = None,
+    ) -> list[meta_pb2.ReplicaElectionResult]:
+        """Kafka's ElectLeaders: ``election_type`` 0 preferred, 1 unclean (Kafka's values);
+        ``topic_partitions`` None means every partition (then only those that needed an
+        election are in the results). Results per topic; check each partition's error_code."""
+        request = meta_pb2.ElectLeadersRequest(
+            request_id=_request_id(),
+            election_type=election_type,  # type: ignore[arg-type]
+            all_partitions=topic_partitions is None,
+            topic_partitions=[
+                meta_pb2.ElectLeadersTopic(topic=topic, partitions=list(partitions))
+                for topic, partitions in (topic_partitions or {}).items()
+            ],
+        )
+        return list((await self._call("ElectLeaders", request)).replica_election_results)
 
     # ------------------------------------------------------------ topics
 
@@ -202,9 +321,10 @@ class MetaClient:
             )
         return meta_pb2_grpc.MetaServiceStub(channel)
 
-    async def _call(self, method: str, request: Any) -> Any:
+    async def _call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._timeout_s
+        timeout_s = self._timeout_s if timeout_s is None else timeout_s
+        deadline = loop.time() + timeout_s
         failures = 0
         reason = ""  # the most telling failure so far, for the final error
         while True:
@@ -227,7 +347,7 @@ class MetaClient:
                 pause = 0.0 if leader is not None and failures < 3 else _backoff(failures)
                 if loop.time() + pause >= deadline:
                     raise MetaError(
-                        f"{method} failed on every meta node for {self._timeout_s:g}s; "
+                        f"{method} failed on every meta node for {timeout_s:g}s; "
                         f"last reason: {reason}"
                     ) from exc
                 log.debug("%s on %s failed (%s); retrying", method, address, exc.code().name)

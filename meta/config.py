@@ -64,6 +64,18 @@ class MetaConfig(KafkaSettings):
         description="unclean.leader.election.enable: cluster default for topics that do not "
         "set it; when true, a replica outside the ISR may become leader (possible data loss).",
     )
+    auto_leader_rebalance_enable: bool = Field(
+        True,
+        description="auto.leader.rebalance.enable: the Raft leader periodically moves the "
+        "leadership of each partition back to its preferred replica (the first one) when that "
+        "replica is unfenced, not shutting down and in the ISR.",
+    )
+    leader_imbalance_check_interval_seconds: float = Field(
+        300,
+        gt=0,
+        description="leader.imbalance.check.interval.seconds: how often the Raft leader checks "
+        "for partitions not led by their preferred replica.",
+    )
     meta_write_timeout_ms: int = Field(
         10000,
         description="meta.write.timeout.ms: how long a write waits for the Raft leader to commit "

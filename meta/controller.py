@@ -1,4 +1,4 @@
-"""Decisions of the metadata controller: validation, replica placement, leader election.
+"""Decisions of the metadata controller: validation, placement, leader election, ISR changes.
 
 Pure functions, modelled on Kafka's KRaft controller (``ReplicationControlManager``). They do no
 I/O and read no clock or random generator: ``meta.state`` calls them while applying a Raft
@@ -12,7 +12,8 @@ import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
 
 from meta.model import NO_LEADER, Broker, Partition, Topic
 from meta.protocol import ErrorCode
@@ -39,8 +40,29 @@ class NewTopic:
 
 
 @dataclass(frozen=True)
+class IsrChange:
+    """One partition of an AlterPartition request: its leader asks for a new ISR."""
+
+    topic_id: bytes
+    partition_index: int
+    leader_epoch: int  # the leader's view: both epochs must be current
+    partition_epoch: int
+    new_isr: tuple[int, ...]
+    # Parallel to new_isr (or empty): each member's broker epoch as the leader knows it, so a
+    # replica that restarted (and may have lost its log tail) since is not added; -1: unchecked.
+    new_isr_broker_epochs: tuple[int, ...] = ()
+
+
+class ElectionType(IntEnum):
+    """Kafka's ElectLeaders election types (same values as on the wire)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+@dataclass(frozen=True)
 class Rejection:
-    """Why a request for one topic was refused, as a Kafka error."""
+    """Why a request for one topic (or partition) was refused, as a Kafka error."""
 
     error_code: ErrorCode
     message: str
@@ -268,8 +290,9 @@ def on_broker_fenced(
 
     The broker leaves the ISR unless it is the last member: that replica is the only one known to
     hold every committed record, so it must stay eligible to come back as leader. If it led the
-    partition, the first replica in the rest of the ISR that is ``live`` (unfenced) takes over;
-    if there is none the partition goes offline, unless ``unclean`` election is allowed.
+    partition, the first replica in the rest of the ISR that is ``live`` (active: unfenced and
+    not shutting down) takes over; if there is none the partition goes offline, unless
+    ``unclean`` election is allowed. A controlled shutdown moves a broker off the same way.
     """
     if broker_id not in partition.replicas:
         return None
@@ -300,20 +323,157 @@ def on_broker_unfenced(
     return None
 
 
-def _warn_unclean(topic: str, partition: Partition, leader: int) -> None:
+def active_brokers(brokers: Mapping[int, Broker]) -> set[int]:
+    """Ids of the brokers that may lead and be in ISRs: unfenced, not shutting down."""
+    return {broker.id for broker in brokers.values() if broker.active}
+
+
+def elect_preferred(partition: Partition, active: Set[int]) -> Partition | None:
+    """Kafka's automatic leader rebalance of one partition: its preferred replica (the first)
+    leads again when it is ``active`` and in the ISR; None when that is not possible or needed."""
+    preferred = partition.replicas[0]
+    if partition.leader == preferred or preferred not in partition.isr or preferred not in active:
+        return None
+    return _changed(partition, preferred, partition.isr)
+
+
+def elect_leader(
+    partition: Partition, election: ElectionType, active: Set[int], topic: str
+) -> Partition | Rejection:
+    """One partition of an ElectLeaders request (Kafka's ``electLeader``): the changed partition,
+    or why there is nothing to change.
+
+    PREFERRED elects the preferred replica if it is an ``active`` ISR member; an offline
+    partition gets any active ISR member. UNCLEAN only touches an offline partition: an active
+    ISR member if there is one, else any active replica (whatever the topic's unclean setting:
+    an administrator asked for it), which then forms the ISR alone.
+    """
+    valid = [b for b in partition.replicas if b in partition.isr and b in active]
+    if election == ElectionType.PREFERRED:
+        if partition.leader == partition.replicas[0]:
+            return Rejection(ErrorCode.ELECTION_NOT_NEEDED, "The preferred replica is the leader.")
+        if partition.replicas[0] in valid:
+            leader = partition.replicas[0]
+        elif partition.leader in valid:
+            leader = partition.leader
+        else:
+            leader = valid[0] if valid else NO_LEADER
+        if leader == partition.leader:
+            return Rejection(
+                ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                f"Preferred replica {partition.replicas[0]} of {topic}-{partition.index} is not "
+                "an unfenced in-sync replica.",
+            )
+        return _new_leader(partition, leader, partition.isr)
+    if partition.leader != NO_LEADER:
+        return Rejection(ErrorCode.ELECTION_NOT_NEEDED, "The partition has a leader.")
+    if valid:
+        leader, isr = valid[0], partition.isr
+    else:
+        leader = next((b for b in partition.replicas if b in active), NO_LEADER)
+        if leader == NO_LEADER:
+            return Rejection(
+                ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                f"No replica of {topic}-{partition.index} is unfenced.",
+            )
+        _warn_unclean(topic, partition, leader, "an unclean ElectLeaders request")
+        isr = (leader,)
+    return _new_leader(partition, leader, isr)
+
+
+def _warn_unclean(
+    topic: str,
+    partition: Partition,
+    leader: int,
+    reason: str = "unclean.leader.election.enable=true",
+) -> None:
     log.warning(
         "Unclean leader election for %s-%d: broker %d becomes leader although it is not in the "
-        "ISR %s (unclean.leader.election.enable=true); records the old ISR had may be lost.",
+        "ISR %s (%s); records the old ISR had may be lost.",
         topic,
         partition.index,
         leader,
         list(partition.isr),
+        reason,
     )
+
+
+# ---------------------------------------------------------------- ISR changes
+
+
+def check_isr_change(
+    partition: Partition, change: IsrChange, sender: int, brokers: Mapping[int, Broker]
+) -> Rejection | None:
+    """Kafka's AlterPartition checks of one partition (``validateAlterPartitionData``).
+
+    The epochs fence stale requests: only the current leader, quoting the current leader epoch
+    and partition epoch, may change the ISR, so a request based on older state never overwrites
+    newer state. The new ISR must hold the leader, only replicas, each once, and only active
+    brokers (at the quoted broker epochs, if given).
+    """
+    if change.leader_epoch != partition.leader_epoch:
+        return Rejection(
+            ErrorCode.FENCED_LEADER_EPOCH,
+            f"Leader epoch {change.leader_epoch} is not the current one "
+            f"({partition.leader_epoch}).",
+        )
+    if sender != partition.leader:
+        return Rejection(
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"Broker {sender} is not the leader (the leader is {partition.leader}).",
+        )
+    if change.partition_epoch != partition.partition_epoch:
+        return Rejection(
+            ErrorCode.INVALID_UPDATE_VERSION,
+            f"Partition epoch {change.partition_epoch} is not the current one "
+            f"({partition.partition_epoch}).",
+        )
+    isr = change.new_isr
+    problem = None
+    if len(set(isr)) != len(isr):
+        problem = f"names a broker more than once: {list(isr)}"
+    elif not set(isr) <= set(partition.replicas):
+        problem = f"{list(isr)} has brokers that are not replicas {list(partition.replicas)}"
+    elif partition.leader not in isr:
+        problem = f"{list(isr)} does not include the leader {partition.leader}"
+    elif change.new_isr_broker_epochs and len(change.new_isr_broker_epochs) != len(isr):
+        problem = "has a different number of broker epochs than members"
+    if problem:
+        return Rejection(ErrorCode.INVALID_REQUEST, f"The new ISR {problem}.")
+    epochs = change.new_isr_broker_epochs or (-1,) * len(isr)
+    ineligible = []
+    for broker_id, epoch in zip(isr, epochs, strict=True):
+        broker = brokers.get(broker_id)
+        if broker is None:
+            ineligible.append(f"{broker_id} (not registered)")
+        elif broker.in_controlled_shutdown:
+            ineligible.append(f"{broker_id} (shutting down)")
+        elif broker.fenced:
+            ineligible.append(f"{broker_id} (fenced)")
+        elif epoch != -1 and epoch != broker.epoch:
+            ineligible.append(f"{broker_id} (broker epoch {epoch}, current {broker.epoch})")
+    if ineligible:
+        return Rejection(
+            ErrorCode.INELIGIBLE_REPLICA,
+            f"The new ISR {list(isr)} has ineligible replicas: {', '.join(ineligible)}.",
+        )
+    return None
+
+
+def change_isr(partition: Partition, isr: tuple[int, ...]) -> Partition | None:
+    """The partition with a validated new ISR (partition epoch bumped), or None if unchanged."""
+    if isr == partition.isr:
+        return None
+    return replace(partition, isr=isr, partition_epoch=partition.partition_epoch + 1)
 
 
 def _changed(partition: Partition, leader: int, isr: tuple[int, ...]) -> Partition | None:
     if leader == partition.leader and isr == partition.isr:
         return None
+    return _new_leader(partition, leader, isr)
+
+
+def _new_leader(partition: Partition, leader: int, isr: tuple[int, ...]) -> Partition:
     return Partition(
         partition.index,
         partition.replicas,

@@ -40,3 +40,11 @@ class Broker:
     incarnation_id: bytes  # new on every broker process start
     epoch: int  # the metadata offset of its latest registration, as in KRaft
     fenced: bool = False
+    # Asked for a controlled shutdown: leads nothing new, joins no ISR, and heartbeats do not
+    # unfence it; a new registration (the restarted process) clears it.
+    in_controlled_shutdown: bool = False
+
+    @property
+    def active(self) -> bool:
+        """May lead partitions and be in ISRs: unfenced and not shutting down (KRaft's isActive)."""
+        return not self.fenced and not self.in_controlled_shutdown

@@ -27,6 +27,10 @@ _SERVER_OPTIONS = [
     ("grpc.http2.min_recv_ping_interval_without_data_ms", 5000),
 ]
 _SHUTDOWN_GRACE_S = 2.0
+# The main thread wakes this often to run Python signal handlers: a SIGTERM taken by another
+# thread (gRPC's, pysyncobj's) only flags the handler for the main thread, which must then
+# execute bytecode to run it; blocked in an untimed wait it would sleep through the signal.
+_SIGNAL_CHECK_S = 0.2
 
 
 class MetaStartupError(RuntimeError):
@@ -122,7 +126,8 @@ def run_meta_node(config: MetaConfig) -> None:
         except MetaStartupError as exc:
             log.error("Meta node %d cannot start: %s", config.node_id, exc)
             raise
-        stop.wait()
+        while not stop.wait(_SIGNAL_CHECK_S):
+            pass
         log.info("Meta node %d shutting down", config.node_id)
         node.stop()
     finally:

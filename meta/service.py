@@ -3,6 +3,8 @@
 Reads (Watch, DescribeCluster, validate-only creates) are served from this node's applied state.
 Writes become Raft commands that any node accepts (see ``meta.raft``). Heartbeats need the
 broker leases, which only the Raft leader keeps, so other nodes point the caller to the leader.
+The leader also proposes, on its own, the fencing of brokers whose lease ran out and (with
+auto.leader.rebalance.enable) the return of leaderships to preferred replicas.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import base64
 import logging
 import random
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any, NoReturn
@@ -24,12 +27,18 @@ from meta.leases import BrokerLeases
 from meta.protocol import LEADER_METADATA_KEY, ErrorCode
 from meta.raft import MetaRaft, NoLeaderError
 from meta.state import (
+    AllocateProducerIds,
+    AlterPartition,
+    BalanceLeaders,
     Body,
+    ControlledShutdown,
     CreateTopics,
     DeleteTopics,
     FenceBroker,
     InitCluster,
+    ProducerIdBlock,
     RegisterBroker,
+    ShutdownOutcome,
     UnfenceBroker,
 )
 from proto import meta_pb2, meta_pb2_grpc
@@ -56,6 +65,9 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         self._grpc_addresses = config.grpc_addresses()
         self._node_by_raft_address = {addr: node for node, addr in self._raft_addresses.items()}
         self._unclean_default = config.unclean_leader_election_enable
+        self._auto_rebalance = config.auto_leader_rebalance_enable
+        self._imbalance_check_s = config.leader_imbalance_check_interval_seconds
+        self._next_imbalance_check = time.monotonic() + self._imbalance_check_s
         self._raft = raft
         self._machine = raft.machine
         self._feed = feed
@@ -121,11 +133,39 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
                 "this node has not applied the broker's latest registration yet; retry",
             )
         self._leases.renew(broker.id, broker.epoch)
-        if broker.fenced:
+        if broker.fenced and not broker.in_controlled_shutdown:
             self._write(context, UnfenceBroker(broker.id, broker.epoch, self._unclean_default))
             with self._machine.lock:
                 broker = self._machine.state.brokers[broker.id]
-        return meta_pb2.HeartbeatResponse(fenced=broker.fenced)
+        return meta_pb2.HeartbeatResponse(
+            fenced=broker.fenced,
+            # fenced at the end of a controlled shutdown: it leads nothing any more
+            should_shut_down=broker.in_controlled_shutdown and broker.fenced,
+        )
+
+    def ControlledShutdown(
+        self, request: meta_pb2.ControlledShutdownRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.ControlledShutdownResponse:
+        command = ControlledShutdown(request.broker_id, request.broker_epoch, self._unclean_default)
+        outcome: ShutdownOutcome = self._write(context, command, request.request_id)
+        return meta_pb2.ControlledShutdownResponse(
+            error_code=outcome.error_code,
+            error_message=outcome.error_message,
+            may_exit=outcome.may_exit,
+            leaderships_left=outcome.leaderships_left,
+        )
+
+    def AllocateProducerIds(
+        self, request: meta_pb2.AllocateProducerIdsRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.AllocateProducerIdsResponse:
+        command = AllocateProducerIds(request.broker_id, request.broker_epoch)
+        block: ProducerIdBlock = self._write(context, command, request.request_id)
+        return meta_pb2.AllocateProducerIdsResponse(
+            error_code=block.error_code,
+            error_message=block.error_message,
+            producer_id_start=block.first,
+            producer_id_len=block.count,
+        )
 
     # ------------------------------------------------------------ topics
 
@@ -154,6 +194,28 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         command = DeleteTopics(tuple(request.names), tuple(request.topic_ids))
         outcomes = self._write(context, command, request.request_id)
         return meta_pb2.DeleteTopicsResponse(results=[wire.delete_result(o) for o in outcomes])
+
+    # ------------------------------------------------------------ partitions
+
+    def AlterPartition(
+        self, request: meta_pb2.AlterPartitionRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.AlterPartitionResponse:
+        command = AlterPartition(
+            request.broker_id,
+            request.broker_epoch,
+            tuple(wire.isr_change_from_proto(item) for item in request.partitions),
+        )
+        outcome = self._write(context, command, request.request_id)
+        return wire.alter_partition_response(outcome)
+
+    def ElectLeaders(
+        self, request: meta_pb2.ElectLeadersRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.ElectLeadersResponse:
+        if request.election_type not in meta_pb2.ElectionType.values():
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "unknown election type")
+        command = wire.elect_leaders_from_proto(request)
+        outcomes = self._write(context, command, request.request_id)
+        return wire.elect_leaders_response(command, outcomes)
 
     # ------------------------------------------------------------ watch and tooling
 
@@ -215,6 +277,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             try:
                 self._initialise_cluster()
                 self._fence_expired_brokers()
+                self._balance_leaders()
             except NoLeaderError as exc:
                 log.warning("Leader duties postponed: %s", exc)
             except Exception:
@@ -239,6 +302,23 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
                 broker_id,
             )
             self._raft.submit(FenceBroker(broker_id, epoch, self._unclean_default))
+
+    def _balance_leaders(self) -> None:
+        """Kafka's auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds,
+        move leaderships back to preferred replicas, if some can move (no empty writes)."""
+        if not self._auto_rebalance or time.monotonic() < self._next_imbalance_check:
+            return
+        with self._machine.lock:
+            state = self._machine.state
+            active = controller.active_brokers(state.brokers)
+            imbalanced = any(
+                controller.elect_preferred(partition, active) is not None
+                for topic in state.topics.values()
+                for partition in topic.partitions
+            )
+        if imbalanced:
+            self._raft.submit(BalanceLeaders())
+        self._next_imbalance_check = time.monotonic() + self._imbalance_check_s
 
     # ------------------------------------------------------------ helpers
 

@@ -7,8 +7,9 @@ inputs: the proposer's wall clock, the UUIDs and random seeds it generated, its 
 Nothing here reads a clock, a random generator or a config.
 
 Each change of a topic or a broker bumps ``MetaState.offset`` and is reported as a ``Change``;
-Watch streams publish them. Commands are pickled into the Raft journal: renaming these classes
-or their fields breaks existing data dirs.
+Watch streams publish them. The producer-id counter is state too, but nothing brokers watch: it
+bumps no offset. Commands and the state are pickled into the Raft journal and dump: renaming
+these classes or their fields breaks existing data dirs (a new field needs a default).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from meta import controller
-from meta.controller import NewTopic, Rejection
-from meta.model import Broker, Partition, Topic
+from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
+from meta.model import NO_LEADER, Broker, Partition, Topic
 from meta.protocol import ErrorCode
 from meta.topic_config import unclean_election_enabled
 
@@ -28,6 +29,9 @@ log = logging.getLogger("rafka.meta.state")
 
 # How long a request id is remembered, so a client retry of an applied write is not re-applied.
 REQUEST_MEMORY_MS = 5 * 60 * 1000
+# Producer ids are handed to brokers in blocks of this many (Kafka's PRODUCER_ID_BLOCK_SIZE).
+PRODUCER_ID_BLOCK_SIZE = 1000
+_MAX_PRODUCER_ID = 2**63 - 1
 
 
 @dataclass
@@ -38,6 +42,7 @@ class MetaState:
     brokers: dict[int, Broker] = field(default_factory=dict)
     # request id -> (now_ms of the command, its result), oldest first
     applied_requests: dict[str, tuple[int, Any]] = field(default_factory=dict)
+    next_producer_id: int = 0  # first id of the next producer-id block; never goes back
 
 
 # ---------------------------------------------------------------- commands
@@ -88,7 +93,60 @@ class UnfenceBroker:
     unclean_election_default: bool
 
 
-Body = InitCluster | CreateTopics | DeleteTopics | RegisterBroker | FenceBroker | UnfenceBroker
+@dataclass(frozen=True)
+class AlterPartition:
+    """A partition leader asks to change the ISR of partitions it leads (Kafka's API 56)."""
+
+    broker_id: int
+    broker_epoch: int
+    partitions: tuple[IsrChange, ...]
+
+
+@dataclass(frozen=True)
+class ControlledShutdown:
+    """A broker about to stop asks to hand over its leaderships and leave every ISR."""
+
+    broker_id: int
+    broker_epoch: int
+    unclean_election_default: bool
+
+
+@dataclass(frozen=True)
+class ElectLeaders:
+    """An administrator's leader election (Kafka's API 43)."""
+
+    election_type: ElectionType
+    # (topic name, partition indexes), in request order; None: every partition
+    topic_partitions: tuple[tuple[str, tuple[int, ...]], ...] | None
+
+
+@dataclass(frozen=True)
+class BalanceLeaders:
+    """Proposed by the Raft leader every leader.imbalance.check.interval.seconds: move each
+    partition's leadership back to its preferred replica where possible."""
+
+
+@dataclass(frozen=True)
+class AllocateProducerIds:
+    """A broker asks for the next block of producer ids (Kafka's API 67)."""
+
+    broker_id: int
+    broker_epoch: int
+
+
+Body = (
+    InitCluster
+    | CreateTopics
+    | DeleteTopics
+    | RegisterBroker
+    | FenceBroker
+    | UnfenceBroker
+    | AlterPartition
+    | ControlledShutdown
+    | ElectLeaders
+    | BalanceLeaders
+    | AllocateProducerIds
+)
 
 
 @dataclass(frozen=True)
@@ -116,6 +174,48 @@ class Change:
 class DeleteOutcome:
     name: str
     topic_id: bytes
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True)
+class IsrOutcome:
+    """One partition of an AlterPartition: its state after the change, or why it was refused."""
+
+    topic_id: bytes
+    partition_index: int
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    partition: Partition | None = None  # set when error_code is NONE
+
+
+@dataclass(frozen=True)
+class AlterPartitionOutcome:
+    error_code: ErrorCode  # request level (STALE_BROKER_EPOCH); each partition repeats it
+    error_message: str
+    partitions: list[IsrOutcome]
+
+
+@dataclass(frozen=True)
+class ShutdownOutcome:
+    may_exit: bool  # the broker leads no partition any more (it is now fenced)
+    leaderships_left: int
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True)
+class ElectionOutcome:
+    topic: str
+    partition_index: int
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True)
+class ProducerIdBlock:
+    first: int  # -1 on error
+    count: int
     error_code: ErrorCode = ErrorCode.NONE
     error_message: str = ""
 
@@ -234,6 +334,7 @@ def _delete_topics(state: MetaState, cmd: DeleteTopics, changes: _Changes) -> li
 def _register_broker(state: MetaState, cmd: RegisterBroker, changes: _Changes) -> int:
     old = state.brokers.get(cmd.broker_id)
     epoch = changes.broker(cmd.broker_id)  # like KRaft: the offset of the registration
+    # A new Broker: this also ends a controlled shutdown (the restarted broker is back).
     state.brokers[cmd.broker_id] = Broker(
         cmd.broker_id,
         cmd.host,
@@ -274,6 +375,8 @@ def _unfence_broker(state: MetaState, cmd: UnfenceBroker, changes: _Changes) -> 
     broker = state.brokers.get(cmd.broker_id)
     if broker is None or broker.epoch != cmd.epoch or not broker.fenced:
         return False
+    if broker.in_controlled_shutdown:  # it was let go: only a new registration brings it back
+        return False
     log.info("Unfenced broker %d (epoch %d)", broker.id, broker.epoch)
     _unfence_and_elect(state, broker.id, cmd.unclean_election_default, changes)
     return True
@@ -282,19 +385,44 @@ def _unfence_broker(state: MetaState, cmd: UnfenceBroker, changes: _Changes) -> 
 def _after_fencing(
     state: MetaState, broker_id: int, unclean_default: bool, changes: _Changes
 ) -> None:
-    """Move leadership and ISR membership off ``broker_id``, which is now fenced."""
-    live = {broker.id for broker in state.brokers.values() if not broker.fenced}
-    _update_partitions(
-        state,
-        changes,
-        lambda topic, partition: controller.on_broker_fenced(
+    """Move leadership and ISR membership off ``broker_id``, which is now fenced (or in a
+    controlled shutdown)."""
+    active = controller.active_brokers(state.brokers)
+    moved, offline, left_isrs = 0, [], 0
+
+    def decide(topic: Topic, partition: Partition) -> Partition | None:
+        nonlocal moved, left_isrs
+        new = controller.on_broker_fenced(
             partition,
             broker_id,
-            live,
+            active,
             unclean_election_enabled(topic.configs, unclean_default),
             topic.name,
-        ),
-    )
+        )
+        if new is not None:
+            left_isrs += broker_id not in new.isr
+            if new.leader == NO_LEADER != partition.leader:
+                offline.append(f"{topic.name}-{partition.index}")
+            elif new.leader != partition.leader:
+                moved += 1
+        return new
+
+    _update_partitions(state, changes, decide)
+    if moved or left_isrs:
+        log.info(
+            "Broker %d left %d ISR(s); %d of its leaderships moved to other in-sync replicas",
+            broker_id,
+            left_isrs,
+            moved,
+        )
+    if offline:
+        log.warning(
+            "%d partition(s) offline: broker %d was their last active in-sync replica; they "
+            "come back when it does (or by unclean leader election): %s",
+            len(offline),
+            broker_id,
+            ", ".join(offline[:20]) + (", ..." if len(offline) > 20 else ""),
+        )
 
 
 def _unfence_and_elect(
@@ -313,6 +441,219 @@ def _unfence_and_elect(
             topic.name,
         ),
     )
+
+
+def _alter_partition(
+    state: MetaState, cmd: AlterPartition, changes: _Changes
+) -> AlterPartitionOutcome:
+    if stale := _stale_broker_epoch(state, cmd.broker_id, cmd.broker_epoch):
+        log.warning("Rejected AlterPartition from broker %d: %s", cmd.broker_id, stale)
+        refused = [
+            IsrOutcome(c.topic_id, c.partition_index, ErrorCode.STALE_BROKER_EPOCH, stale)
+            for c in cmd.partitions
+        ]
+        return AlterPartitionOutcome(ErrorCode.STALE_BROKER_EPOCH, stale, refused)
+    names = {topic.topic_id: name for name, topic in state.topics.items()}
+    outcomes = []
+    for change in cmd.partitions:
+        outcome = _change_isr(state, cmd.broker_id, names.get(change.topic_id), change, changes)
+        if outcome.error_code != ErrorCode.NONE:
+            log.warning(
+                "Rejected AlterPartition from broker %d: %s (%s)",
+                cmd.broker_id,
+                outcome.error_message,
+                outcome.error_code.name,
+            )
+        outcomes.append(outcome)
+    return AlterPartitionOutcome(ErrorCode.NONE, "", outcomes)
+
+
+def _change_isr(
+    state: MetaState, sender: int, name: str | None, change: IsrChange, changes: _Changes
+) -> IsrOutcome:
+    def refused(code: ErrorCode, message: str) -> IsrOutcome:
+        return IsrOutcome(change.topic_id, change.partition_index, code, message)
+
+    if name is None:
+        return refused(
+            ErrorCode.UNKNOWN_TOPIC_ID,
+            f"Unknown topic id {change.topic_id.hex()} (partition {change.partition_index}).",
+        )
+    topic = state.topics[name]
+    if not 0 <= change.partition_index < len(topic.partitions):
+        return refused(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            f"Topic {name} has no partition {change.partition_index}.",
+        )
+    partition = topic.partitions[change.partition_index]
+    if rejection := controller.check_isr_change(partition, change, sender, state.brokers):
+        return refused(rejection.error_code, f"{name}-{partition.index}: {rejection.message}")
+    changed = controller.change_isr(partition, change.new_isr)
+    if changed is not None:
+        _replace_partition(state, topic, changed, changes)
+        log.info(
+            "ISR of %s-%d changed from %s to %s by leader %d (leader epoch %d, partition "
+            "epoch %d -> %d)",
+            name,
+            partition.index,
+            list(partition.isr),
+            list(changed.isr),
+            sender,
+            changed.leader_epoch,
+            partition.partition_epoch,
+            changed.partition_epoch,
+        )
+    return IsrOutcome(change.topic_id, change.partition_index, partition=changed or partition)
+
+
+def _controlled_shutdown(
+    state: MetaState, cmd: ControlledShutdown, changes: _Changes
+) -> ShutdownOutcome:
+    """KRaft's controlled shutdown: the broker leaves every ISR (but as its last member) and
+    hands each leadership to another active ISR member; a partition with none goes offline, as
+    on a fence. Then it leads nothing, so it may exit: it is fenced right away (KRaft's
+    SHUTDOWN_NOW) rather than when its lease runs out."""
+    if stale := _stale_broker_epoch(state, cmd.broker_id, cmd.broker_epoch):
+        log.warning("Rejected controlled shutdown of broker %d: %s", cmd.broker_id, stale)
+        return ShutdownOutcome(False, 0, ErrorCode.STALE_BROKER_EPOCH, stale)
+    broker = state.brokers[cmd.broker_id]
+    if not broker.in_controlled_shutdown:
+        state.brokers[broker.id] = replace(broker, in_controlled_shutdown=True)
+        changes.broker(broker.id)
+        log.info(
+            "Broker %d (epoch %d) is shutting down: moving its leaderships to other in-sync "
+            "replicas and removing it from ISRs",
+            broker.id,
+            broker.epoch,
+        )
+    _after_fencing(state, broker.id, cmd.unclean_election_default, changes)
+    left = sum(
+        partition.leader == broker.id
+        for topic in state.topics.values()
+        for partition in topic.partitions
+    )
+    broker = state.brokers[broker.id]
+    if left == 0 and not broker.fenced:
+        state.brokers[broker.id] = replace(broker, fenced=True)
+        changes.broker(broker.id)
+        log.info("Broker %d leads no partition any more: it may shut down (fenced)", broker.id)
+    return ShutdownOutcome(left == 0, left)
+
+
+def _elect_leaders(state: MetaState, cmd: ElectLeaders, changes: _Changes) -> list[ElectionOutcome]:
+    active = controller.active_brokers(state.brokers)
+    everything = cmd.topic_partitions is None
+    wanted = cmd.topic_partitions
+    if wanted is None:
+        wanted = tuple(
+            (name, tuple(range(len(topic.partitions))))
+            for name, topic in sorted(state.topics.items())
+        )
+    outcomes = []
+    for name, indexes in wanted:
+        for index in indexes:
+            topic = state.topics.get(name)
+            if topic is None or not 0 <= index < len(topic.partitions):
+                outcome = ElectionOutcome(
+                    name,
+                    index,
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"No such partition as {name}-{index}." if topic else f"No such topic {name}.",
+                )
+            else:
+                outcome = _elect(state, topic, index, cmd.election_type, active, changes)
+            if not (everything and outcome.error_code == ErrorCode.ELECTION_NOT_NEEDED):
+                outcomes.append(outcome)  # like Kafka: "all" omits partitions with no change
+    return outcomes
+
+
+def _elect(
+    state: MetaState,
+    topic: Topic,
+    index: int,
+    election: ElectionType,
+    active: set[int],
+    changes: _Changes,
+) -> ElectionOutcome:
+    old = topic.partitions[index]
+    decided = controller.elect_leader(old, election, active, topic.name)
+    if isinstance(decided, Rejection):
+        return ElectionOutcome(topic.name, index, decided.error_code, decided.message)
+    _replace_partition(state, topic, decided, changes)
+    log.info(
+        "%s leader election for %s-%d: leader %d -> %d (leader epoch %d)",
+        election.name.capitalize(),
+        topic.name,
+        index,
+        old.leader,
+        decided.leader,
+        decided.leader_epoch,
+    )
+    return ElectionOutcome(topic.name, index)
+
+
+def _balance_leaders(state: MetaState, cmd: BalanceLeaders, changes: _Changes) -> int:
+    active = controller.active_brokers(state.brokers)
+    moved = 0
+
+    def decide(topic: Topic, partition: Partition) -> Partition | None:
+        nonlocal moved
+        elected = controller.elect_preferred(partition, active)
+        if elected is not None:
+            moved += 1
+            log.info(
+                "Preferred leader election for %s-%d: leader %d -> %d (leader epoch %d)",
+                topic.name,
+                partition.index,
+                partition.leader,
+                elected.leader,
+                elected.leader_epoch,
+            )
+        return elected
+
+    _update_partitions(state, changes, decide)
+    return moved
+
+
+def _allocate_producer_ids(
+    state: MetaState, cmd: AllocateProducerIds, changes: _Changes
+) -> ProducerIdBlock:
+    if stale := _stale_broker_epoch(state, cmd.broker_id, cmd.broker_epoch):
+        log.warning("Refused producer ids to broker %d: %s", cmd.broker_id, stale)
+        return ProducerIdBlock(-1, 0, ErrorCode.STALE_BROKER_EPOCH, stale)
+    first = state.next_producer_id
+    if first > _MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
+        message = "Exhausted all producer ids: the next block would pass the int64 limit."
+        log.error("Refused producer ids to broker %d: %s", cmd.broker_id, message)
+        return ProducerIdBlock(-1, 0, ErrorCode.UNKNOWN_SERVER_ERROR, message)
+    state.next_producer_id = first + PRODUCER_ID_BLOCK_SIZE
+    log.info(
+        "Allocated producer ids %d-%d to broker %d",
+        first,
+        first + PRODUCER_ID_BLOCK_SIZE - 1,
+        cmd.broker_id,
+    )
+    return ProducerIdBlock(first, PRODUCER_ID_BLOCK_SIZE)
+
+
+def _stale_broker_epoch(state: MetaState, broker_id: int, epoch: int) -> str:
+    """Why ``epoch`` is not broker ``broker_id``'s current one ("" if it is), as KRaft checks."""
+    broker = state.brokers.get(broker_id)
+    if broker is None:
+        return f"No broker registration found for broker {broker_id}."
+    if broker.epoch != epoch:
+        return f"Expected broker epoch {broker.epoch}, but got broker epoch {epoch}."
+    return ""
+
+
+def _replace_partition(
+    state: MetaState, topic: Topic, partition: Partition, changes: _Changes
+) -> None:
+    topic = state.topics[topic.name]  # the latest version: this command may have changed it
+    partitions = list(topic.partitions)
+    partitions[partition.index] = partition
+    state.topics[topic.name] = replace(topic, partitions=tuple(partitions))
+    changes.topic(topic.name)
 
 
 def _update_partitions(
@@ -337,4 +678,9 @@ _APPLIERS: dict[type, Callable[[MetaState, Any, _Changes], Any]] = {
     RegisterBroker: _register_broker,
     FenceBroker: _fence_broker,
     UnfenceBroker: _unfence_broker,
+    AlterPartition: _alter_partition,
+    ControlledShutdown: _controlled_shutdown,
+    ElectLeaders: _elect_leaders,
+    BalanceLeaders: _balance_leaders,
+    AllocateProducerIds: _allocate_producer_ids,
 }

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from meta.controller import NewTopic, Rejection
+from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
 from meta.model import Broker, Partition, Topic
-from meta.state import Change, DeleteOutcome, MetaState
+from meta.state import (
+    AlterPartitionOutcome,
+    Change,
+    DeleteOutcome,
+    ElectionOutcome,
+    ElectLeaders,
+    MetaState,
+)
 from proto import meta_pb2
 
 
@@ -38,6 +45,7 @@ def broker_to_proto(broker: Broker) -> meta_pb2.Broker:
         fenced=broker.fenced,
         epoch=broker.epoch,
         replication_endpoint=broker.replication_endpoint,
+        in_controlled_shutdown=broker.in_controlled_shutdown,
     )
 
 
@@ -104,4 +112,64 @@ def delete_result(outcome: DeleteOutcome) -> meta_pb2.DeleteTopicResult:
         topic_id=outcome.topic_id,
         error_code=outcome.error_code,
         error_message=outcome.error_message,
+    )
+
+
+def isr_change_from_proto(item: meta_pb2.AlterPartitionItem) -> IsrChange:
+    return IsrChange(
+        topic_id=item.topic_id,
+        partition_index=item.partition_index,
+        leader_epoch=item.leader_epoch,
+        partition_epoch=item.partition_epoch,
+        new_isr=tuple(item.new_isr),
+        new_isr_broker_epochs=tuple(item.new_isr_broker_epochs),
+    )
+
+
+def alter_partition_response(outcome: AlterPartitionOutcome) -> meta_pb2.AlterPartitionResponse:
+    return meta_pb2.AlterPartitionResponse(
+        error_code=outcome.error_code,
+        error_message=outcome.error_message,
+        results=[
+            meta_pb2.AlterPartitionResult(
+                topic_id=p.topic_id,
+                partition_index=p.partition_index,
+                error_code=p.error_code,
+                error_message=p.error_message,
+                partition=partition_to_proto(p.partition) if p.partition else None,
+            )
+            for p in outcome.partitions
+        ],
+    )
+
+
+def elect_leaders_from_proto(request: meta_pb2.ElectLeadersRequest) -> ElectLeaders:
+    topic_partitions = None
+    if not request.all_partitions:
+        topic_partitions = tuple(
+            (topic.topic, tuple(topic.partitions)) for topic in request.topic_partitions
+        )
+    return ElectLeaders(ElectionType(request.election_type), topic_partitions)
+
+
+def elect_leaders_response(
+    request: ElectLeaders, outcomes: list[ElectionOutcome]
+) -> meta_pb2.ElectLeadersResponse:
+    """Results grouped per topic, as Kafka's response: in request order (or by name for all)."""
+    by_topic: dict[str, list[meta_pb2.PartitionElectionResult]] = {}
+    for name, _ in request.topic_partitions or ():
+        by_topic.setdefault(name, [])
+    for outcome in outcomes:
+        by_topic.setdefault(outcome.topic, []).append(
+            meta_pb2.PartitionElectionResult(
+                partition_id=outcome.partition_index,
+                error_code=outcome.error_code,
+                error_message=outcome.error_message,
+            )
+        )
+    return meta_pb2.ElectLeadersResponse(
+        replica_election_results=[
+            meta_pb2.ReplicaElectionResult(topic=topic, partition_results=results)
+            for topic, results in by_topic.items()
+        ]
     )

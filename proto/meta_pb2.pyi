@@ -9,15 +9,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ElectionType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ELECTION_TYPE_PREFERRED: _ClassVar[ElectionType]
+    ELECTION_TYPE_UNCLEAN: _ClassVar[ElectionType]
+
 class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ROLE_FOLLOWER: _ClassVar[Role]
     ROLE_LEADER: _ClassVar[Role]
+ELECTION_TYPE_PREFERRED: ElectionType
+ELECTION_TYPE_UNCLEAN: ElectionType
 ROLE_FOLLOWER: Role
 ROLE_LEADER: Role
 
 class Broker(_message.Message):
-    __slots__ = ("id", "host", "port", "rack", "fenced", "epoch", "replication_endpoint")
+    __slots__ = ("id", "host", "port", "rack", "fenced", "epoch", "replication_endpoint", "in_controlled_shutdown")
     ID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
@@ -25,6 +32,7 @@ class Broker(_message.Message):
     FENCED_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     REPLICATION_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    IN_CONTROLLED_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
     id: int
     host: str
     port: int
@@ -32,7 +40,8 @@ class Broker(_message.Message):
     fenced: bool
     epoch: int
     replication_endpoint: str
-    def __init__(self, id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., epoch: _Optional[int] = ..., replication_endpoint: _Optional[str] = ...) -> None: ...
+    in_controlled_shutdown: bool
+    def __init__(self, id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., epoch: _Optional[int] = ..., replication_endpoint: _Optional[str] = ..., in_controlled_shutdown: _Optional[bool] = ...) -> None: ...
 
 class Partition(_message.Message):
     __slots__ = ("index", "replicas", "isr", "leader", "leader_epoch", "partition_epoch")
@@ -136,14 +145,60 @@ class HeartbeatRequest(_message.Message):
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "fenced")
+    __slots__ = ("error_code", "error_message", "fenced", "should_shut_down")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
+    SHOULD_SHUT_DOWN_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     error_message: str
     fenced: bool
-    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., fenced: _Optional[bool] = ...) -> None: ...
+    should_shut_down: bool
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., fenced: _Optional[bool] = ..., should_shut_down: _Optional[bool] = ...) -> None: ...
+
+class ControlledShutdownRequest(_message.Message):
+    __slots__ = ("request_id", "broker_id", "broker_epoch")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    broker_id: int
+    broker_epoch: int
+    def __init__(self, request_id: _Optional[str] = ..., broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class ControlledShutdownResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "may_exit", "leaderships_left")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    MAY_EXIT_FIELD_NUMBER: _ClassVar[int]
+    LEADERSHIPS_LEFT_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    may_exit: bool
+    leaderships_left: int
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., may_exit: _Optional[bool] = ..., leaderships_left: _Optional[int] = ...) -> None: ...
+
+class AllocateProducerIdsRequest(_message.Message):
+    __slots__ = ("request_id", "broker_id", "broker_epoch")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    broker_id: int
+    broker_epoch: int
+    def __init__(self, request_id: _Optional[str] = ..., broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class AllocateProducerIdsResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "producer_id_start", "producer_id_len")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_START_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_LEN_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    producer_id_start: int
+    producer_id_len: int
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., producer_id_start: _Optional[int] = ..., producer_id_len: _Optional[int] = ...) -> None: ...
 
 class ReplicaAssignment(_message.Message):
     __slots__ = ("partition_index", "broker_ids")
@@ -246,6 +301,102 @@ class DeleteTopicsResponse(_message.Message):
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[DeleteTopicResult]
     def __init__(self, results: _Optional[_Iterable[_Union[DeleteTopicResult, _Mapping]]] = ...) -> None: ...
+
+class AlterPartitionItem(_message.Message):
+    __slots__ = ("topic_id", "partition_index", "leader_epoch", "partition_epoch", "new_isr", "new_isr_broker_epochs")
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    NEW_ISR_FIELD_NUMBER: _ClassVar[int]
+    NEW_ISR_BROKER_EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    topic_id: bytes
+    partition_index: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: _containers.RepeatedScalarFieldContainer[int]
+    new_isr_broker_epochs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic_id: _Optional[bytes] = ..., partition_index: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., new_isr: _Optional[_Iterable[int]] = ..., new_isr_broker_epochs: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class AlterPartitionRequest(_message.Message):
+    __slots__ = ("request_id", "broker_id", "broker_epoch", "partitions")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    broker_id: int
+    broker_epoch: int
+    partitions: _containers.RepeatedCompositeFieldContainer[AlterPartitionItem]
+    def __init__(self, request_id: _Optional[str] = ..., broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[AlterPartitionItem, _Mapping]]] = ...) -> None: ...
+
+class AlterPartitionResult(_message.Message):
+    __slots__ = ("topic_id", "partition_index", "error_code", "error_message", "partition")
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    topic_id: bytes
+    partition_index: int
+    error_code: int
+    error_message: str
+    partition: Partition
+    def __init__(self, topic_id: _Optional[bytes] = ..., partition_index: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., partition: _Optional[_Union[Partition, _Mapping]] = ...) -> None: ...
+
+class AlterPartitionResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "results")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    results: _containers.RepeatedCompositeFieldContainer[AlterPartitionResult]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[AlterPartitionResult, _Mapping]]] = ...) -> None: ...
+
+class ElectLeadersTopic(_message.Message):
+    __slots__ = ("topic", "partitions")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ElectLeadersRequest(_message.Message):
+    __slots__ = ("request_id", "election_type", "all_partitions", "topic_partitions")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ELECTION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    ALL_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    election_type: ElectionType
+    all_partitions: bool
+    topic_partitions: _containers.RepeatedCompositeFieldContainer[ElectLeadersTopic]
+    def __init__(self, request_id: _Optional[str] = ..., election_type: _Optional[_Union[ElectionType, str]] = ..., all_partitions: _Optional[bool] = ..., topic_partitions: _Optional[_Iterable[_Union[ElectLeadersTopic, _Mapping]]] = ...) -> None: ...
+
+class PartitionElectionResult(_message.Message):
+    __slots__ = ("partition_id", "error_code", "error_message")
+    PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    partition_id: int
+    error_code: int
+    error_message: str
+    def __init__(self, partition_id: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class ReplicaElectionResult(_message.Message):
+    __slots__ = ("topic", "partition_results")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition_results: _containers.RepeatedCompositeFieldContainer[PartitionElectionResult]
+    def __init__(self, topic: _Optional[str] = ..., partition_results: _Optional[_Iterable[_Union[PartitionElectionResult, _Mapping]]] = ...) -> None: ...
+
+class ElectLeadersResponse(_message.Message):
+    __slots__ = ("replica_election_results",)
+    REPLICA_ELECTION_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    replica_election_results: _containers.RepeatedCompositeFieldContainer[ReplicaElectionResult]
+    def __init__(self, replica_election_results: _Optional[_Iterable[_Union[ReplicaElectionResult, _Mapping]]] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
     __slots__ = ("from_offset",)

@@ -44,6 +44,16 @@ class MetaServiceStub:
                 request_serializer=proto_dot_meta__pb2.HeartbeatRequest.SerializeToString,
                 response_deserializer=proto_dot_meta__pb2.HeartbeatResponse.FromString,
                 _registered_method=True)
+        self.ControlledShutdown = channel.unary_unary(
+                '/rafka.meta.MetaService/ControlledShutdown',
+                request_serializer=proto_dot_meta__pb2.ControlledShutdownRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.ControlledShutdownResponse.FromString,
+                _registered_method=True)
+        self.AllocateProducerIds = channel.unary_unary(
+                '/rafka.meta.MetaService/AllocateProducerIds',
+                request_serializer=proto_dot_meta__pb2.AllocateProducerIdsRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.AllocateProducerIdsResponse.FromString,
+                _registered_method=True)
         self.CreateTopics = channel.unary_unary(
                 '/rafka.meta.MetaService/CreateTopics',
                 request_serializer=proto_dot_meta__pb2.CreateTopicsRequest.SerializeToString,
@@ -53,6 +63,16 @@ class MetaServiceStub:
                 '/rafka.meta.MetaService/DeleteTopics',
                 request_serializer=proto_dot_meta__pb2.DeleteTopicsRequest.SerializeToString,
                 response_deserializer=proto_dot_meta__pb2.DeleteTopicsResponse.FromString,
+                _registered_method=True)
+        self.AlterPartition = channel.unary_unary(
+                '/rafka.meta.MetaService/AlterPartition',
+                request_serializer=proto_dot_meta__pb2.AlterPartitionRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.AlterPartitionResponse.FromString,
+                _registered_method=True)
+        self.ElectLeaders = channel.unary_unary(
+                '/rafka.meta.MetaService/ElectLeaders',
+                request_serializer=proto_dot_meta__pb2.ElectLeadersRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.ElectLeadersResponse.FromString,
                 _registered_method=True)
         self.Watch = channel.unary_stream(
                 '/rafka.meta.MetaService/Watch',
@@ -83,6 +103,19 @@ class MetaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ControlledShutdown(self, request, context):
+        """The RPCs below: any node.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AllocateProducerIds(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreateTopics(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -90,6 +123,18 @@ class MetaServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteTopics(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterPartition(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ElectLeaders(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -121,6 +166,16 @@ def add_MetaServiceServicer_to_server(servicer, server):
                     request_deserializer=proto_dot_meta__pb2.HeartbeatRequest.FromString,
                     response_serializer=proto_dot_meta__pb2.HeartbeatResponse.SerializeToString,
             ),
+            'ControlledShutdown': grpc.unary_unary_rpc_method_handler(
+                    servicer.ControlledShutdown,
+                    request_deserializer=proto_dot_meta__pb2.ControlledShutdownRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.ControlledShutdownResponse.SerializeToString,
+            ),
+            'AllocateProducerIds': grpc.unary_unary_rpc_method_handler(
+                    servicer.AllocateProducerIds,
+                    request_deserializer=proto_dot_meta__pb2.AllocateProducerIdsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.AllocateProducerIdsResponse.SerializeToString,
+            ),
             'CreateTopics': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateTopics,
                     request_deserializer=proto_dot_meta__pb2.CreateTopicsRequest.FromString,
@@ -130,6 +185,16 @@ def add_MetaServiceServicer_to_server(servicer, server):
                     servicer.DeleteTopics,
                     request_deserializer=proto_dot_meta__pb2.DeleteTopicsRequest.FromString,
                     response_serializer=proto_dot_meta__pb2.DeleteTopicsResponse.SerializeToString,
+            ),
+            'AlterPartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterPartition,
+                    request_deserializer=proto_dot_meta__pb2.AlterPartitionRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.AlterPartitionResponse.SerializeToString,
+            ),
+            'ElectLeaders': grpc.unary_unary_rpc_method_handler(
+                    servicer.ElectLeaders,
+                    request_deserializer=proto_dot_meta__pb2.ElectLeadersRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.ElectLeadersResponse.SerializeToString,
             ),
             'Watch': grpc.unary_stream_rpc_method_handler(
                     servicer.Watch,
@@ -207,6 +272,60 @@ class MetaService:
             _registered_method=True)
 
     @staticmethod
+    def ControlledShutdown(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/ControlledShutdown',
+            proto_dot_meta__pb2.ControlledShutdownRequest.SerializeToString,
+            proto_dot_meta__pb2.ControlledShutdownResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AllocateProducerIds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/AllocateProducerIds',
+            proto_dot_meta__pb2.AllocateProducerIdsRequest.SerializeToString,
+            proto_dot_meta__pb2.AllocateProducerIdsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def CreateTopics(request,
             target,
             options=(),
@@ -250,6 +369,60 @@ class MetaService:
             '/rafka.meta.MetaService/DeleteTopics',
             proto_dot_meta__pb2.DeleteTopicsRequest.SerializeToString,
             proto_dot_meta__pb2.DeleteTopicsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterPartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/AlterPartition',
+            proto_dot_meta__pb2.AlterPartitionRequest.SerializeToString,
+            proto_dot_meta__pb2.AlterPartitionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ElectLeaders(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/ElectLeaders',
+            proto_dot_meta__pb2.ElectLeadersRequest.SerializeToString,
+            proto_dot_meta__pb2.ElectLeadersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -87,6 +87,16 @@ class MetaNodes:
         proc.terminate()
         assert proc.wait(15) == 0, self.log_tail(node_id)
 
+    def other_thread_ids(self, node_id: int) -> list[int]:
+        """The Linux thread ids of the node's process but its main thread."""
+        pid = self._procs[node_id].pid
+        return [int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()
+                if int(task.name) != pid]  # fmt: skip
+
+    def wait_exit(self, node_id: int, timeout: float) -> int:
+        """Wait for the node to exit by itself; return its exit status."""
+        return self._procs.pop(node_id).wait(timeout)
+
     def stop_all(self) -> None:
         for node_id in list(self._procs):
             self.stop(node_id)
@@ -187,8 +197,11 @@ class FakeBrokers:
         self._incarnations: dict[int, bytes] = {}
         self._heartbeats: dict[int, asyncio.Task[None]] = {}
 
-    async def register(self, node_id: int) -> int:
-        """Register (again) with the same incarnation and (re)start heartbeating."""
+    async def register(self, node_id: int, restarted: bool = False) -> int:
+        """Register (again) with the same incarnation (a new one if ``restarted``) and (re)start
+        heartbeating."""
+        if restarted:
+            self._incarnations[node_id] = uuid.uuid4().bytes
         incarnation = self._incarnations.setdefault(node_id, uuid.uuid4().bytes)
         self.epochs[node_id] = await self._client.register_broker(
             node_id,
@@ -208,6 +221,23 @@ class FakeBrokers:
             if result.must_register:
                 await self.register(node_id)
 
+    async def controlled_shutdown(self, node_id: int) -> None:
+        """Hand over the broker's leaderships, as a broker does before it stops; then stop."""
+        result = await self._client.controlled_shutdown(node_id, self.epochs[node_id], timeout_s=10)
+        assert result.may_exit and result.error_code == 0, result
+        await self.stop_heartbeats(node_id)
+
+    async def take_into_isrs(self, topic: meta_pb2.Topic, node_id: int) -> None:
+        """As the leaders do once the broker has caught up: add it back to every ISR of
+        ``topic`` (as last seen) it is missing from."""
+        for p in topic.partitions:
+            if node_id in p.replicas and node_id not in p.isr:
+                item = isr_change(topic.topic_id, p, [*p.isr, node_id])
+                [result] = await self._client.alter_partition(
+                    p.leader, self.epochs[p.leader], [item]
+                )
+                assert result.error_code == 0, result
+
     async def stop_heartbeats(self, node_id: int) -> None:
         task = self._heartbeats.pop(node_id)
         task.cancel()
@@ -217,3 +247,16 @@ class FakeBrokers:
     async def close(self) -> None:
         for node_id in list(self._heartbeats):
             await self.stop_heartbeats(node_id)
+
+
+def isr_change(
+    topic_id: bytes, partition: meta_pb2.Partition, new_isr: list[int]
+) -> meta_pb2.AlterPartitionItem:
+    """An AlterPartition item for ``partition`` as last seen (quoting its epochs)."""
+    return meta_pb2.AlterPartitionItem(
+        topic_id=topic_id,
+        partition_index=partition.index,
+        leader_epoch=partition.leader_epoch,
+        partition_epoch=partition.partition_epoch,
+        new_isr=new_isr,
+    )

@@ -1,7 +1,10 @@
-"""A meta node that cannot start says why and what to do, and exits with status 1."""
+"""A meta node that cannot start says why and what to do, and exits with status 1; a running
+one stops cleanly on SIGTERM."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -9,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from .harness import REPO_ROOT, free_ports
+from meta.client import MetaClient
+
+from .harness import REPO_ROOT, MetaNodes, free_ports, leader_id
 
 
 def run_node(tmp_path: Path, grpc_port: int, raft_port: int, data_dir: Path) -> tuple[int, str]:
@@ -43,3 +48,16 @@ def test_data_dir_not_writable(tmp_path: Path) -> None:
     status, log = run_node(tmp_path, *free_ports(2), data_dir=blocker / "meta")
     assert status == 1
     assert "meta.data.dir" in log and "not writable" in log, log
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+async def test_sigterm_taken_by_any_thread_stops_the_node(meta_nodes_factory) -> None:
+    """The kernel may hand a process's SIGTERM to any of its threads (kill(2) of a thread id
+    forces that); the node must still stop, not sleep through it in its main thread."""
+    nodes: MetaNodes = meta_nodes_factory(1)
+    nodes.start_all()
+    async with MetaClient(nodes.addresses) as client:
+        await leader_id(client)
+    os.kill(nodes.other_thread_ids(1)[0], signal.SIGTERM)
+    assert nodes.wait_exit(1, timeout=10) == 0, nodes.log_tail(1)

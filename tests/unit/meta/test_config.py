@@ -17,6 +17,21 @@ def test_defaults_make_a_single_node_quorum() -> None:
     assert config.grpc_addresses() == {1: "0.0.0.0:9192"}
     assert config.broker_session_timeout_ms == 9000
     assert config.meta_data_dir == Path("./data/meta")
+    assert config.auto_leader_rebalance_enable
+    assert config.leader_imbalance_check_interval_seconds == 300
+
+
+def test_leader_rebalance_settings() -> None:
+    config = MetaConfig.load(
+        overrides={
+            "auto.leader.rebalance.enable": "false",
+            "leader.imbalance.check.interval.seconds": "1",
+        }
+    )
+    assert not config.auto_leader_rebalance_enable
+    assert config.leader_imbalance_check_interval_seconds == 1
+    with pytest.raises(ValueError, match="greater than 0"):
+        MetaConfig.load(overrides={"leader.imbalance.check.interval.seconds": "0"})
 
 
 def test_three_voters_from_overrides_and_properties(tmp_path: Path) -> None:
