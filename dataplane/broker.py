@@ -62,6 +62,7 @@ class Broker:
         )
         self.incarnation_id = uuid.uuid4().bytes
         self.broker_epoch = -1
+        self._session_scope: anyio.CancelScope | None = None
 
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT, then hand leadership away and shut down cleanly."""
@@ -72,6 +73,7 @@ class Broker:
                 replication = await serve_replication(self, self.config.replication_listener)
                 await self._register()
                 tg.start_soon(self._heartbeat_loop)
+                tg.start_soon(self._session_loop)
                 tg.start_soon(self._watch_metadata)
                 await self.cache.ready.wait()
                 self.replicas.remove_stray_logs()
@@ -137,6 +139,15 @@ class Broker:
             self.node_id,
             self.broker_epoch,
         )
+        if self._session_scope is not None:
+            self._session_scope.cancel()  # the session must carry the new epoch
+
+    async def _session_loop(self) -> None:
+        """Hold a session with the meta leader so a crash of this process fences it at once;
+        a new registration (new broker epoch) restarts it."""
+        while True:
+            with anyio.CancelScope() as self._session_scope:
+                await self.meta.hold_session(self.node_id, lambda: self.broker_epoch)
 
     async def _heartbeat_loop(self) -> None:
         interval = self.config.broker_heartbeat_interval_ms / 1000

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -305,6 +305,31 @@ class MetaClient:
             finally:
                 call.cancel()
             self._current = (self._current + 1) % len(self._addresses)
+            failures += 1
+            await asyncio.sleep(_backoff(failures))
+
+    async def hold_session(self, node_id: int, broker_epoch: Callable[[], int]) -> None:
+        """Keep a session open with the Raft leader until cancelled (see Session in
+        proto/meta.proto): if this process dies, the leader fences the broker at once.
+        Reconnects after any loss, with the broker's epoch at that moment."""
+        failures = 0
+        while True:
+            address = self._addresses[self._current]
+            request = meta_pb2.SessionRequest(broker_id=node_id, broker_epoch=broker_epoch())
+            call = self._stub(address).Session(request)
+            try:
+                async for _ in call:
+                    failures = 0
+            except aio.AioRpcError as exc:
+                leader = _leader_redirect(exc)
+                if leader is not None:
+                    self._use(leader)
+                    continue
+                if exc.code() not in _RETRIABLE:
+                    raise MetaError(f"Session on {address} failed: {exc.details()}") from exc
+                self._current = (self._current + 1) % len(self._addresses)
+            finally:
+                call.cancel()
             failures += 1
             await asyncio.sleep(_backoff(failures))
 

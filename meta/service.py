@@ -143,6 +143,36 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             should_shut_down=broker.in_controlled_shutdown and broker.fenced,
         )
 
+    def Session(
+        self, request: meta_pb2.SessionRequest, context: grpc.ServicerContext
+    ) -> Iterator[meta_pb2.SessionEvent]:
+        self._require_leader(context)
+        gone = threading.Event()
+        context.add_callback(gone.set)  # the RPC ended: the client went away (or we returned)
+        yield meta_pb2.SessionEvent()
+        while not gone.wait(_WATCH_WAKEUP_S):
+            if self._stopping.is_set() or not self._raft.is_leader():
+                return  # the broker reconnects to the next leader
+        self._fence_on_lost_session(request.broker_id, request.broker_epoch)
+
+    def _fence_on_lost_session(self, broker_id: int, epoch: int) -> None:
+        with self._machine.lock:
+            broker = self._machine.state.brokers.get(broker_id)
+        if broker is None or broker.fenced or broker.epoch != epoch or not self._raft.is_leader():
+            return  # already fenced, re-registered since, or no longer ours to decide
+        log.warning(
+            "Broker %d's session closed (the process exited or lost its connection): fencing it "
+            "now. Its partitions move to other in-sync replicas; it rejoins when it heartbeats or "
+            "registers again.",
+            broker_id,
+        )
+        try:
+            self._raft.submit(FenceBroker(broker_id, epoch, self._unclean_default))
+        except NoLeaderError as exc:
+            log.warning(
+                "Could not fence broker %d: %s; its lease will expire instead", broker_id, exc
+            )
+
     def ControlledShutdown(
         self, request: meta_pb2.ControlledShutdownRequest, context: grpc.ServicerContext
     ) -> meta_pb2.ControlledShutdownResponse:

@@ -156,6 +156,18 @@ class HeartbeatResponse(_message.Message):
     should_shut_down: bool
     def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., fenced: _Optional[bool] = ..., should_shut_down: _Optional[bool] = ...) -> None: ...
 
+class SessionRequest(_message.Message):
+    __slots__ = ("broker_id", "broker_epoch")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    broker_epoch: int
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class SessionEvent(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class ControlledShutdownRequest(_message.Message):
     __slots__ = ("request_id", "broker_id", "broker_epoch")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]

@@ -44,6 +44,11 @@ class MetaServiceStub:
                 request_serializer=proto_dot_meta__pb2.HeartbeatRequest.SerializeToString,
                 response_deserializer=proto_dot_meta__pb2.HeartbeatResponse.FromString,
                 _registered_method=True)
+        self.Session = channel.unary_stream(
+                '/rafka.meta.MetaService/Session',
+                request_serializer=proto_dot_meta__pb2.SessionRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.SessionEvent.FromString,
+                _registered_method=True)
         self.ControlledShutdown = channel.unary_unary(
                 '/rafka.meta.MetaService/ControlledShutdown',
                 request_serializer=proto_dot_meta__pb2.ControlledShutdownRequest.SerializeToString,
@@ -98,6 +103,13 @@ class MetaServiceServicer:
 
     def Heartbeat(self, request, context):
         """Raft leader only (others answer FAILED_PRECONDITION with the leader's address).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Session(self, request, context):
+        """Raft leader only, like Heartbeat. Never ends on its own while this node leads.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -165,6 +177,11 @@ def add_MetaServiceServicer_to_server(servicer, server):
                     servicer.Heartbeat,
                     request_deserializer=proto_dot_meta__pb2.HeartbeatRequest.FromString,
                     response_serializer=proto_dot_meta__pb2.HeartbeatResponse.SerializeToString,
+            ),
+            'Session': grpc.unary_stream_rpc_method_handler(
+                    servicer.Session,
+                    request_deserializer=proto_dot_meta__pb2.SessionRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.SessionEvent.SerializeToString,
             ),
             'ControlledShutdown': grpc.unary_unary_rpc_method_handler(
                     servicer.ControlledShutdown,
@@ -261,6 +278,33 @@ class MetaService:
             '/rafka.meta.MetaService/Heartbeat',
             proto_dot_meta__pb2.HeartbeatRequest.SerializeToString,
             proto_dot_meta__pb2.HeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Session(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/rafka.meta.MetaService/Session',
+            proto_dot_meta__pb2.SessionRequest.SerializeToString,
+            proto_dot_meta__pb2.SessionEvent.FromString,
             options,
             channel_credentials,
             insecure,
