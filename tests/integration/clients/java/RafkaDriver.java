@@ -13,7 +13,9 @@ import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -21,6 +23,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
@@ -79,6 +82,9 @@ public final class RafkaDriver {
             case "consume":
                 rc = consume(bootstrap, topic, Integer.parseInt(required(o, "expect")),
                         (long) (Double.parseDouble(o.getOrDefault("timeout", "30")) * 1000));
+                break;
+            case "produce-stream":
+                rc = produceStream(bootstrap, topic, o);
                 break;
             case "offsets-for-times":
                 rc = offsetsForTimes(bootstrap, topic, Long.parseLong(required(o, "timestamp")),
@@ -164,6 +170,111 @@ public final class RafkaDriver {
             return EXIT_FAILED;
         }
         return 0;
+    }
+
+    /**
+     * produce-stream: records "<id> <seq>" (key "<id>-<seq>") at a steady rate for a while, with
+     * the client's default producer settings unless an option overrides one; one JSON line per
+     * send, acknowledgement and failure, so a caller can keep a history (tests/integration/chaos).
+     */
+    static int produceStream(String bootstrap, String topic, Map<String, String> o)
+            throws Exception {
+        double durationS = Double.parseDouble(required(o, "duration"));
+        double rate = Double.parseDouble(o.getOrDefault("rate", "100"));
+        String id = o.getOrDefault("producer-id", "java");
+        long drainMs = (long) (Double.parseDouble(o.getOrDefault("drain", "30")) * 1000);
+        if (rate <= 0 || durationS < 0 || drainMs < 0) usage("bad --rate, --duration or --drain");
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("key.serializer", ByteArraySerializer.class.getName());
+        p.put("value.serializer", ByteArraySerializer.class.getName());
+        // Only what is asked for: everything else keeps the client's defaults (acks=all and
+        // enable.idempotence=true since 3.0, delivery.timeout.ms 120 s, request.timeout.ms 30 s).
+        if (o.containsKey("acks")) p.put(ProducerConfig.ACKS_CONFIG, o.get("acks"));
+        if (o.containsKey("idempotence"))
+            p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, o.get("idempotence"));
+        if (o.containsKey("delivery-timeout"))
+            p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG,
+                    (int) (Double.parseDouble(o.get("delivery-timeout")) * 1000));
+        if (o.containsKey("request-timeout"))
+            p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG,
+                    (int) (Double.parseDouble(o.get("request-timeout")) * 1000));
+        if (o.containsKey("max-block"))
+            p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG,
+                    (long) (Double.parseDouble(o.get("max-block")) * 1000));
+
+        // --stop-on-eof true: also stop sending when stdin closes (a caller's early stop).
+        AtomicBoolean stop = new AtomicBoolean();
+        if (Boolean.parseBoolean(o.getOrDefault("stop-on-eof", "false"))) {
+            Thread eof = new Thread(() -> {
+                try {
+                    while (System.in.read() >= 0) { /* discard */ }
+                } catch (java.io.IOException e) { /* closed */ }
+                stop.set(true);
+            }, "stdin-eof");
+            eof.setDaemon(true);
+            eof.start();
+        }
+        AtomicLong acked = new AtomicLong(), failed = new AtomicLong();
+        long sent = 0;
+        KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p);
+        try {
+            long start = System.nanoTime(), end = start + (long) (durationS * 1e9);
+            long gapNs = (long) (1e9 / rate), next = start;
+            for (long seq = 0; System.nanoTime() < end && !stop.get(); seq++) {
+                long wait = next - System.nanoTime();
+                if (wait > 0) TimeUnit.NANOSECONDS.sleep(wait);
+                // Behind by more than a second (send() blocked): drop the backlog, no burst.
+                next = Math.max(next + gapNs, System.nanoTime() - 1_000_000_000L);
+                String key = id + "-" + seq, val = id + " " + seq;
+                String ids = "\"key\":" + js(key) + ",\"value\":" + js(val);
+                // send() may both call back and throw (a producer in a fatal state): report once.
+                AtomicBoolean reported = new AtomicBoolean();
+                printLine("{\"event\":\"send\"," + ids + ",\"t\":" + System.currentTimeMillis()
+                        + "}");
+                sent++;
+                try {
+                    producer.send(new ProducerRecord<>(topic, key.getBytes(StandardCharsets.UTF_8),
+                            val.getBytes(StandardCharsets.UTF_8)), (md, err) -> {
+                        long now = System.currentTimeMillis();
+                        if (reported.getAndSet(true)) return;
+                        if (err == null) {
+                            acked.incrementAndGet();
+                            printLine("{\"event\":\"ack\"," + ids + ",\"partition\":"
+                                    + md.partition() + ",\"offset\":"
+                                    + (md.hasOffset() ? md.offset() : -1) + ",\"t\":" + now + "}");
+                        } else {
+                            failed.incrementAndGet();
+                            printLine(failLine(ids, err, false, now));
+                        }
+                    });
+                } catch (RuntimeException e) {
+                    // send() threw: the record never reached the producer's buffer.
+                    if (!reported.getAndSet(true)) {
+                        failed.incrementAndGet();
+                        printLine(failLine(ids, e, true, System.currentTimeMillis()));
+                    }
+                }
+            }
+        } finally {
+            // Waits up to --drain for what is in flight; then fails the rest (callbacks run).
+            producer.close(Duration.ofMillis(drainMs));
+        }
+        printLine("{\"event\":\"done\",\"sent\":" + sent + ",\"acked\":" + acked.get()
+                + ",\"failed\":" + failed.get() + ",\"t\":" + System.currentTimeMillis() + "}");
+        return 0;
+    }
+
+    /** A failed record; `unsent` true: send() threw, so it never reached a broker. */
+    static String failLine(String ids, Throwable err, boolean unsent, long now) {
+        Throwable root = err;
+        while (root.getCause() != null && root instanceof ExecutionException)
+            root = root.getCause();
+        return "{\"event\":\"fail\"," + ids + ",\"error\":" + js(root.getClass().getName())
+                + ",\"message\":" + js(String.valueOf(root.getMessage())) + ",\"unsent\":"
+                + unsent + ",\"retriable\":"
+                + (root instanceof org.apache.kafka.common.errors.RetriableException)
+                + ",\"t\":" + now + "}";
     }
 
     static int consume(String bootstrap, String topic, int expect, long timeoutMs)
@@ -294,7 +405,7 @@ public final class RafkaDriver {
 
     static void usage(String why) {
         System.err.println("usage: java-driver.sh <4.3.0|3.9.1> <create-topic|produce|consume|"
-                + "offsets-for-times> --bootstrap B --topic T ...  (" + why + ")");
+                + "offsets-for-times|produce-stream> --bootstrap B --topic T ...  (" + why + ")");
         System.exit(EXIT_USAGE);
     }
 }
