@@ -332,3 +332,27 @@ def test_stale_replication_fetches_are_refused_and_logged(cluster: LocalCluster)
     # The refused fetches changed nothing: the follower is still in the ISR, the data intact.
     assert follower in partition_state(cluster, "stale")[1]
     assert read_all(cluster, "stale", expect=1) == [b"v"]
+
+
+def test_crashed_broker_is_fenced_before_its_lease_runs_out(tmp_path: Path) -> None:
+    """With default settings (9 s lease) a kill -9'd leader is replaced in about a second: its
+    session with the meta leader closes when the process dies."""
+    c = start_cluster(tmp_path, metas=1)
+    try:
+        create(c, "crash")
+        leader, _ = partition_state(c, "crash")
+        c.kill(f"broker-{leader}")
+        start = time.monotonic()
+        wait_for(
+            lambda: partition_state(c, "crash")[0] not in (leader, -1),
+            timeout=20,
+            what="new leader",
+        )
+        elapsed = time.monotonic() - start
+        assert elapsed < 6, (
+            f"failover took {elapsed:.1f}s: the lease (9 s), not the session, fenced it"
+        )
+        meta_log = Path(c.nodes["meta-1"].log_file).read_text()
+        assert f"Broker {leader}'s session closed" in meta_log
+    finally:
+        c.stop()
