@@ -29,6 +29,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) bench/produce_consume.py $(ARGS)
+	$(PY) bench/replication.py
 
 proto: $(STAMP)
 	$(PY) -m proto.generate

@@ -91,8 +91,16 @@ class IsrManager:
 
     async def _shrink_loop(self) -> None:
         lag_ms = self.broker.config.replica_lag_time_max_ms
+        period_ms = lag_ms // 2
+        last = now_ms()
         while True:
-            await anyio.sleep(lag_ms / 2000)
+            await anyio.sleep(period_ms / 1000)
             now = now_ms()
+            late, last = now - last - period_ms, now
+            if late > period_ms:
+                # This process was stalled (paused, swapped out): the followers' fetches are
+                # queued, not missing. Judge them after they have been served.
+                log.info("ISR check ran %d ms late; skipping one round", late)
+                continue
             for partition in list(self.broker.replicas.partitions.values()):
                 partition.maybe_shrink_isr(now, lag_ms)

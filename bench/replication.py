@@ -1,0 +1,341 @@
+"""Replication cost and failover, with librdkafka and 1 KiB records.
+
+    python bench/replication.py [--mb 500] [--partitions 6] [--latency-mb-s 10] [--latency-s 10]
+                                [--trials 5] [--skip throughput,latency,failover] [--dir D]
+                                [-o key=value ...]
+
+Prints, from one run:
+
+- acks=all produce MB/s on 3 brokers with RF=3, min.insync.replicas=2, beside acks=1 MB/s on a
+  single broker (RF=1) - the cost of replication on this machine;
+- produce latency p50 / p99 / max (send to delivery report) at a fixed 10 MB/s, acks=all, RF=3
+  (a broker that cannot keep up shows as queueing latency);
+- failover: kill -9 of a partition's leader to the first acks=all delivery of a record sent
+  after the kill (so necessarily on the new leader), median / min / max of ``--trials``. It is
+  how fast the meta service learns of the death and moves leadership (at worst after
+  broker.session.timeout.ms: ``-o broker.session.timeout.ms=...`` to try other values) plus
+  the client's metadata refresh.
+
+Figures only: nothing here fails on a timing. A measurement that cannot complete (e.g. acks=all
+never acknowledged while replication is missing) prints "n/a" and why. MB = 10^6 bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import random
+import signal
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cluster.local import LocalCluster
+
+MB = 1_000_000
+RECORD = 1024
+_QUIET = logging.getLogger("bench.rdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+def _free_base_port(brokers: int, metas: int) -> int:
+    """A base port whose LocalCluster layout (see cluster/local.py) is free right now."""
+    for _ in range(200):
+        base = random.randrange(20000, 50000, 10)
+        ports = [
+            base + off + i
+            for off, n in ((0, brokers), (100, metas), (200, metas), (300, brokers))
+            for i in range(n)
+        ]
+        if all(_bindable(p) for p in ports):
+            return base
+    raise RuntimeError("no free port range found")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _cluster(work: Path, brokers: int, metas: int, overrides: dict[str, str]) -> LocalCluster:
+    cluster = LocalCluster(
+        brokers, metas, work, _free_base_port(brokers, metas), overrides, log_level="WARNING"
+    )
+    cluster.start()
+    return cluster
+
+
+def _admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, rf: int, min_isr: int) -> None:
+    admin = _admin(bootstrap)
+    new = NewTopic(name, partitions, rf, config={"min.insync.replicas": str(min_isr)})
+    admin.create_topics([new])[name].result(60)
+    _wait(lambda: _full_isr(admin, name, partitions, rf), 60, f"{name}: replicas in sync")
+
+
+def _full_isr(admin: AdminClient, topic: str, partitions: int, rf: int) -> bool:
+    md = admin.list_topics(topic, timeout=5).topics.get(topic)
+    if md is None or md.error is not None or len(md.partitions) != partitions:
+        return False
+    return all(p.leader >= 0 and len(p.isrs) >= rf for p in md.partitions.values())
+
+
+def _wait(cond: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll ``cond`` until true or the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with contextlib.suppress(Exception):
+            if cond():
+                return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not after {timeout_s:.0f}s")
+        time.sleep(0.1)
+
+
+def _producer(bootstrap: str, acks: str, **extra: object) -> Producer:
+    return Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+            "compression.type": "none",
+            "enable.idempotence": False,
+            "message.timeout.ms": 60_000,
+            "logger": _QUIET,
+            **extra,
+        }
+    )
+
+
+def throughput(bootstrap: str, topic: str, acks: str, total_mb: int) -> float:
+    """MB/s from the first send to the last delivery report."""
+    producer = _producer(bootstrap, acks)
+    value = b"x" * RECORD
+    count = total_mb * MB // RECORD
+    failed: list = []
+
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None:
+            failed.append(err)
+
+    start = time.perf_counter()
+    for _ in range(count):
+        while True:
+            try:
+                producer.produce(topic, value, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if failed:
+            break
+    left = producer.flush(120)
+    elapsed = time.perf_counter() - start
+    if failed or left:
+        raise RuntimeError(f"{len(failed)} deliveries failed ({failed[:1]}), {left} unanswered")
+    return count * RECORD / MB / elapsed
+
+
+def latency(bootstrap: str, topic: str, mb_s: float, seconds: float) -> dict[str, float]:
+    """Send-to-delivery latency (ms) of acks=all records sent at a fixed rate: by each moment,
+    ``rate x elapsed`` records have been handed to the client, no more."""
+    producer = _producer(bootstrap, "all")
+    value = b"x" * RECORD
+    per_s = mb_s * MB / RECORD
+    lat: list[float] = []
+    failed: list = []
+
+    def on_delivery(err: object, msg: object) -> None:
+        if err is not None:
+            failed.append(err)
+        else:
+            lat.append(msg.latency() * 1000)  # type: ignore[attr-defined]
+
+    start = time.perf_counter()
+    sent = 0
+    while (now := time.perf_counter()) - start < seconds:
+        due = int(per_s * (now - start)) + 1
+        while sent < due:
+            try:
+                producer.produce(topic, value, on_delivery=on_delivery)
+                sent += 1
+            except BufferError:
+                producer.poll(0.001)
+        producer.poll(0.002)
+    producer.flush(120)
+    if not lat:
+        raise RuntimeError(f"no record acknowledged ({len(failed)} failed: {failed[:1]})")
+    q = statistics.quantiles(lat, n=100)
+    return {
+        "p50": q[49],
+        "p99": q[98],
+        "max": max(lat),
+        "rate": sent * RECORD / MB / seconds,
+        "failed": len(failed),
+    }
+
+
+def failover(cluster: LocalCluster, trials: int) -> list[float]:
+    """kill -9 the leader of a 1-partition RF=3 topic while records go out every 5 ms; the time
+    to the first acks=all delivery of a record sent after the kill. Restart, resync, repeat."""
+    bootstrap = cluster.bootstrap
+    create_topic(bootstrap, "failover", 1, 3, 2)
+    admin = _admin(bootstrap)
+    producer = _producer(bootstrap, "all", **{"linger.ms": 0})
+    times: list[float] = []
+    for trial in range(trials):
+        _wait(lambda: _full_isr(admin, "failover", 1, 3), 120, "failover: ISR back to 3")
+        leader = admin.list_topics("failover", timeout=5).topics["failover"].partitions[0].leader
+        took = _one_failover(cluster, producer, f"broker-{leader}")
+        if took is None:
+            print(f"  failover trial {trial + 1}: no acks=all delivery within 90s of the kill")
+        else:
+            times.append(took)
+            print(f"  failover trial {trial + 1}: broker-{leader} killed, {took:.2f}s")
+        cluster.start_node(f"broker-{leader}")
+        cluster.wait_ready(60, names=[f"broker-{leader}"])
+    producer.flush(60)
+    return times
+
+
+class _AckedAfter:
+    """Delivery callback: when the first record sent at or after ``t_kill`` was acknowledged."""
+
+    def __init__(self) -> None:
+        self.t_kill = float("inf")
+        self.first: float | None = None
+
+    def __call__(self, err: object, msg: object) -> None:
+        sent = float(msg.value())  # type: ignore[attr-defined]
+        if err is None and sent >= self.t_kill and self.first is None:
+            self.first = time.time()
+
+
+def _one_failover(cluster: LocalCluster, producer: Producer, leader: str) -> float | None:
+    acked = _AckedAfter()
+    deadline = time.monotonic() + 91
+    warm_until = time.monotonic() + 1.0
+    while acked.first is None and time.monotonic() < deadline:
+        if acked.t_kill == float("inf") and time.monotonic() >= warm_until:
+            acked.t_kill = time.time()
+            cluster.kill(leader)
+        producer.produce("failover", f"{time.time():.6f}".encode(), on_delivery=acked)
+        producer.poll(0.005)
+    return None if acked.first is None else acked.first - acked.t_kill
+
+
+def _try(what: str, fn: Callable[[], object]) -> object | None:
+    try:
+        return fn()
+    except Exception as e:
+        print(f"  {what}: n/a ({type(e).__name__}: {e})")
+        return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--mb", type=int, default=500, help="MB per throughput run")
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--latency-mb-s", type=float, default=10.0)
+    parser.add_argument("--latency-s", type=float, default=10.0)
+    parser.add_argument("--trials", type=int, default=5, help="failover trials")
+    parser.add_argument("-o", action="append", default=[], help="key=value for every node")
+    parser.add_argument("--dir", type=Path, help="keep the clusters' data and logs here")
+    parser.add_argument("--skip", default="", help="any of throughput,latency,failover")
+    args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    overrides = dict(kv.split("=", 1) for kv in args.o)
+    started = time.monotonic()
+    acks1 = acks_all = lat = fo = None
+    with contextlib.ExitStack() as stack:
+        if args.dir:
+            work = args.dir.resolve()
+            work.mkdir(parents=True, exist_ok=True)
+        else:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=Path.cwd())))
+        if "throughput" not in skip:
+            print(f"single broker, RF=1, acks=1: {args.mb} MB ...", flush=True)
+            single = _cluster(
+                work / "single", 1, 1, {**overrides, "default.replication.factor": "1"}
+            )
+            try:
+                create_topic(single.bootstrap, "bench", args.partitions, 1, 1)
+                acks1 = _try("acks=1", lambda: throughput(single.bootstrap, "bench", "1", args.mb))
+            finally:
+                single.stop()
+
+        print("3 brokers, RF=3, min.insync.replicas=2 ...", flush=True)
+        repl = _cluster(work / "repl", 3, 3, {**overrides, "min.insync.replicas": "2"})
+        try:
+            ok = _try(
+                "topic",
+                lambda: create_topic(repl.bootstrap, "bench", args.partitions, 3, 2) or True,
+            )
+            if ok and "throughput" not in skip:
+                print(f"acks=all: {args.mb} MB ...", flush=True)
+                acks_all = _try(
+                    "acks=all", lambda: throughput(repl.bootstrap, "bench", "all", args.mb)
+                )
+            if ok and "latency" not in skip:
+                print(f"latency at {args.latency_mb_s:g} MB/s for {args.latency_s:g}s ...")
+                lat = _try(
+                    "latency",
+                    lambda: latency(repl.bootstrap, "bench", args.latency_mb_s, args.latency_s),
+                )
+            if "failover" not in skip:
+                print(f"failover, {args.trials} trials ...", flush=True)
+                fo = _try("failover", lambda: failover(repl, args.trials))
+        finally:
+            for name in repl.nodes:  # nothing should be stopped, but never leave it so
+                repl.signal_node(name, signal.SIGCONT)
+            repl.stop()
+
+    def mb(x: object) -> str:
+        return ("skipped" if "throughput" in skip else "n/a") if x is None else f"{x:.1f}"
+
+    print(f"\n{RECORD} B records, librdkafka, {args.partitions} partitions, {args.mb} MB per run")
+    print(f"  1 broker,  RF=1, acks=1    produce {mb(acks1):>8} MB/s")
+    print(f"  3 brokers, RF=3, acks=all  produce {mb(acks_all):>8} MB/s   (min.insync.replicas=2)")
+    if isinstance(lat, dict):
+        print(
+            f"  acks=all latency at {args.latency_mb_s:g} MB/s: p50 {lat['p50']:.1f} ms, "
+            f"p99 {lat['p99']:.1f} ms, max {lat['max']:.1f} ms "
+            f"(sent at {lat['rate']:.1f} MB/s, {lat['failed']} failed)"
+        )
+    else:
+        print(f"  acks=all latency: {'skipped' if 'latency' in skip else 'n/a'}")
+    if isinstance(fo, list) and fo:
+        session = overrides.get("broker.session.timeout.ms", "9000 (default)")
+        print(
+            f"  failover (kill -9 leader -> first acks=all ack): median "
+            f"{statistics.median(fo):.2f}s, min {min(fo):.2f}s, max {max(fo):.2f}s over "
+            f"{len(fo)} trials (broker.session.timeout.ms={session})"
+        )
+    else:
+        print(f"  failover: {'skipped' if 'failover' in skip else 'n/a'}")
+    print(f"  bench took {time.monotonic() - started:.0f}s")
+
+
+if __name__ == "__main__":
+    main()
