@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17proto/replication.proto\x12\x11rafka.replication\"\x98\x01\n\x0e\x46\x65tchPartition\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x04 \x01(\x03\x12\x1a\n\x12last_fetched_epoch\x18\x05 \x01(\x05\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\"\x97\x01\n\x0c\x46\x65tchRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x13\n\x0bmax_wait_ms\x18\x03 \x01(\x05\x12\x11\n\tmax_bytes\x18\x04 \x01(\x05\x12\x35\n\npartitions\x18\x05 \x03(\x0b\x32!.rafka.replication.FetchPartition\"\xec\x01\n\rPartitionData\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x16\n\x0ehigh_watermark\x18\x04 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x05 \x01(\x03\x12\x16\n\x0elog_end_offset\x18\x06 \x01(\x03\x12\x10\n\x08\x64iverged\x18\x07 \x01(\x08\x12\x17\n\x0f\x64iverging_epoch\x18\x08 \x01(\x05\x12\x1c\n\x14\x64iverging_end_offset\x18\t \x01(\x03\x12\x0f\n\x07records\x18\n \x01(\x0c\"E\n\rFetchResponse\x12\x34\n\npartitions\x18\x01 \x03(\x0b\x32 .rafka.replication.PartitionData2]\n\x0bReplication\x12N\n\x05\x46\x65tch\x12\x1f.rafka.replication.FetchRequest\x1a .rafka.replication.FetchResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17proto/replication.proto\x12\x11rafka.replication\"\x98\x01\n\x0e\x46\x65tchPartition\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x04 \x01(\x03\x12\x1a\n\x12last_fetched_epoch\x18\x05 \x01(\x05\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\"\x97\x01\n\x0c\x46\x65tchRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x13\n\x0bmax_wait_ms\x18\x03 \x01(\x05\x12\x11\n\tmax_bytes\x18\x04 \x01(\x05\x12\x35\n\npartitions\x18\x05 \x03(\x0b\x32!.rafka.replication.FetchPartition\"\xf1\x01\n\rPartitionData\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x16\n\x0ehigh_watermark\x18\x04 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x05 \x01(\x03\x12\x16\n\x0elog_end_offset\x18\x06 \x01(\x03\x12\x10\n\x08\x64iverged\x18\x07 \x01(\x08\x12\x17\n\x0f\x64iverging_epoch\x18\x08 \x01(\x05\x12\x1c\n\x14\x64iverging_end_offset\x18\t \x01(\x03\x12\x14\n\x0crecords_size\x18\n \x01(\x05\"E\n\rFetchResponse\x12\x34\n\npartitions\x18\x01 \x03(\x0b\x32 .rafka.replication.PartitionDatab\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,9 +36,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FETCHREQUEST']._serialized_start=202
   _globals['_FETCHREQUEST']._serialized_end=353
   _globals['_PARTITIONDATA']._serialized_start=356
-  _globals['_PARTITIONDATA']._serialized_end=592
-  _globals['_FETCHRESPONSE']._serialized_start=594
-  _globals['_FETCHRESPONSE']._serialized_end=663
-  _globals['_REPLICATION']._serialized_start=665
-  _globals['_REPLICATION']._serialized_end=758
+  _globals['_PARTITIONDATA']._serialized_end=597
+  _globals['_FETCHRESPONSE']._serialized_start=599
+  _globals['_FETCHRESPONSE']._serialized_end=668
 # @@protoc_insertion_point(module_scope)

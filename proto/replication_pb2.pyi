@@ -39,7 +39,7 @@ class FetchRequest(_message.Message):
     def __init__(self, replica_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[FetchPartition, _Mapping]]] = ...) -> None: ...
 
 class PartitionData(_message.Message):
-    __slots__ = ("topic_id", "partition", "error_code", "high_watermark", "log_start_offset", "log_end_offset", "diverged", "diverging_epoch", "diverging_end_offset", "records")
+    __slots__ = ("topic_id", "partition", "error_code", "high_watermark", "log_start_offset", "log_end_offset", "diverged", "diverging_epoch", "diverging_end_offset", "records_size")
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
@@ -49,7 +49,7 @@ class PartitionData(_message.Message):
     DIVERGED_FIELD_NUMBER: _ClassVar[int]
     DIVERGING_EPOCH_FIELD_NUMBER: _ClassVar[int]
     DIVERGING_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
-    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_SIZE_FIELD_NUMBER: _ClassVar[int]
     topic_id: bytes
     partition: int
     error_code: int
@@ -59,8 +59,8 @@ class PartitionData(_message.Message):
     diverged: bool
     diverging_epoch: int
     diverging_end_offset: int
-    records: bytes
-    def __init__(self, topic_id: _Optional[bytes] = ..., partition: _Optional[int] = ..., error_code: _Optional[int] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., diverged: _Optional[bool] = ..., diverging_epoch: _Optional[int] = ..., diverging_end_offset: _Optional[int] = ..., records: _Optional[bytes] = ...) -> None: ...
+    records_size: int
+    def __init__(self, topic_id: _Optional[bytes] = ..., partition: _Optional[int] = ..., error_code: _Optional[int] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., diverged: _Optional[bool] = ..., diverging_epoch: _Optional[int] = ..., diverging_end_offset: _Optional[int] = ..., records_size: _Optional[int] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
     __slots__ = ("partitions",)

@@ -3,7 +3,6 @@
 import grpc
 import warnings
 
-from proto import replication_pb2 as proto_dot_replication__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -23,76 +22,3 @@ if _version_not_supported:
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
     )
-
-
-class ReplicationStub:
-    """Missing associated documentation comment in .proto file."""
-
-    def __init__(self, channel):
-        """Constructor.
-
-        Args:
-            channel: A grpc.Channel.
-        """
-        self.Fetch = channel.stream_stream(
-                '/rafka.replication.Replication/Fetch',
-                request_serializer=proto_dot_replication__pb2.FetchRequest.SerializeToString,
-                response_deserializer=proto_dot_replication__pb2.FetchResponse.FromString,
-                _registered_method=True)
-
-
-class ReplicationServicer:
-    """Missing associated documentation comment in .proto file."""
-
-    def Fetch(self, request_iterator, context):
-        """The follower writes a FetchRequest, reads the FetchResponse, and repeats.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-
-def add_ReplicationServicer_to_server(servicer, server):
-    rpc_method_handlers = {
-            'Fetch': grpc.stream_stream_rpc_method_handler(
-                    servicer.Fetch,
-                    request_deserializer=proto_dot_replication__pb2.FetchRequest.FromString,
-                    response_serializer=proto_dot_replication__pb2.FetchResponse.SerializeToString,
-            ),
-    }
-    generic_handler = grpc.method_handlers_generic_handler(
-            'rafka.replication.Replication', rpc_method_handlers)
-    server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('rafka.replication.Replication', rpc_method_handlers)
-
-
- # This class is part of an EXPERIMENTAL API.
-class Replication:
-    """Missing associated documentation comment in .proto file."""
-
-    @staticmethod
-    def Fetch(request_iterator,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.stream_stream(
-            request_iterator,
-            target,
-            '/rafka.replication.Replication/Fetch',
-            proto_dot_replication__pb2.FetchRequest.SerializeToString,
-            proto_dot_replication__pb2.FetchResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)

@@ -16,9 +16,9 @@ import grpc
 
 from dataplane.log import UnexpectedAppendOffsetError
 from dataplane.protocol.errors import ErrorCode
+from dataplane.replica import wire
 from dataplane.replica.partition import Partition
-from dataplane.replica.replication_service import GRPC_OPTIONS
-from proto import replication_pb2, replication_pb2_grpc
+from proto import replication_pb2
 
 if TYPE_CHECKING:
     from dataplane.broker import Broker
@@ -103,8 +103,8 @@ class LeaderFetcher:
                 await anyio.sleep(_RETRY_S)
 
     async def _stream(self, endpoint: str) -> None:
-        async with grpc.aio.insecure_channel(endpoint, options=GRPC_OPTIONS) as channel:
-            call = replication_pb2_grpc.ReplicationStub(channel).Fetch()
+        async with grpc.aio.insecure_channel(endpoint, options=wire.OPTIONS) as channel:
+            call = wire.fetch_stream(channel)()
             try:
                 while self.partitions:
                     request, sent = self._request()
@@ -112,7 +112,7 @@ class LeaderFetcher:
                     response = await call.read()
                     if response is grpc.aio.EOF:
                         return
-                    if not self._apply(response, sent):
+                    if not self._apply(*response, sent):
                         await anyio.sleep(_RETRY_S)  # nothing usable: wait for new metadata
             finally:
                 call.cancel()
@@ -138,10 +138,12 @@ class LeaderFetcher:
             sent[key] = partition.leader_epoch
         return request, sent
 
-    def _apply(self, response: replication_pb2.FetchResponse, sent: dict) -> bool:
+    def _apply(
+        self, response: replication_pb2.FetchResponse, batches: list[memoryview], sent: dict
+    ) -> bool:
         """Apply a response; False if no partition made progress (all errors)."""
         progress = False
-        for data in response.partitions:
+        for data, records in zip(response.partitions, batches, strict=True):
             key = (data.topic_id, data.partition)
             partition = self.partitions.get(key)
             if partition is None or partition.leader_epoch != sent.get(key):
@@ -153,9 +155,9 @@ class LeaderFetcher:
             if data.diverged:
                 self._truncate_diverged(partition, data)
                 continue
-            if data.records:
+            if records:
                 try:
-                    partition.append_as_follower(data.records)
+                    partition.append_as_follower(records)
                 except UnexpectedAppendOffsetError as e:
                     log.warning(
                         "%r: leader sent batches that do not continue our log: %s", partition, e

@@ -15,33 +15,31 @@ import anyio
 import grpc
 
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.replica import wire
 from dataplane.replica.partition import Partition, now_ms
-from proto import replication_pb2, replication_pb2_grpc
+from proto import replication_pb2
 
 if TYPE_CHECKING:
     from dataplane.broker import Broker
 
 log = logging.getLogger("rafka.replication")
 
-GRPC_OPTIONS = [
-    ("grpc.max_receive_message_length", 128 << 20),
-    ("grpc.max_send_message_length", 128 << 20),
-]
+Response = tuple[replication_pb2.FetchResponse, list[bytes]]  # see wire.py
 
 
-class ReplicationService(replication_pb2_grpc.ReplicationServicer):
+class ReplicationService:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
-    async def Fetch(
+    async def fetch(
         self,
         request_iterator: AsyncIterator[replication_pb2.FetchRequest],
         context: grpc.aio.ServicerContext,
-    ) -> AsyncIterator[replication_pb2.FetchResponse]:
+    ) -> AsyncIterator[Response]:
         async for request in request_iterator:
             yield await self._fetch(request)
 
-    async def _fetch(self, req: replication_pb2.FetchRequest) -> replication_pb2.FetchResponse:
+    async def _fetch(self, req: replication_pb2.FetchRequest) -> Response:
         stale = self._stale_broker_epoch(req)
         response, partitions, size = self._read(req, stale, record=True)
         if size or not partitions or req.max_wait_ms <= 0:
@@ -70,9 +68,10 @@ class ReplicationService(replication_pb2_grpc.ReplicationServicer):
 
     def _read(
         self, req: replication_pb2.FetchRequest, stale: bool, record: bool
-    ) -> tuple[replication_pb2.FetchResponse, list[Partition], int]:
+    ) -> tuple[Response, list[Partition], int]:
         """One pass over the requested partitions; `record` the follower's progress once."""
         response = replication_pb2.FetchResponse()
+        batches: list[bytes] = []
         watched: list[Partition] = []
         budget, size, now = req.max_bytes, 0, now_ms()
         for p in req.partitions:
@@ -94,11 +93,12 @@ class ReplicationService(replication_pb2_grpc.ReplicationServicer):
             except KafkaError as e:  # includes the log's OFFSET_OUT_OF_RANGE
                 out.error_code = e.code
                 continue
-            out.records = records
+            out.records_size = len(records)
+            batches.append(records)
             size += len(records)
             budget = max(0, budget - len(records))
             watched.append(partition)
-        return response, watched, size
+        return (response, batches), watched, size
 
     def _leader(self, p: replication_pb2.FetchPartition, replica_id: int) -> Partition:
         info = self.broker.cache.topics_by_id.get(p.topic_id)
@@ -136,8 +136,15 @@ class ReplicationService(replication_pb2_grpc.ReplicationServicer):
 
 
 async def serve_replication(broker: Broker, address: str) -> grpc.aio.Server:
-    server = grpc.aio.server(options=GRPC_OPTIONS)
-    replication_pb2_grpc.add_ReplicationServicer_to_server(ReplicationService(broker), server)
+    server = grpc.aio.server(options=wire.OPTIONS)
+    service = ReplicationService(broker)
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                "rafka.replication.Replication", {"Fetch": wire.method_handler(service.fetch)}
+            ),
+        )
+    )
     if server.add_insecure_port(address) == 0:
         raise OSError(f"cannot bind the replication listener {address}: is the port in use?")
     await server.start()

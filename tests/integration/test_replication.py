@@ -16,8 +16,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
 from cluster.local import LocalCluster
+from dataplane.replica import wire
 from meta.client import MetaClient
-from proto import replication_pb2, replication_pb2_grpc
+from proto import replication_pb2
 from tests.integration.conftest import start_cluster
 from tests.integration.kafka_wire import WireClient, builder
 from tests.unit.log.batches import make_batch, values_of
@@ -316,18 +317,18 @@ def test_stale_replication_fetches_are_refused_and_logged(cluster: LocalCluster)
             ],
         )
         async with grpc.aio.insecure_channel(endpoint) as channel:
-            call = replication_pb2_grpc.ReplicationStub(channel).Fetch()
+            call = wire.fetch_stream(channel)()
             await call.write(request)
-            response = await call.read()
+            response, _batches = await call.read()
             call.cancel()
             return response.partitions[0]
 
     stale = asyncio.run(fetch(-5, leader_epoch))
-    assert stale.error_code == ErrorCode.stale_broker_epoch and not stale.records
+    assert stale.error_code == ErrorCode.stale_broker_epoch and not stale.records_size
     assert f"refusing a replica fetch from broker {follower}" in broker_log(cluster, leader)
     epoch = asyncio.run(follower_epoch())
     future = asyncio.run(fetch(epoch, leader_epoch + 1))
-    assert future.error_code == ErrorCode.unknown_leader_epoch and not future.records
+    assert future.error_code == ErrorCode.unknown_leader_epoch and not future.records_size
     assert "refused" in broker_log(cluster, leader)
     # The refused fetches changed nothing: the follower is still in the ISR, the data intact.
     assert follower in partition_state(cluster, "stale")[1]
