@@ -17,6 +17,7 @@ import anyio
 
 from dataplane import server
 from dataplane.config import BrokerConfig
+from dataplane.coordinator.runtime import InternalTopic
 from dataplane.log import StateStore
 from dataplane.metadata_cache import MetadataCache
 from dataplane.producer_ids import ProducerIdManager
@@ -52,6 +53,20 @@ class Broker:
         self.store = StateStore(Path(config.log_dirs) / ".state")
         self.cache = MetadataCache()
         self.producer_ids = ProducerIdManager(self)
+        self.offsets_topic = InternalTopic(
+            self,
+            "__consumer_offsets",
+            config.offsets_topic_num_partitions,
+            config.offsets_topic_replication_factor,
+            {"cleanup.policy": "compact", "segment.bytes": str(config.offsets_topic_segment_bytes)},
+        )
+        self.transactions_topic = InternalTopic(
+            self,
+            "__transaction_state",
+            config.transaction_state_log_num_partitions,
+            config.transaction_state_log_replication_factor,
+            {"cleanup.policy": "compact", "min.insync.replicas": "2"},
+        )
         self.isr = IsrManager(self)
         self.fetchers = ReplicaFetchers(self)
         self.replicas = ReplicaManager(

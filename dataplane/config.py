@@ -67,6 +67,21 @@ class BrokerConfig(KafkaSettings):
         86400000,
         description="producer.id.expiration.ms: idle idempotent producers are then forgotten.",
     )
+    offsets_topic_num_partitions: int = Field(
+        50, description="offsets.topic.num.partitions: partitions of __consumer_offsets."
+    )
+    offsets_topic_replication_factor: int = Field(
+        3, description="offsets.topic.replication.factor (capped by the live brokers)."
+    )
+    offsets_topic_segment_bytes: int = Field(
+        104857600, description="offsets.topic.segment.bytes: segment size of __consumer_offsets."
+    )
+    transaction_state_log_num_partitions: int = Field(
+        50, description="transaction.state.log.num.partitions: partitions of __transaction_state."
+    )
+    transaction_state_log_replication_factor: int = Field(
+        3, description="transaction.state.log.replication.factor (capped by the live brokers)."
+    )
     replica_lag_time_max_ms: int = Field(30000, description="replica.lag.time.max.ms.")
     broker_heartbeat_interval_ms: int = Field(
         2000, description="broker.heartbeat.interval.ms: lease renewal period."

@@ -38,6 +38,7 @@ class NewTopic:
     replication_factor: int = -1
     assignments: dict[int, list[int]] = field(default_factory=dict)
     configs: dict[str, str] = field(default_factory=dict)
+    internal: bool = False  # __consumer_offsets and friends
 
 
 async def create_topics(
@@ -60,6 +61,7 @@ async def create_topics(
                 for i, ids in sorted(t.assignments.items())
             ],
             configs=t.configs,
+            internal=t.internal,
         )
         for t in topics
     ]

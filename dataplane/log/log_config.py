@@ -23,7 +23,9 @@ _FIELDS = {
     "message_timestamp_type": "message.timestamp.type",
     "retention_ms": "retention.ms",
     "retention_bytes": "retention.bytes",
+    "cleanup_policy": "cleanup.policy",
 }
+_TEXT_FIELDS = ("message_timestamp_type", "cleanup_policy")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class LogConfig:
     message_timestamp_type: str = CREATE_TIME
     retention_ms: int = 7 * 24 * 3600 * 1000  # negative: no time limit
     retention_bytes: int = -1  # negative: no size limit
+    cleanup_policy: str = "delete"  # "compact" alone: keep every segment (no compaction yet)
 
     def __post_init__(self) -> None:
         if self.message_timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
@@ -61,4 +64,4 @@ class LogConfig:
         """The broker's defaults with the topic's overrides; other topic configs are ignored."""
         effective = effective_topic_configs(broker, topic_configs)
         values = {field: effective[name].value for field, name in _FIELDS.items()}
-        return cls(**{f: v if f == "message_timestamp_type" else int(v) for f, v in values.items()})  # type: ignore[arg-type]
+        return cls(**{f: v if f in _TEXT_FIELDS else int(v) for f, v in values.items()})  # type: ignore[arg-type]

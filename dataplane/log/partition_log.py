@@ -434,13 +434,15 @@ class PartitionLog:
     def enforce_retention(self, now_ms: int) -> int:
         """Delete the oldest segments that are past retention.ms, that put the log over
         retention.bytes, or that lie wholly below the log start offset; never the active one.
-        Returns the number of segments deleted."""
+        Returns the number of segments deleted. A compacted-only topic (cleanup.policy=compact)
+        keeps its segments: its records live until compaction replaces them."""
         config = self.config
+        deletes = "delete" in config.cleanup_policy
         excess = sum(s.size for s in self._segments) - config.retention_bytes
         count = 0
         for segment, next_base in zip(self._segments, self._bases[1:], strict=False):
-            expired = 0 <= config.retention_ms < now_ms - segment.largest_timestamp()
-            too_big = config.retention_bytes >= 0 and excess >= segment.size
+            expired = deletes and 0 <= config.retention_ms < now_ms - segment.largest_timestamp()
+            too_big = deletes and config.retention_bytes >= 0 and excess >= segment.size
             if not (expired or too_big or next_base <= self._log_start_offset):
                 break
             excess -= segment.size

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -44,6 +45,8 @@ class ReplicaManager:
         self.cache = cache
         self.root = Path(config.log_dirs)
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # Called after every leadership change of a local replica (coordinators load/unload).
+        self.leadership_listeners: list[Callable[[Partition], None]] = []
         cache.topic_listeners.append(self._on_topic_change)
 
     # -- lookups used by handlers --------------------------------------------------------------
@@ -92,7 +95,11 @@ class ReplicaManager:
                 partition = self._open(new, p.index, log_config)
             partition.log.config = log_config
             partition.min_insync_replicas = min_isr
+            was = (partition.leader, partition.leader_epoch)
             partition.update(p)
+            if (partition.leader, partition.leader_epoch) != was:
+                for listener in self.leadership_listeners:
+                    listener(partition)
             if partition.is_leader or partition.leader < 0:
                 self._fetchers.unfollow(partition)
             else:
@@ -127,6 +134,9 @@ class ReplicaManager:
             return
         log.info("removing replica %r", partition)
         self._fetchers.unfollow(partition)
+        partition.leader = -1  # no longer here: listeners (coordinators) let go of it
+        for listener in self.leadership_listeners:
+            listener(partition)
         partition.log.delete()  # also removes the log's state-store keys
 
     @staticmethod

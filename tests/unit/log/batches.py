@@ -8,20 +8,7 @@ import cramjam
 from crc32c import crc32c
 
 from dataplane.log.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, Compression
-
-
-def _zigzag_varint(value: int) -> bytes:
-    raw = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
-
-
-def _bytes_field(value: bytes | None) -> bytes:
-    return _zigzag_varint(-1) if value is None else _zigzag_varint(len(value)) + value
+from dataplane.log.records import bytes_field, zigzag_varint
 
 
 def encode_record(
@@ -29,13 +16,13 @@ def encode_record(
 ) -> bytes:
     body = (
         b"\x00"
-        + _zigzag_varint(timestamp_delta)
-        + _zigzag_varint(offset_delta)
-        + _bytes_field(key)
-        + _bytes_field(value)
-        + _zigzag_varint(0)  # no headers
+        + zigzag_varint(timestamp_delta)
+        + zigzag_varint(offset_delta)
+        + bytes_field(key)
+        + bytes_field(value)
+        + zigzag_varint(0)  # no headers
     )
-    return _zigzag_varint(len(body)) + body
+    return zigzag_varint(len(body)) + body
 
 
 def _xerial(data: bytes) -> bytes:

@@ -1,0 +1,217 @@
+"""Coordinators that live on the leaders of an internal topic's partitions (Kafka's
+CoordinatorRuntime): the group coordinator on `__consumer_offsets`, later the transaction
+coordinator on `__transaction_state`.
+
+A key (a group id) maps to one partition of the internal topic; whichever broker leads that
+partition coordinates the key. Its state is a *shard* rebuilt from the partition's records
+when the broker becomes leader (clients get COORDINATOR_LOAD_IN_PROGRESS meanwhile) and
+dropped when leadership moves (clients get NOT_COORDINATOR and look the coordinator up
+again). Every change is a record appended to the partition and replicated with acks=all
+semantics before the client hears of it, so a new coordinator finds it after a failover.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+
+import anyio
+
+from dataplane.log.batch import batch_size_at
+from dataplane.log.records import Record, build_batch, decode_records
+from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.topic_admin import NewTopic, create_topics
+
+if TYPE_CHECKING:
+    from dataplane.broker import Broker
+    from dataplane.replica.partition import Partition
+
+log = logging.getLogger("rafka.coordinator")
+
+_LOAD_CHUNK_BYTES = 1 << 20
+_WRITE_TIMEOUT_S = 30.0
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode, which Kafka uses to place a group on a partition."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """Kafka's Utils.abs(key.hashCode) % partitions (abs(Integer.MIN_VALUE) is 0 there)."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+class Shard(Protocol):
+    """The coordinator state of one internal partition."""
+
+    def replay(self, record: Record) -> None:
+        """Apply one record of the partition, at load time and after each write."""
+
+
+S = TypeVar("S", bound=Shard)
+
+
+class _Loaded(Generic[S]):
+    def __init__(self, shard: S, leader_epoch: int) -> None:
+        self.shard = shard
+        self.leader_epoch = leader_epoch
+        self.ready = anyio.Event()
+
+
+class InternalTopic:
+    """An internal topic whose partition leaders coordinate keys: placement and creation."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        configs: dict[str, str],
+    ) -> None:
+        self.broker = broker
+        self.name = name
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.configs = configs
+
+    def partition_for(self, key: str) -> int:
+        return partition_for(key, self.partitions)
+
+    async def coordinator(self, key: str) -> int:
+        """The broker id coordinating `key`, creating the topic on first use (with
+        min(replication factor, live brokers) replicas); COORDINATOR_NOT_AVAILABLE while the
+        partition has no live leader."""
+        info = self.broker.cache.topics.get(self.name)
+        if info is None:
+            await self._create()
+            info = self.broker.cache.topics.get(self.name)
+        if info is None:
+            raise KafkaError(ErrorCode.coordinator_not_available, f"{self.name} is being created")
+        leader = info.partitions[self.partition_for(key)].leader
+        broker = self.broker.cache.brokers.get(leader)
+        if leader < 0 or broker is None or broker.fenced:
+            raise KafkaError(ErrorCode.coordinator_not_available)
+        return leader
+
+    async def _create(self) -> None:
+        rf = max(1, min(self.replication_factor, len(self.broker.cache.live_brokers())))
+        topic = NewTopic(self.name, self.partitions, rf, configs=self.configs, internal=True)
+        (result,) = await create_topics(self.broker, [topic], validate_only=False)
+        if result.error_code == ErrorCode.none:
+            log.info(
+                "created %s: %d partitions, replication factor %d", self.name, self.partitions, rf
+            )
+        elif result.error_code != ErrorCode.topic_already_exists:
+            log.warning("creating %s failed: %s", self.name, result.error_message)
+
+
+class CoordinatorRuntime(Generic[S]):
+    """Loads and writes the shards of one internal topic's partitions this broker leads."""
+
+    def __init__(self, broker: Broker, topic: InternalTopic, new_shard: Callable[[int], S]) -> None:
+        self.broker = broker
+        self.topic = topic
+        self._new_shard = new_shard
+        self._shards: dict[int, _Loaded[S]] = {}
+        self._task_group: anyio.abc.TaskGroup | None = None
+        broker.replicas.leadership_listeners.append(self._on_leadership)
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            self._task_group = tg
+            for partition in list(self.broker.replicas.partitions.values()):
+                self._on_leadership(partition)
+            await anyio.sleep_forever()
+
+    def shard(self, key: str) -> S:
+        """The loaded shard that owns `key` on this broker, or the error the client expects."""
+        loaded = self._shards.get(self.topic.partition_for(key))
+        if loaded is None:
+            raise KafkaError(ErrorCode.not_coordinator)
+        if not loaded.ready.is_set():
+            raise KafkaError(ErrorCode.coordinator_load_in_progress)
+        return loaded.shard
+
+    # -- writing ---------------------------------------------------------------------------
+
+    async def write(self, key: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """Append `records` (key, value; None = tombstone) to the key's partition, apply them
+        to its shard, and return once they are replicated (NOT_COORDINATOR if leadership
+        moved, or the replication error)."""
+        index = self.topic.partition_for(key)
+        loaded = self._shards.get(index)
+        partition = self.broker.replicas.partitions.get((self.topic.name, index))
+        if loaded is None or partition is None or not partition.is_leader:
+            raise KafkaError(ErrorCode.not_coordinator)
+        epoch = partition.leader_epoch
+        if (code := partition.replication_error()) != ErrorCode.none:
+            raise KafkaError(code)
+        now = time.time_ns() // 1_000_000
+        result = partition.append(build_batch(records, now), now)
+        for i, (record_key, value) in enumerate(records):
+            loaded.shard.replay(Record(result.base_offset + i, now, record_key, value, ()))
+        code = await partition.wait_for_replication(result.last_offset + 1, epoch, _WRITE_TIMEOUT_S)
+        if code == ErrorCode.not_leader_or_follower:
+            raise KafkaError(ErrorCode.not_coordinator)
+        if code != ErrorCode.none:
+            raise KafkaError(code)
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def _on_leadership(self, partition: Partition) -> None:
+        if partition.topic != self.topic.name:
+            return
+        loaded = self._shards.get(partition.index)
+        if partition.is_leader:
+            if loaded is not None and loaded.leader_epoch == partition.leader_epoch:
+                return
+            loaded = self._shards[partition.index] = _Loaded(
+                self._new_shard(partition.index), partition.leader_epoch
+            )
+            if self._task_group is not None:
+                self._task_group.start_soon(self._load, partition, loaded)
+        elif loaded is not None:
+            log.info("no longer coordinator for %r", partition)
+            del self._shards[partition.index]
+
+    async def _load(self, partition: Partition, loaded: _Loaded[S]) -> None:
+        """Replay the whole partition into the shard, a chunk at a time (others keep running)."""
+        start = time.monotonic()
+        offset, end = partition.log.log_start_offset, partition.log.log_end_offset
+        count = 0
+        while offset < end:
+            data = partition.log.read(offset, _LOAD_CHUNK_BYTES, end, True)
+            if not data:
+                break
+            for batch_records in _split_batches(data):
+                for record in decode_records(batch_records):
+                    loaded.shard.replay(record)
+                    count += 1
+                    offset = record.offset + 1
+            await anyio.sleep(0)
+        if self._shards.get(partition.index) is loaded:
+            loaded.ready.set()
+            log.info(
+                "loaded %r (%d records) in %.2fs: coordinating its keys",
+                partition,
+                count,
+                time.monotonic() - start,
+            )
+
+
+def _split_batches(data: bytes) -> list[bytes]:
+    out, pos = [], 0
+    while pos < len(data):
+        size = batch_size_at(data, pos)
+        out.append(data[pos : pos + size])
+        pos += size
+    return out
