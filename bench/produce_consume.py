@@ -117,7 +117,8 @@ def rss_mb(pid: int) -> float:
 
 
 def bench_rafka(work: Path, args: argparse.Namespace) -> dict[str, float]:
-    cluster = LocalCluster(1, 1, work / "rafka", args.base_port, {}, log_level="WARNING")
+    base = args.base_port or free_base_port(1, 1)
+    cluster = LocalCluster(1, 1, work / "rafka", base, {}, log_level="WARNING")
     cluster.start()
     try:
         bootstrap = cluster.bootstrap
@@ -138,7 +139,7 @@ def bench_noida(work: Path, args: argparse.Namespace) -> dict[str, float] | None
     if not Path(exe).exists():
         print("noida-db is not installed (pip install noida-db): skipping it")
         return None
-    port = args.base_port + 500
+    port = (args.base_port or free_base_port(1, 1)) + 500
     proc = subprocess.Popen(
         [
             exe,
@@ -171,7 +172,7 @@ def main() -> None:
     )
     parser.add_argument("--mb", type=int, default=2000, help="MB to produce (default 2000)")
     parser.add_argument("--partitions", type=int, default=6)
-    parser.add_argument("--base-port", type=int, default=39092)
+    parser.add_argument("--base-port", type=int, default=0, help="default: a free range")
     parser.add_argument("--skip-noida", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:

@@ -25,9 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import random
 import signal
-import socket
 import statistics
 import sys
 import tempfile
@@ -40,7 +38,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cluster.local import LocalCluster
+from cluster.local import LocalCluster, free_base_port
 
 MB = 1_000_000
 RECORD = 1024
@@ -49,32 +47,9 @@ _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 
 
-def _free_base_port(brokers: int, metas: int) -> int:
-    """A base port whose LocalCluster layout (see cluster/local.py) is free right now."""
-    for _ in range(200):
-        base = random.randrange(20000, 50000, 10)
-        ports = [
-            base + off + i
-            for off, n in ((0, brokers), (100, metas), (200, metas), (300, brokers))
-            for i in range(n)
-        ]
-        if all(_bindable(p) for p in ports):
-            return base
-    raise RuntimeError("no free port range found")
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
 def _cluster(work: Path, brokers: int, metas: int, overrides: dict[str, str]) -> LocalCluster:
     cluster = LocalCluster(
-        brokers, metas, work, _free_base_port(brokers, metas), overrides, log_level="WARNING"
+        brokers, metas, work, free_base_port(brokers, metas), overrides, log_level="WARNING"
     )
     cluster.start()
     return cluster

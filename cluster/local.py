@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -212,6 +213,30 @@ class LocalCluster:
             print("stopping Rafka...", flush=True)
             self.stop()
             print("stopped.", flush=True)
+
+
+def free_base_port(brokers: int = 3, metas: int = 3) -> int:
+    """A base port whose whole layout (module docstring) is free right now: for tests and
+    benchmarks that run clusters side by side."""
+    for _ in range(200):
+        base = random.randrange(20000, 50000, 10)
+        ports = [
+            base + offset + i
+            for offset, count in ((0, brokers), (100, metas), (200, metas), (300, brokers))
+            for i in range(count)
+        ]
+        if all(_bindable(p) for p in ports):
+            return base
+    raise RuntimeError("no free port range found")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _port_open(port: int) -> bool:

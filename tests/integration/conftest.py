@@ -2,37 +2,12 @@
 
 from __future__ import annotations
 
-import random
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cluster.local import LocalCluster
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-def free_base_port(brokers: int = 3, metas: int = 3) -> int:
-    """A base port whose whole layout (see cluster/local.py) is free right now."""
-    for _ in range(200):
-        base = random.randrange(20000, 50000, 10)
-        ports = [
-            base + off + i
-            for off, n in ((0, brokers), (100, metas), (200, metas), (300, brokers))
-            for i in range(n)
-        ]
-        if all(_free(p) for p in ports):
-            return base
-    raise RuntimeError("no free port range found")
+from cluster.local import LocalCluster, free_base_port
 
 
 def start_cluster(tmp: Path, brokers: int = 3, metas: int = 3, **overrides: str) -> LocalCluster:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from tests.integration.conftest import free_base_port
+from cluster.local import free_base_port
 
 
 def test_up_serves_and_stops_cleanly(tmp_path: Path) -> None:
