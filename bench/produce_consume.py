@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.log_append import raw_append_mb_s
-from cluster.local import LocalCluster
+from cluster.local import LocalCluster, free_base_port
 
 MB = 1_000_000
 RECORD = 1024
