@@ -48,21 +48,23 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> float:
     return time.perf_counter() - start
 
 
-def produce(bootstrap: str, topic: str, total_mb: int) -> float:
-    """MB/s from the first send to the last delivery report, acks=1."""
+def produce(bootstrap: str, topic: str, total_mb: int, acks: str = "1") -> float:
+    """MB/s from the first send to the last delivery report."""
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
-            "acks": 1,
+            "acks": acks,
             "linger.ms": 5,
             "batch.size": 1_000_000,
             "queue.buffering.max.kbytes": 1_048_576,
             "compression.type": "none",
+            "enable.idempotence": False,
+            "message.timeout.ms": 60_000,
         }
     )
     value = b"x" * RECORD
     count = total_mb * MB // RECORD
-    failed = []
+    failed: list = []
 
     def on_delivery(err: object, _msg: object) -> None:
         if err is not None:
@@ -76,10 +78,12 @@ def produce(bootstrap: str, topic: str, total_mb: int) -> float:
                 break
             except BufferError:
                 producer.poll(0.01)
-    producer.flush(120)
+        if failed:
+            break
+    left = producer.flush(120)
     elapsed = time.perf_counter() - start
-    if failed:
-        raise RuntimeError(f"{len(failed)} deliveries failed, first: {failed[0]}")
+    if failed or left:
+        raise RuntimeError(f"{len(failed)} deliveries failed ({failed[:1]}), {left} unanswered")
     return count * RECORD / MB / elapsed
 
 

@@ -38,6 +38,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.produce_consume import produce
 from cluster.local import LocalCluster, free_base_port
 
 MB = 1_000_000
@@ -100,34 +101,6 @@ def _producer(bootstrap: str, acks: str, **extra: object) -> Producer:
             **extra,
         }
     )
-
-
-def throughput(bootstrap: str, topic: str, acks: str, total_mb: int) -> float:
-    """MB/s from the first send to the last delivery report."""
-    producer = _producer(bootstrap, acks)
-    value = b"x" * RECORD
-    count = total_mb * MB // RECORD
-    failed: list = []
-
-    def on_delivery(err: object, _msg: object) -> None:
-        if err is not None:
-            failed.append(err)
-
-    start = time.perf_counter()
-    for _ in range(count):
-        while True:
-            try:
-                producer.produce(topic, value, on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.01)
-        if failed:
-            break
-    left = producer.flush(120)
-    elapsed = time.perf_counter() - start
-    if failed or left:
-        raise RuntimeError(f"{len(failed)} deliveries failed ({failed[:1]}), {left} unanswered")
-    return count * RECORD / MB / elapsed
 
 
 def latency(bootstrap: str, topic: str, mb_s: float, seconds: float) -> dict[str, float]:
@@ -256,7 +229,8 @@ def main() -> None:
             )
             try:
                 create_topic(single.bootstrap, "bench", args.partitions, 1, 1)
-                acks1 = _try("acks=1", lambda: throughput(single.bootstrap, "bench", "1", args.mb))
+                bootstrap = single.bootstrap
+                acks1 = _try("acks=1", lambda: produce(bootstrap, "bench", args.mb, acks="1"))
             finally:
                 single.stop()
 
@@ -270,7 +244,7 @@ def main() -> None:
             if ok and "throughput" not in skip:
                 print(f"acks=all: {args.mb} MB ...", flush=True)
                 acks_all = _try(
-                    "acks=all", lambda: throughput(repl.bootstrap, "bench", "all", args.mb)
+                    "acks=all", lambda: produce(repl.bootstrap, "bench", args.mb, acks="all")
                 )
             if ok and "latency" not in skip:
                 print(f"latency at {args.latency_mb_s:g} MB/s for {args.latency_s:g}s ...")

@@ -62,26 +62,6 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def record_timestamps(batch: bytes) -> Iterator[tuple[int, int]]:
-    """(offset, timestamp) of each record of one whole batch, in order.
-
-    Under LogAppendTime every record's timestamp is the batch's maxTimestamp, as Kafka reports it.
-    """
-    info = header_at(batch, 0)
-    data = _decompress(info.compression, batch[HEADER_SIZE : info.size])
-    pos = 0
-    for _ in range(info.record_count):
-        length, pos = _varint(data, pos)
-        end = pos + length
-        ts_delta, p = _varint(data, pos + 1)  # skip the record's attributes byte
-        offset_delta, _ = _varint(data, p)
-        if info.is_log_append_time:
-            yield info.base_offset + offset_delta, info.max_timestamp
-        else:
-            yield info.base_offset + offset_delta, info.base_timestamp + ts_delta
-        pos = end
-
-
 class Record(NamedTuple):
     offset: int
     timestamp: int
@@ -180,3 +160,10 @@ def build_batch(
     )
     struct.pack_into(">I", header, 17, crc32c(bytes(header[21:]) + body))
     return bytes(header) + body
+
+
+def record_timestamps(batch: bytes) -> Iterator[tuple[int, int]]:
+    """(offset, timestamp) of each record of one whole batch, in order. Under LogAppendTime
+    every record's timestamp is the batch's maxTimestamp, as Kafka reports it."""
+    for record in decode_records(batch):
+        yield record.offset, record.timestamp

@@ -42,18 +42,17 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import cramjam
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from dataplane.log.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
-    Compression,
     RecordError,
     batch_size_at,
     check_batch,
     header_at,
 )
+from dataplane.log.records import decode_records
 from tests.integration.chaos.history import FAIL, INFO, OK, History, parse_value
 
 _CRC_PART = 21  # batch bytes from `attributes` on are covered by the CRC
@@ -201,60 +200,7 @@ def _read_segment(path: Path, rlog: ReplicaLog) -> None:
 
 def _records(batch: bytes) -> list[tuple[int, bytes | None, bytes | None]]:
     """(offset, key, value) of each record of one v2 batch."""
-    info = header_at(batch, 0)
-    data = _decompress(info.compression, batch[HEADER_SIZE : info.size])
-    out = []
-    pos = 0
-    for _ in range(info.record_count):
-        length, pos = _varint(data, pos)
-        end = pos + length
-        pos += 1  # attributes
-        _ts_delta, pos = _varint(data, pos)
-        offset_delta, pos = _varint(data, pos)
-        key, pos = _bytes(data, pos)
-        value, pos = _bytes(data, pos)
-        out.append((info.base_offset + offset_delta, key, value))
-        pos = end
-    return out
-
-
-def _bytes(data: bytes, pos: int) -> tuple[bytes | None, int]:
-    n, pos = _varint(data, pos)
-    if n < 0:
-        return None, pos
-    return bytes(data[pos : pos + n]), pos + n
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    raw = shift = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        raw |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-
-
-def _decompress(codec: int, data: bytes) -> bytes:
-    if codec == Compression.NONE:
-        return data
-    if codec == Compression.GZIP:
-        return bytes(cramjam.gzip.decompress(data))
-    if codec == Compression.SNAPPY:
-        if data[:8] == b"\x82SNAPPY\x00":  # Java's xerial framing
-            out, pos = [], 16
-            while pos < len(data):
-                n = int.from_bytes(data[pos : pos + 4], "big")
-                out.append(bytes(cramjam.snappy.decompress_raw(data[pos + 4 : pos + 4 + n])))
-                pos += 4 + n
-            return b"".join(out)
-        return bytes(cramjam.snappy.decompress_raw(data))
-    if codec == Compression.LZ4:
-        return bytes(cramjam.lz4.decompress(data))
-    if codec == Compression.ZSTD:
-        return bytes(cramjam.zstd.decompress(data))
-    raise ValueError(f"unknown compression codec {codec}")
+    return [(r.offset, r.key, r.value) for r in decode_records(batch)]
 
 
 # ------------------------------------------------------------------------------------ verdict
