@@ -18,6 +18,7 @@ import anyio
 from dataplane import server
 from dataplane.config import BrokerConfig
 from dataplane.coordinator.runtime import InternalTopic
+from dataplane.coordinator.service import GroupCoordinator
 from dataplane.log import StateStore
 from dataplane.metadata_cache import MetadataCache
 from dataplane.producer_ids import ProducerIdManager
@@ -72,6 +73,10 @@ class Broker:
         self.replicas = ReplicaManager(
             config, self.store, self.cache, self.isr.submit, self.fetchers
         )
+        # The group coordinator on the leaders of __consumer_offsets' partitions; `groups` is
+        # its CoordinatorRuntime (shards loaded and dropped as leadership moves).
+        self.group_coordinator = GroupCoordinator(self)
+        self.groups = self.group_coordinator.runtime
         self.meta = MetaClient(
             [s.strip() for s in config.meta_bootstrap_servers.split(",") if s.strip()]
         )
@@ -95,6 +100,7 @@ class Broker:
                 tg.start_soon(self.fetchers.run)
                 tg.start_soon(self.isr.run)
                 tg.start_soon(self.replicas.maintain_logs)
+                tg.start_soon(self.group_coordinator.run)  # runs self.groups too
                 await tg.start(server.serve, self, self.listen_host, self.listen_port)
                 log.info(
                     "broker %d ready: advertised %s:%d, cluster %s",

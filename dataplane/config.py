@@ -76,6 +76,31 @@ class BrokerConfig(KafkaSettings):
     offsets_topic_segment_bytes: int = Field(
         104857600, description="offsets.topic.segment.bytes: segment size of __consumer_offsets."
     )
+    offsets_retention_minutes: int = Field(
+        10080,
+        description="offsets.retention.minutes: committed offsets of a group that has been "
+        "empty this long (of a simple group: not committed for this long) are deleted.",
+    )
+    offsets_retention_check_interval_ms: int = Field(
+        600000, description="offsets.retention.check.interval.ms: how often expiry runs."
+    )
+    offset_metadata_max_bytes: int = Field(
+        4096, description="offset.metadata.max.bytes: largest metadata string of a commit."
+    )
+    group_min_session_timeout_ms: int = Field(
+        6000, description="group.min.session.timeout.ms: shortest session a member may ask for."
+    )
+    group_max_session_timeout_ms: int = Field(
+        1800000, description="group.max.session.timeout.ms: longest session a member may ask for."
+    )
+    group_initial_rebalance_delay_ms: int = Field(
+        3000,
+        description="group.initial.rebalance.delay.ms: a new group waits this long for more "
+        "members before its first rebalance completes.",
+    )
+    group_max_size: int = Field(
+        2147483647, description="group.max.size: most members a classic group may have."
+    )
     transaction_state_log_num_partitions: int = Field(
         50, description="transaction.state.log.num.partitions: partitions of __transaction_state."
     )

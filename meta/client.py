@@ -273,6 +273,34 @@ class MetaClient:
         )
         return list((await self._call("DeleteTopics", request)).results)
 
+    # ------------------------------------------------------------ consumer groups
+
+    async def register_groups(self, groups: Iterable[tuple[str, int]]) -> int:
+        """Record groups (group id, coordinator partition) in the registry; idempotent.
+        Returns how many were new."""
+        request = meta_pb2.RegisterGroupsRequest(
+            request_id=_request_id(),
+            groups=[
+                meta_pb2.GroupEntry(group_id=group_id, coordinator_partition=partition)
+                for group_id, partition in groups
+            ],
+        )
+        return (await self._call("RegisterGroups", request)).registered
+
+    async def unregister_groups(self, group_ids: Iterable[str]) -> int:
+        """Remove groups from the registry; idempotent. Returns how many were registered."""
+        request = meta_pb2.UnregisterGroupsRequest(
+            request_id=_request_id(), group_ids=list(group_ids)
+        )
+        return (await self._call("UnregisterGroups", request)).unregistered
+
+    async def list_groups(self, partitions: Iterable[int] = ()) -> list[tuple[str, int]]:
+        """The registered groups (group id, coordinator partition), sorted by id; only those
+        of the given __consumer_offsets partitions when some are given."""
+        request = meta_pb2.ListGroupsRequest(coordinator_partitions=list(partitions))
+        response = await self._call("ListGroups", request)
+        return [(g.group_id, g.coordinator_partition) for g in response.groups]
+
     # ------------------------------------------------------------ watch and tooling
 
     async def watch(self, from_offset: int = 0) -> AsyncIterator[meta_pb2.WatchEvent]:

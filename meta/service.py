@@ -38,8 +38,10 @@ from meta.state import (
     InitCluster,
     ProducerIdBlock,
     RegisterBroker,
+    RegisterGroups,
     ShutdownOutcome,
     UnfenceBroker,
+    UnregisterGroups,
 )
 from proto import meta_pb2, meta_pb2_grpc
 
@@ -246,6 +248,38 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         command = wire.elect_leaders_from_proto(request)
         outcomes = self._write(context, command, request.request_id)
         return wire.elect_leaders_response(command, outcomes)
+
+    # ------------------------------------------------------------ consumer groups
+
+    def RegisterGroups(
+        self, request: meta_pb2.RegisterGroupsRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.RegisterGroupsResponse:
+        entries = tuple((g.group_id, g.coordinator_partition) for g in request.groups)
+        if any(not group_id for group_id, _ in entries):
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "a group id cannot be empty")
+        added = self._write(context, RegisterGroups(entries), request.request_id)
+        return meta_pb2.RegisterGroupsResponse(registered=added)
+
+    def UnregisterGroups(
+        self, request: meta_pb2.UnregisterGroupsRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.UnregisterGroupsResponse:
+        command = UnregisterGroups(tuple(request.group_ids))
+        removed = self._write(context, command, request.request_id)
+        return meta_pb2.UnregisterGroupsResponse(unregistered=removed)
+
+    def ListGroups(
+        self, request: meta_pb2.ListGroupsRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.ListGroupsResponse:
+        wanted = set(request.coordinator_partitions)
+        with self._machine.lock:
+            entries = sorted(self._machine.state.groups.items())
+        return meta_pb2.ListGroupsResponse(
+            groups=[
+                meta_pb2.GroupEntry(group_id=group_id, coordinator_partition=partition)
+                for group_id, partition in entries
+                if not wanted or partition in wanted
+            ]
+        )
 
     # ------------------------------------------------------------ watch and tooling
 

@@ -43,6 +43,14 @@ class MetaState:
     # request id -> (now_ms of the command, its result), oldest first
     applied_requests: dict[str, tuple[int, Any]] = field(default_factory=dict)
     next_producer_id: int = 0  # first id of the next producer-id block; never goes back
+    # The group registry: group id -> its __consumer_offsets partition. Like the producer-id
+    # counter it is state brokers do not watch: it bumps no offset.
+    groups: dict[str, int] = field(default_factory=dict)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle a state dumped before a field existed: give it the field's default."""
+        self.__dict__.update(state)
+        self.__dict__.setdefault("groups", {})
 
 
 # ---------------------------------------------------------------- commands
@@ -134,6 +142,20 @@ class AllocateProducerIds:
     broker_epoch: int
 
 
+@dataclass(frozen=True)
+class RegisterGroups:
+    """Coordinators record groups they created: (group id, coordinator partition) each."""
+
+    groups: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class UnregisterGroups:
+    """Coordinators record groups they deleted."""
+
+    group_ids: tuple[str, ...]
+
+
 Body = (
     InitCluster
     | CreateTopics
@@ -146,6 +168,8 @@ Body = (
     | ElectLeaders
     | BalanceLeaders
     | AllocateProducerIds
+    | RegisterGroups
+    | UnregisterGroups
 )
 
 
@@ -636,6 +660,18 @@ def _allocate_producer_ids(
     return ProducerIdBlock(first, PRODUCER_ID_BLOCK_SIZE)
 
 
+def _register_groups(state: MetaState, cmd: RegisterGroups, changes: _Changes) -> int:
+    added = 0
+    for group_id, partition in cmd.groups:
+        added += group_id not in state.groups
+        state.groups[group_id] = partition
+    return added
+
+
+def _unregister_groups(state: MetaState, cmd: UnregisterGroups, changes: _Changes) -> int:
+    return sum(state.groups.pop(group_id, None) is not None for group_id in cmd.group_ids)
+
+
 def _stale_broker_epoch(state: MetaState, broker_id: int, epoch: int) -> str:
     """Why ``epoch`` is not broker ``broker_id``'s current one ("" if it is), as KRaft checks."""
     broker = state.brokers.get(broker_id)
@@ -683,4 +719,6 @@ _APPLIERS: dict[type, Callable[[MetaState, Any, _Changes], Any]] = {
     ElectLeaders: _elect_leaders,
     BalanceLeaders: _balance_leaders,
     AllocateProducerIds: _allocate_producer_ids,
+    RegisterGroups: _register_groups,
+    UnregisterGroups: _unregister_groups,
 }

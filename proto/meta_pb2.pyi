@@ -410,6 +410,54 @@ class ElectLeadersResponse(_message.Message):
     replica_election_results: _containers.RepeatedCompositeFieldContainer[ReplicaElectionResult]
     def __init__(self, replica_election_results: _Optional[_Iterable[_Union[ReplicaElectionResult, _Mapping]]] = ...) -> None: ...
 
+class GroupEntry(_message.Message):
+    __slots__ = ("group_id", "coordinator_partition")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_PARTITION_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    coordinator_partition: int
+    def __init__(self, group_id: _Optional[str] = ..., coordinator_partition: _Optional[int] = ...) -> None: ...
+
+class RegisterGroupsRequest(_message.Message):
+    __slots__ = ("request_id", "groups")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    groups: _containers.RepeatedCompositeFieldContainer[GroupEntry]
+    def __init__(self, request_id: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[GroupEntry, _Mapping]]] = ...) -> None: ...
+
+class RegisterGroupsResponse(_message.Message):
+    __slots__ = ("registered",)
+    REGISTERED_FIELD_NUMBER: _ClassVar[int]
+    registered: int
+    def __init__(self, registered: _Optional[int] = ...) -> None: ...
+
+class UnregisterGroupsRequest(_message.Message):
+    __slots__ = ("request_id", "group_ids")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_IDS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    group_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request_id: _Optional[str] = ..., group_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class UnregisterGroupsResponse(_message.Message):
+    __slots__ = ("unregistered",)
+    UNREGISTERED_FIELD_NUMBER: _ClassVar[int]
+    unregistered: int
+    def __init__(self, unregistered: _Optional[int] = ...) -> None: ...
+
+class ListGroupsRequest(_message.Message):
+    __slots__ = ("coordinator_partitions",)
+    COORDINATOR_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    coordinator_partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, coordinator_partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ListGroupsResponse(_message.Message):
+    __slots__ = ("groups",)
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[GroupEntry]
+    def __init__(self, groups: _Optional[_Iterable[_Union[GroupEntry, _Mapping]]] = ...) -> None: ...
+
 class WatchRequest(_message.Message):
     __slots__ = ("from_offset",)
     FROM_OFFSET_FIELD_NUMBER: _ClassVar[int]

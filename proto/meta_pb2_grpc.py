@@ -79,6 +79,21 @@ class MetaServiceStub:
                 request_serializer=proto_dot_meta__pb2.ElectLeadersRequest.SerializeToString,
                 response_deserializer=proto_dot_meta__pb2.ElectLeadersResponse.FromString,
                 _registered_method=True)
+        self.RegisterGroups = channel.unary_unary(
+                '/rafka.meta.MetaService/RegisterGroups',
+                request_serializer=proto_dot_meta__pb2.RegisterGroupsRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.RegisterGroupsResponse.FromString,
+                _registered_method=True)
+        self.UnregisterGroups = channel.unary_unary(
+                '/rafka.meta.MetaService/UnregisterGroups',
+                request_serializer=proto_dot_meta__pb2.UnregisterGroupsRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.UnregisterGroupsResponse.FromString,
+                _registered_method=True)
+        self.ListGroups = channel.unary_unary(
+                '/rafka.meta.MetaService/ListGroups',
+                request_serializer=proto_dot_meta__pb2.ListGroupsRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.ListGroupsResponse.FromString,
+                _registered_method=True)
         self.Watch = channel.unary_stream(
                 '/rafka.meta.MetaService/Watch',
                 request_serializer=proto_dot_meta__pb2.WatchRequest.SerializeToString,
@@ -152,6 +167,25 @@ class MetaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RegisterGroups(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnregisterGroups(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListGroups(self, request, context):
+        """from the node's state
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Watch(self, request, context):
         """Never ends on its own: the client cancels it.
         """
@@ -212,6 +246,21 @@ def add_MetaServiceServicer_to_server(servicer, server):
                     servicer.ElectLeaders,
                     request_deserializer=proto_dot_meta__pb2.ElectLeadersRequest.FromString,
                     response_serializer=proto_dot_meta__pb2.ElectLeadersResponse.SerializeToString,
+            ),
+            'RegisterGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterGroups,
+                    request_deserializer=proto_dot_meta__pb2.RegisterGroupsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.RegisterGroupsResponse.SerializeToString,
+            ),
+            'UnregisterGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnregisterGroups,
+                    request_deserializer=proto_dot_meta__pb2.UnregisterGroupsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.UnregisterGroupsResponse.SerializeToString,
+            ),
+            'ListGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGroups,
+                    request_deserializer=proto_dot_meta__pb2.ListGroupsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.ListGroupsResponse.SerializeToString,
             ),
             'Watch': grpc.unary_stream_rpc_method_handler(
                     servicer.Watch,
@@ -467,6 +516,87 @@ class MetaService:
             '/rafka.meta.MetaService/ElectLeaders',
             proto_dot_meta__pb2.ElectLeadersRequest.SerializeToString,
             proto_dot_meta__pb2.ElectLeadersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/RegisterGroups',
+            proto_dot_meta__pb2.RegisterGroupsRequest.SerializeToString,
+            proto_dot_meta__pb2.RegisterGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnregisterGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/UnregisterGroups',
+            proto_dot_meta__pb2.UnregisterGroupsRequest.SerializeToString,
+            proto_dot_meta__pb2.UnregisterGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/ListGroups',
+            proto_dot_meta__pb2.ListGroupsRequest.SerializeToString,
+            proto_dot_meta__pb2.ListGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import anyio
@@ -50,7 +50,12 @@ def partition_for(key: str, partitions: int) -> int:
 
 
 class Shard(Protocol):
-    """The coordinator state of one internal partition."""
+    """The coordinator state of one internal partition.
+
+    Optional hooks, called when defined: `on_loaded()` once the partition has been replayed
+    (the shard now serves clients; start its timers), `on_unloaded()` when the shard is dropped
+    (leadership moved, or a new leader epoch replaced it: answer parked requests, stop timers).
+    """
 
     def replay(self, record: Record) -> None:
         """Apply one record of the partition, at load time and after each write."""
@@ -132,6 +137,14 @@ class CoordinatorRuntime(Generic[S]):
                 self._on_leadership(partition)
             await anyio.sleep_forever()
 
+    def loaded_shards(self) -> list[S]:
+        """The shards this broker serves right now (loading ones excluded)."""
+        return [loaded.shard for loaded in self._shards.values() if loaded.ready.is_set()]
+
+    def is_loading(self) -> bool:
+        """Whether some partition this broker leads is still being loaded."""
+        return any(not loaded.ready.is_set() for loaded in self._shards.values())
+
     def shard(self, key: str) -> S:
         """The loaded shard that owns `key` on this broker, or the error the client expects."""
         loaded = self._shards.get(self.topic.partition_for(key))
@@ -143,10 +156,22 @@ class CoordinatorRuntime(Generic[S]):
 
     # -- writing ---------------------------------------------------------------------------
 
-    async def write(self, key: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+    async def write(
+        self, key: str, records: Sequence[tuple[bytes, bytes | None]], *, replay: bool = True
+    ) -> None:
         """Append `records` (key, value; None = tombstone) to the key's partition, apply them
         to its shard, and return once they are replicated (NOT_COORDINATOR if leadership
         moved, or the replication error)."""
+        await self.append(key, records, replay=replay)
+
+    def append(
+        self, key: str, records: Sequence[tuple[bytes, bytes | None]], *, replay: bool = True
+    ) -> Awaitable[None]:
+        """`write` in two steps: append (and replay) now, synchronously — raising
+        NOT_COORDINATOR or the partition's replication error — and return an awaitable that
+        completes once the records are replicated (it must be awaited). A shard whose
+        in-memory state already reflects the records (a group state machine persisting its
+        state) passes replay=False."""
         index = self.topic.partition_for(key)
         loaded = self._shards.get(index)
         partition = self.broker.replicas.partitions.get((self.topic.name, index))
@@ -157,9 +182,13 @@ class CoordinatorRuntime(Generic[S]):
             raise KafkaError(code)
         now = time.time_ns() // 1_000_000
         result = partition.append(build_batch(records, now), now)
-        for i, (record_key, value) in enumerate(records):
-            loaded.shard.replay(Record(result.base_offset + i, now, record_key, value, ()))
-        code = await partition.wait_for_replication(result.last_offset + 1, epoch, _WRITE_TIMEOUT_S)
+        if replay:
+            for i, (record_key, value) in enumerate(records):
+                loaded.shard.replay(Record(result.base_offset + i, now, record_key, value, ()))
+        return self._replicated(partition, result.last_offset + 1, epoch)
+
+    async def _replicated(self, partition: Partition, end_offset: int, epoch: int) -> None:
+        code = await partition.wait_for_replication(end_offset, epoch, _WRITE_TIMEOUT_S)
         if code == ErrorCode.not_leader_or_follower:
             raise KafkaError(ErrorCode.not_coordinator)
         if code != ErrorCode.none:
@@ -174,14 +203,18 @@ class CoordinatorRuntime(Generic[S]):
         if partition.is_leader:
             if loaded is not None and loaded.leader_epoch == partition.leader_epoch:
                 return
+            if self._task_group is None:
+                return  # run() takes every partition this broker leads when it starts
+            if loaded is not None:
+                _unloaded(loaded.shard)
             loaded = self._shards[partition.index] = _Loaded(
                 self._new_shard(partition.index), partition.leader_epoch
             )
-            if self._task_group is not None:
-                self._task_group.start_soon(self._load, partition, loaded)
+            self._task_group.start_soon(self._load, partition, loaded)
         elif loaded is not None:
             log.info("no longer coordinator for %r", partition)
             del self._shards[partition.index]
+            _unloaded(loaded.shard)
 
     async def _load(self, partition: Partition, loaded: _Loaded[S]) -> None:
         """Replay the whole partition into the shard, a chunk at a time (others keep running)."""
@@ -200,12 +233,24 @@ class CoordinatorRuntime(Generic[S]):
             await anyio.sleep(0)
         if self._shards.get(partition.index) is loaded:
             loaded.ready.set()
+            hook = getattr(loaded.shard, "on_loaded", None)
+            if hook is not None:
+                hook()
             log.info(
                 "loaded %r (%d records) in %.2fs: coordinating its keys",
                 partition,
                 count,
                 time.monotonic() - start,
             )
+
+
+def _unloaded(shard: object) -> None:
+    hook = getattr(shard, "on_unloaded", None)
+    if hook is not None:
+        try:
+            hook()
+        except Exception:
+            log.exception("unloading a coordinator shard failed")
 
 
 def _split_batches(data: bytes) -> list[bytes]:

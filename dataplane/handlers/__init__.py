@@ -8,14 +8,24 @@ when it must wait (the server keeps responses in request order either way).
 from dataplane.handlers import (
     api_versions,
     create_topics,
+    delete_groups,
     delete_topics,
+    describe_groups,
     fetch,
     find_coordinator,
+    heartbeat,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sync_group,
 )
 
 _MODULES = (
@@ -29,6 +39,17 @@ _MODULES = (
     api_versions,
     create_topics,
     delete_topics,
+    # group coordinator (classic protocol and committed offsets)
+    join_group,
+    sync_group,
+    heartbeat,
+    leave_group,
+    offset_commit,
+    offset_fetch,
+    describe_groups,
+    list_groups,
+    delete_groups,
+    offset_delete,
 )
 
 HANDLERS = {m.API_KEY: m.handle for m in _MODULES}

@@ -1,0 +1,296 @@
+"""What every group type shares, and what a `GroupShard` needs of a group.
+
+A group type (the classic protocol in `group.py`; KIP-848 consumer groups later) subclasses
+`Group`. The shard owns the committed offsets and routes the group-agnostic APIs through these
+methods: OffsetCommit/OffsetFetch member checks, DescribeGroups, ListGroups, DeleteGroups,
+OffsetDelete, offsets expiry and unloading. Groups reach the shard's services (config, timers,
+clock, writes to `__consumer_offsets`) through a `GroupContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+import anyio
+
+from dataplane.coordinator.timer import Timer
+from dataplane.protocol.errors import ErrorCode
+
+T = TypeVar("T")
+
+Records = Sequence[tuple[bytes, bytes | None]]
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """Kafka's group.* and offsets.* broker settings (defaults are Kafka's)."""
+
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1800000
+    max_size: int = 2**31 - 1
+    initial_rebalance_delay_ms: int = 3000
+    # Kafka's group.classic.new.member.join.timeout (not a broker setting): a new member
+    # parked in JoinGroup is dropped after this long.
+    new_member_join_timeout_ms: int = 5 * 60 * 1000
+    offset_metadata_max_bytes: int = 4096
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offsets_retention_check_interval_ms: int = 600000
+
+
+class Reply(Generic[T]):
+    """A response that a later event completes (a parked JoinGroup or SyncGroup).
+
+    Completing is synchronous (state machines run without awaiting); waiting needs an event
+    loop. A reply that replaced another for the same member (a client that sent its request
+    again) completes that one too, with the same value.
+    """
+
+    def __init__(self) -> None:
+        self._value: T | None = None
+        self._done = False
+        self._event: anyio.Event | None = None
+        self._chained: list[Reply[T]] = []
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def value(self) -> T:
+        if not self._done:
+            raise RuntimeError("reply not completed yet")
+        return self._value  # type: ignore[return-value]
+
+    def complete(self, value: T) -> bool:
+        """Set the value; False if it was already set (the first value wins)."""
+        if self._done:
+            return False
+        self._value, self._done = value, True
+        if self._event is not None:
+            self._event.set()
+        for other in self._chained:
+            other.complete(value)
+        return True
+
+    def chain(self, other: Reply[T] | None) -> None:
+        """Complete `other` with whatever completes this one."""
+        if other is not None and other is not self and not other.done:
+            self._chained.append(other)
+
+    async def wait(self) -> T:
+        if not self._done:
+            if self._event is None:
+                self._event = anyio.Event()
+            await self._event.wait()
+        return self._value  # type: ignore[return-value]
+
+
+class GroupContext(Protocol):
+    """The services of the shard a group lives in."""
+
+    config: GroupConfig
+    timer: Timer
+
+    def now_ms(self) -> int:
+        """Wall-clock milliseconds (commit and state timestamps)."""
+
+    def new_member_id(self, prefix: str) -> str:
+        """Kafka's `prefix-<uuid4>` member ids (prefix: client id, or group instance id)."""
+
+    def write(
+        self,
+        group_id: str,
+        records: Records,
+        *,
+        replay: bool,
+        done: Callable[[ErrorCode], None] | None = None,
+    ) -> None:
+        """Append records to the group's partition now; `done(error)` once replicated (NONE)
+        or failed. replay=False: the group already holds the state the records describe."""
+
+
+# ---------------------------------------------------------------- the classic protocol's
+# requests and answers (JoinGroup/SyncGroup), shared by every group type that serves it
+
+Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's preference order
+
+
+@dataclass(frozen=True)
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: Protocols
+    api_version: int
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class JoinedMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True)
+class JoinResult:
+    error: ErrorCode
+    member_id: str
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    skip_assignment: bool = False
+    members: tuple[JoinedMember, ...] = ()
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedGroup:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol_data: str
+    members: tuple[DescribedMember, ...] = ()
+    error: ErrorCode = ErrorCode.none
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    state: str
+    type: str  # "classic", "consumer"
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    offset: int
+    leader_epoch: int  # -1: none
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int = -1  # -1: none (only OffsetCommit v2-v4 with a retention time)
+
+
+class Group:
+    """A group of one type. Subclasses implement the group-type-specific protocol; these are
+    the hooks the shard's group-agnostic APIs call."""
+
+    TYPE = "unknown"
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+
+    # -- identity and listing ---------------------------------------------------------------
+
+    @property
+    def state_name(self) -> str:
+        """As ListGroups/DescribeGroups show it (Kafka's state names)."""
+        raise NotImplementedError
+
+    @property
+    def protocol_type_name(self) -> str:
+        """ListGroups' protocol_type ("consumer", "" for a simple group)."""
+        raise NotImplementedError
+
+    def is_empty(self) -> bool:
+        raise NotImplementedError
+
+    def listed(self) -> ListedGroup:
+        return ListedGroup(self.group_id, self.protocol_type_name, self.state_name, self.TYPE)
+
+    def describe(self) -> DescribedGroup:
+        raise NotImplementedError
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    def validate_offset_commit(
+        self, member_id: str, instance_id: str | None, generation: int, api_version: int
+    ) -> ErrorCode:
+        """The error an OffsetCommit from this member/generation gets (NONE: accept)."""
+        raise NotImplementedError
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """OffsetFetch v9+ member checks (KIP-848); NONE for groups that do not check."""
+        return ErrorCode.none
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        raise NotImplementedError
+
+    def offsets_expire_from(self, offset: OffsetAndMetadata) -> int | None:
+        """The timestamp an offset's retention counts from, or None if it cannot expire now
+        (Kafka's OffsetExpirationCondition)."""
+        raise NotImplementedError
+
+    # -- deletion ---------------------------------------------------------------------------
+
+    def validate_delete(self) -> ErrorCode:
+        """DeleteGroups: NONE when the group may be deleted (NON_EMPTY_GROUP otherwise)."""
+        raise NotImplementedError
+
+    def validate_offset_delete(self) -> ErrorCode:
+        raise NotImplementedError
+
+    def tombstones(self) -> list[tuple[bytes, bytes | None]]:
+        """The records deleting the group itself (its offsets are the shard's)."""
+        raise NotImplementedError
+
+    # -- the classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) sent to a group
+    # of this type. KIP-848 consumer groups serve classic members here (the upgrade path);
+    # the defaults answer as Kafka does for a group that cannot.
+
+    def classic_join(self, req: JoinRequest, reply: Reply[JoinResult]) -> None:
+        reply.complete(JoinResult(ErrorCode.inconsistent_group_protocol, ""))
+
+    def classic_sync(
+        self,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+        reply: Reply[SyncResult],
+    ) -> None:
+        reply.complete(SyncResult(ErrorCode.unknown_member_id))
+
+    def classic_heartbeat(
+        self, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode:
+        return ErrorCode.unknown_member_id
+
+    def classic_leave(
+        self, members: Sequence[tuple[str, str | None, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """(request-level error, one error per member)."""
+        return ErrorCode.unknown_member_id, []
+
+    def on_loaded(self) -> None:
+        """The shard finished replaying its partition: start the group's timers."""
+
+    def unload(self) -> None:
+        """The shard is dropped (leadership moved): answer parked requests NOT_COORDINATOR."""

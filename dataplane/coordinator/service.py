@@ -1,0 +1,295 @@
+"""The broker's group coordinator: shards on `__consumer_offsets`, their timers, offsets expiry
+and the group registry of the meta service.
+
+`CoordinatorRuntime` (runtime.py) loads and drops the shards as leadership moves; this module
+gives each shard its services (appends through the runtime, background work in its own task
+group), fires the shards' timers (session, rebalance and sync expirations), expires offsets
+every offsets.retention.check.interval.ms, and keeps the meta service's group registry in step
+with the groups the shards create and delete. Handlers reach it as `broker.group_coordinator`.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
+
+import anyio
+
+from dataplane.coordinator.base import GroupConfig, Records
+from dataplane.coordinator.runtime import CoordinatorRuntime
+from dataplane.coordinator.shard import GroupShard
+from dataplane.coordinator.timer import monotonic_ms, wall_ms
+from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.client import MetaError
+
+if TYPE_CHECKING:
+    from dataplane.broker import Broker
+    from dataplane.config import BrokerConfig
+
+log = logging.getLogger("rafka.coordinator")
+
+_REGISTRY_FLUSH_S = 0.2
+_REGISTRY_RETRY_S = 2.0
+
+
+def group_config(config: BrokerConfig) -> GroupConfig:
+    return GroupConfig(
+        min_session_timeout_ms=config.group_min_session_timeout_ms,
+        max_session_timeout_ms=config.group_max_session_timeout_ms,
+        max_size=config.group_max_size,
+        initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+        offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+        offsets_retention_ms=config.offsets_retention_minutes * 60 * 1000,
+        offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+    )
+
+
+class _Services:
+    """The services of one shard, backed by the broker."""
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self._coordinator = coordinator
+        self.config = coordinator.config
+
+    def clock_ms(self) -> int:
+        return monotonic_ms()
+
+    def now_ms(self) -> int:
+        return wall_ms()
+
+    def new_member_id(self, prefix: str) -> str:
+        return f"{prefix}-{uuid.uuid4()}"
+
+    def append(self, group_id: str, records: Records, replay: bool) -> Awaitable[None]:
+        return self._coordinator.runtime.append(group_id, records, replay=replay)
+
+    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        self._coordinator.spawn(fn)
+
+    def timer_changed(self) -> None:
+        self._coordinator.wake()
+
+    def group_created(self, group_id: str) -> None:
+        self._coordinator.registry.add(group_id)
+
+    def loaded(self, shard: GroupShard) -> None:
+        self._coordinator.registry.reconcile(shard)
+        self._coordinator.wake()
+
+    def unloaded(self, shard: GroupShard) -> None:
+        self._coordinator.forget(shard)
+
+
+class GroupRegistry:
+    """Keeps the meta service's group registry in step, in the background and in batches:
+    additions and removals are idempotent, so the last one asked for a group wins."""
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self._coordinator = coordinator
+        self._pending: dict[str, bool] = {}  # group id -> registered (True) or removed
+        self._reconcile: list[GroupShard] = []
+        self._event: anyio.Event | None = None
+
+    def add(self, group_id: str) -> None:
+        self._pending[group_id] = True
+        self._kick()
+
+    def remove(self, group_ids: Sequence[str]) -> None:
+        for group_id in group_ids:
+            self._pending[group_id] = False
+        self._kick()
+
+    def reconcile(self, shard: GroupShard) -> None:
+        """A shard finished loading: register its groups the registry misses and drop entries
+        of its partition whose group it does not have (lost updates, crashes in between)."""
+        self._reconcile.append(shard)
+        self._kick()
+
+    def _kick(self) -> None:
+        if self._event is not None:
+            self._event.set()
+
+    async def run(self) -> None:
+        meta = self._coordinator.broker.meta
+        topic = self._coordinator.broker.offsets_topic
+        while True:
+            self._event = anyio.Event()
+            if not self._pending and not self._reconcile:
+                await self._event.wait()
+            await anyio.sleep(_REGISTRY_FLUSH_S)  # batch what arrives meanwhile
+            pending, self._pending = self._pending, {}
+            shards, self._reconcile = self._reconcile, []
+            try:
+                for shard in shards:
+                    if shard.unloaded:
+                        continue
+                    registered = dict(await meta.list_groups([shard.partition_index]))
+                    for group_id in shard.groups:
+                        if group_id not in registered:
+                            pending.setdefault(group_id, True)
+                    for group_id in registered:
+                        if group_id not in shard.groups and not shard.unloaded:
+                            pending.setdefault(group_id, False)
+                added = [(g, topic.partition_for(g)) for g, keep in pending.items() if keep]
+                removed = [g for g, keep in pending.items() if not keep]
+                if added:
+                    await meta.register_groups(added)
+                if removed:
+                    await meta.unregister_groups(removed)
+                if added or removed:
+                    log.debug("group registry: +%d -%d", len(added), len(removed))
+            except Exception as e:  # MetaError: meta nodes unreachable; anything else: a bug
+                if isinstance(e, MetaError):
+                    log.warning("updating the group registry failed (%s); retrying", e)
+                else:
+                    log.exception("updating the group registry failed; retrying")
+                for group_id, keep in pending.items():
+                    self._pending.setdefault(group_id, keep)
+                self._reconcile = shards + self._reconcile
+                await anyio.sleep(_REGISTRY_RETRY_S)
+
+
+class GroupCoordinator:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.config = group_config(broker.config)
+        self.runtime: CoordinatorRuntime[GroupShard] = CoordinatorRuntime(
+            broker, broker.offsets_topic, self.new_shard
+        )
+        self.registry = GroupRegistry(self)
+        self._shards: dict[int, GroupShard] = {}  # every live shard (loading or loaded)
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._queued: list[Callable[[], Awaitable[None]]] = []
+        self._wake: anyio.Event | None = None
+
+    def new_shard(self, index: int) -> GroupShard:
+        shard = GroupShard(index, _Services(self))
+        self._shards[index] = shard
+        return shard
+
+    def forget(self, shard: GroupShard) -> None:
+        if self._shards.get(shard.partition_index) is shard:
+            del self._shards[shard.partition_index]
+
+    # -- what handlers use ------------------------------------------------------------------
+
+    def shard(self, group_id: str) -> GroupShard:
+        """The loaded shard coordinating `group_id` here; KafkaError NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS otherwise."""
+        return self.runtime.shard(group_id)
+
+    def append(self, group_id: str, records: Records, replay: bool = True) -> Awaitable[None]:
+        return self.runtime.append(group_id, records, replay=replay)
+
+    def loaded_shards(self) -> list[GroupShard]:
+        return self.runtime.loaded_shards()
+
+    def is_loading(self) -> bool:
+        return self.runtime.is_loading()
+
+    # -- background work --------------------------------------------------------------------
+
+    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        if self._task_group is None:
+            self._queued.append(fn)
+        else:
+            self._task_group.start_soon(_guarded, fn)
+
+    def wake(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            self._task_group = tg
+            for fn in self._queued:
+                tg.start_soon(_guarded, fn)
+            self._queued.clear()
+            tg.start_soon(self._fire_timers)
+            tg.start_soon(self._expire_offsets)
+            tg.start_soon(self.registry.run)
+            await self.runtime.run()
+
+    async def _fire_timers(self) -> None:
+        while True:
+            next_deadline = None
+            for shard in list(self._shards.values()):
+                if not shard.loaded or shard.unloaded:
+                    continue
+                try:
+                    shard.timer.fire_due()
+                except Exception:
+                    log.exception("a group timer of partition %d failed", shard.partition_index)
+                deadline = shard.timer.next_deadline()
+                if deadline is not None and (next_deadline is None or deadline < next_deadline):
+                    next_deadline = deadline
+            self._wake = anyio.Event()
+            delay = None if next_deadline is None else max(0, next_deadline - monotonic_ms())
+            with anyio.move_on_after(3600 if delay is None else delay / 1000 + 0.001):
+                await self._wake.wait()
+
+    async def _expire_offsets(self) -> None:
+        interval = self.config.offsets_retention_check_interval_ms / 1000
+        while True:
+            await anyio.sleep(interval)
+            for shard in self.loaded_shards():
+                try:
+                    by_group, deleted = shard.expire_offsets()
+                except Exception:
+                    log.exception("offsets expiry of partition %d failed", shard.partition_index)
+                    continue
+                if not by_group:
+                    continue
+                count = sum(len(r) for r in by_group.values())
+                log.info(
+                    "partition %d: expiring %d records (%d groups deleted)",
+                    shard.partition_index,
+                    count,
+                    len(deleted),
+                )
+                for group_id, records in by_group.items():
+                    try:
+                        waiter = self.append(group_id, records)
+                    except KafkaError as e:
+                        log.info("offsets expiry of group %s postponed: %s", group_id, e)
+                        continue
+                    gone = [group_id] if group_id in deleted else []
+                    self.spawn(lambda w=waiter, g=gone: self._after_expiry(w, g))
+
+    async def _after_expiry(self, waiter: Awaitable[None], deleted: list[str]) -> None:
+        try:
+            await waiter
+        except KafkaError as e:
+            log.info("offsets expiry not replicated: %s", e)
+            return
+        if deleted:
+            self.registry.remove(deleted)
+
+
+async def _guarded(fn: Callable[[], Awaitable[None]]) -> None:
+    try:
+        await fn()
+    except Exception:
+        log.exception("group coordinator background work failed")
+
+
+def map_commit_error(error: ErrorCode) -> ErrorCode:
+    """What an OffsetCommit partition gets when its write fails (Kafka's storeOffsets)."""
+    if error in (
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.not_enough_replicas,
+        ErrorCode.not_enough_replicas_after_append,
+        ErrorCode.request_timed_out,
+    ):
+        return ErrorCode.coordinator_not_available
+    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if error in (
+        ErrorCode.message_too_large,
+        ErrorCode.record_list_too_large,
+        ErrorCode.invalid_fetch_size,
+    ):
+        return ErrorCode.invalid_commit_offset_size
+    return error

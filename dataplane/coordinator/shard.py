@@ -1,0 +1,572 @@
+"""The group coordinator state of one `__consumer_offsets` partition.
+
+A `GroupShard` holds the committed offsets and the groups whose ids hash to its partition. It is
+rebuilt by replaying the partition (`replay`, dispatched by record type) and changed by the
+group APIs, whose records the broker appends to the partition. Group types plug in through
+`base.Group` (the group-agnostic APIs below call its hooks) and `register_replayer` (their
+record types).
+
+Nothing here awaits: the `ShardServices` given at construction append records and run the
+asynchronous tails (waiting for replication), and the shard's `Timer` is fired by its owner.
+`LocalServices` (in-memory, manual clock) lets unit tests drive a shard synchronously.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import uuid
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from dataplane.coordinator.base import (
+    DescribedGroup,
+    Group,
+    GroupConfig,
+    ListedGroup,
+    OffsetAndMetadata,
+    Records,
+    Reply,
+)
+from dataplane.coordinator.group import (
+    ClassicGroup,
+    JoinRequest,
+    JoinResult,
+    SyncResult,
+    map_append_error,
+)
+from dataplane.coordinator.records import (
+    GROUP_METADATA,
+    OFFSET_COMMIT,
+    CorruptRecord,
+    GroupMetadataValue,
+    OffsetCommitValue,
+    decode_record,
+    group_metadata_record,
+    offset_commit_record,
+)
+from dataplane.coordinator.timer import ManualClock, Timer
+from dataplane.log.records import Record
+from dataplane.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("rafka.coordinator.shard")
+
+_TYPE = struct.Struct(">h")
+
+
+class ShardServices(Protocol):
+    """What a shard needs from its broker (or from a test)."""
+
+    config: GroupConfig
+
+    def clock_ms(self) -> int:
+        """Monotonic milliseconds, for timers."""
+
+    def now_ms(self) -> int:
+        """Wall-clock milliseconds, for commit and state timestamps."""
+
+    def new_member_id(self, prefix: str) -> str: ...
+
+    def append(self, group_id: str, records: Records, replay: bool) -> Awaitable[None]:
+        """Append to the group's partition now (raise KafkaError if that is not possible);
+        the awaitable completes once the records are replicated (raises KafkaError)."""
+
+    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run `fn()` in the background."""
+
+    def timer_changed(self) -> None:
+        """A timer deadline was scheduled (wake whoever fires the timer)."""
+
+    def group_created(self, group_id: str) -> None: ...
+
+    def loaded(self, shard: GroupShard) -> None: ...
+
+    def unloaded(self, shard: GroupShard) -> None: ...
+
+
+ReplayFn = Callable[["GroupShard", Record], None]
+_REPLAYERS: dict[int, ReplayFn] = {}
+
+
+def register_replayer(type_ids: Iterable[int], fn: ReplayFn) -> None:
+    """Route records whose key starts with one of these record types to `fn(shard, record)`
+    (a group type's records; `record.value` None is a tombstone). Types nobody registered
+    are skipped."""
+    for type_id in type_ids:
+        _REPLAYERS[type_id] = fn
+
+
+@dataclass(frozen=True)
+class CommitPartition:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int  # -1: none
+    metadata: str | None
+
+
+@dataclass(frozen=True)
+class FetchedTopic:
+    topic: str
+    partitions: tuple[tuple[int, OffsetAndMetadata | None], ...]  # None: no committed offset
+
+
+class GroupShard:
+    def __init__(self, partition_index: int, services: ShardServices | None = None) -> None:
+        self.partition_index = partition_index
+        self.services: ShardServices = services or LocalServices()
+        self.config = self.services.config
+        self.timer = Timer(self.services.clock_ms, self.services.timer_changed)
+        self.groups: dict[str, Group] = {}
+        # group -> topic -> partition -> committed offset
+        self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+        self.extensions: dict[str, object] = {}  # per-shard state of other group types
+        self.loaded = False
+        self.unloaded = False
+        self.skipped_records = 0
+
+    # ==================================================================== GroupContext
+
+    def now_ms(self) -> int:
+        return self.services.now_ms()
+
+    def new_member_id(self, prefix: str) -> str:
+        return self.services.new_member_id(prefix)
+
+    def write(
+        self,
+        group_id: str,
+        records: Records,
+        *,
+        replay: bool,
+        done: Callable[[ErrorCode], None] | None = None,
+    ) -> None:
+        if self.unloaded:
+            error: ErrorCode | None = ErrorCode.not_coordinator
+            waiter = None
+        else:
+            try:
+                waiter, error = self.services.append(group_id, records, replay), None
+            except KafkaError as e:
+                waiter, error = None, e.code
+
+        async def finish() -> None:
+            code = error
+            if waiter is not None:
+                try:
+                    await waiter
+                    code = ErrorCode.none
+                except KafkaError as e:
+                    code = e.code
+                    log.warning("writing records of group %s failed: %s", group_id, e)
+            if done is not None and code is not None:
+                done(code)
+
+        self.services.spawn(finish)
+
+    # ==================================================================== loading
+
+    def replay(self, record: Record) -> None:
+        if record.key is None or len(record.key) < 2:
+            self.skipped_records += 1
+            return
+        (type_id,) = _TYPE.unpack_from(record.key, 0)
+        fn = _REPLAYERS.get(type_id)
+        if fn is None:
+            self.skipped_records += 1  # a group type this broker does not know
+            return
+        try:
+            fn(self, record)
+        except (CorruptRecord, ValueError) as e:
+            self.skipped_records += 1
+            log.warning(
+                "partition %d: skipped the record at offset %d: %s",
+                self.partition_index,
+                record.offset,
+                e,
+            )
+
+    def on_loaded(self) -> None:
+        self.loaded = True
+        for group in self.groups.values():
+            group.on_loaded()
+        self.services.loaded(self)
+
+    def on_unloaded(self) -> None:
+        self.unloaded = True
+        for group in self.groups.values():
+            group.unload()
+        self.timer.cancel_all()
+        self.services.unloaded(self)
+
+    def _replay_offset_commit(self, record: Record) -> None:
+        decoded = decode_record(record.key, record.value)
+        assert decoded is not None
+        key = decoded.key
+        if decoded.value is None:
+            topics = self.offsets.get(key.group)
+            if topics is not None and key.topic in topics:
+                topics[key.topic].pop(key.partition, None)
+                if not topics[key.topic]:
+                    del topics[key.topic]
+                if not topics:
+                    del self.offsets[key.group]
+            return
+        value: OffsetCommitValue = decoded.value
+        if key.group not in self.groups:
+            # offsets of a group nobody joined (assign() consumers, admin tools): Kafka keeps a
+            # "simple" classic group for them
+            self.groups[key.group] = ClassicGroup(key.group, self)
+        self.offsets.setdefault(key.group, {}).setdefault(key.topic, {})[key.partition] = (
+            OffsetAndMetadata(
+                value.offset,
+                value.leader_epoch,
+                value.metadata,
+                value.commit_timestamp,
+                value.expire_timestamp,
+            )
+        )
+
+    def _replay_group_metadata(self, record: Record) -> None:
+        decoded = decode_record(record.key, record.value)
+        assert decoded is not None
+        group_id = decoded.key.group
+        if decoded.value is None:
+            group = self.groups.get(group_id)
+            if group is None or isinstance(group, ClassicGroup):
+                self.groups.pop(group_id, None)
+            return
+        self.groups[group_id] = ClassicGroup.from_record(group_id, decoded.value, self)
+
+    # ==================================================================== classic group APIs
+
+    def add_group(self, group: Group) -> None:
+        """A group created by a request (not by a replay): it enters the meta service's
+        registry."""
+        self.groups[group.group_id] = group
+        self.services.group_created(group.group_id)
+
+    def _new_classic_group(self, group_id: str) -> ClassicGroup:
+        group = ClassicGroup(group_id, self)
+        self.add_group(group)
+        return group
+
+    def join_group(self, req: JoinRequest) -> Reply[JoinResult]:
+        reply: Reply[JoinResult] = Reply()
+        group = self.groups.get(req.group_id)
+        if group is not None and not isinstance(group, ClassicGroup) and group.is_empty():
+            # an empty group of another type becomes a classic group (Kafka's
+            # maybeDeleteEmptyConsumerGroup): its records go, its offsets stay
+            self.write(group.group_id, group.tombstones(), replay=True)
+            self.groups.pop(group.group_id, None)
+            group = None
+        created = False
+        if group is None:
+            if req.member_id:
+                reply.complete(JoinResult(ErrorCode.unknown_member_id, req.member_id))
+                return reply
+            group, created = self._new_classic_group(req.group_id), True
+        group.classic_join(req, reply)
+        if created:
+            # persist the new group, as Kafka does, so it survives a coordinator failover
+            def done(error: ErrorCode) -> None:
+                if error != ErrorCode.none:
+                    reply.complete(JoinResult(map_append_error(error), ""))
+
+            # Kafka's newEmptyGroupMetadataRecord: no members (whoever joined is still parked)
+            empty = GroupMetadataValue("", 0, None, None, -1, ())
+            record = group_metadata_record(req.group_id, empty)
+            self.write(req.group_id, [record], replay=False, done=done)
+        return reply
+
+    def sync_group(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> Reply[SyncResult]:
+        reply: Reply[SyncResult] = Reply()
+        group = self.groups.get(group_id)
+        if group is None or group.is_empty():
+            reply.complete(SyncResult(ErrorCode.unknown_member_id))
+        else:
+            group.classic_sync(
+                member_id,
+                instance_id,
+                generation,
+                protocol_type,
+                protocol_name,
+                assignments,
+                reply,
+            )
+        return reply
+
+    def heartbeat(
+        self, group_id: str, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.unknown_member_id
+        return group.classic_heartbeat(member_id, instance_id, generation)
+
+    def leave_group(
+        self, group_id: str, members: Sequence[tuple[str, str | None, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """(request-level error, one error per member)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.unknown_member_id, []
+        return group.classic_leave(members)
+
+    # ==================================================================== offsets
+
+    def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        api_version: int,
+        partitions: Sequence[CommitPartition],
+        expire_timestamp: int = -1,
+    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode], list[tuple[bytes, bytes | None]]]:
+        """Validate a commit: (group-level error, per-partition errors, records to write)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                # a member of a generation of a group that does not exist
+                code = (
+                    ErrorCode.group_id_not_found
+                    if api_version >= 9
+                    else ErrorCode.illegal_generation
+                )
+                return code, {}, []
+            group = self._new_classic_group(group_id)
+        error = group.validate_offset_commit(member_id, instance_id, generation, api_version)
+        if error != ErrorCode.none:
+            return error, {}, []
+        now = self.now_ms()
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        records = []
+        for p in partitions:
+            metadata = p.metadata or ""
+            if len(metadata) > self.config.offset_metadata_max_bytes:
+                errors[p.topic, p.partition] = ErrorCode.offset_metadata_too_large
+                continue
+            value = OffsetCommitValue(p.offset, p.leader_epoch, metadata, now, expire_timestamp)
+            records.append(offset_commit_record(group_id, p.topic, p.partition, value))
+            errors[p.topic, p.partition] = ErrorCode.none
+        return ErrorCode.none, errors, records
+
+    def fetch_offsets(
+        self,
+        group_id: str,
+        topics: Sequence[tuple[str, Sequence[int]]] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> tuple[ErrorCode, list[FetchedTopic]]:
+        """Committed offsets of `topics` (None: every committed partition)."""
+        group = self.groups.get(group_id)
+        offsets = self.offsets.get(group_id, {})
+        if group is not None:
+            error = group.validate_offset_fetch(member_id, member_epoch)
+            if error == ErrorCode.group_id_not_found:
+                offsets = {}
+            elif error != ErrorCode.none:
+                return error, []
+        if topics is None:
+            return ErrorCode.none, [
+                FetchedTopic(topic, tuple(sorted(parts.items())))
+                for topic, parts in offsets.items()
+            ]
+        return ErrorCode.none, [
+            FetchedTopic(topic, tuple((p, offsets.get(topic, {}).get(p)) for p in partitions))
+            for topic, partitions in topics
+        ]
+
+    def delete_offsets(
+        self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]]
+    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode], list[tuple[bytes, bytes | None]]]:
+        """OffsetDelete: (group error, per-partition errors, tombstones)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found, {}, []
+        error = group.validate_offset_delete()
+        if error != ErrorCode.none:
+            return error, {}, []
+        offsets = self.offsets.get(group_id, {})
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        records = []
+        for topic, partitions in topics:
+            subscribed = group.is_subscribed_to_topic(topic)
+            for p in partitions:
+                if subscribed:
+                    errors[topic, p] = ErrorCode.group_subscribed_to_topic
+                    continue
+                if p in offsets.get(topic, {}):
+                    records.append(offset_commit_record(group_id, topic, p, None))
+                errors[topic, p] = ErrorCode.none
+        return ErrorCode.none, errors, records
+
+    # ==================================================================== admin APIs
+
+    def list_groups(
+        self, states: Iterable[str] = (), types: Iterable[str] = ()
+    ) -> list[ListedGroup]:
+        wanted_states = {s.lower() for s in states}
+        wanted_types = {t.lower() for t in types}
+        return [
+            listed
+            for listed in (g.listed() for g in self.groups.values())
+            if (not wanted_states or listed.state.lower() in wanted_states)
+            and (not wanted_types or listed.type.lower() in wanted_types)
+        ]
+
+    def describe_group(self, group_id: str) -> DescribedGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            return DescribedGroup(group_id, "Dead", "", "")
+        return group.describe()
+
+    def delete_groups(
+        self, group_ids: Sequence[str]
+    ) -> tuple[dict[str, ErrorCode], list[tuple[bytes, bytes | None]]]:
+        """DeleteGroups of the groups of this shard: (errors, tombstones of the deletable ones:
+        their offsets, then the group)."""
+        errors: dict[str, ErrorCode] = {}
+        records: list[tuple[bytes, bytes | None]] = []
+        for group_id in dict.fromkeys(group_ids):
+            group = self.groups.get(group_id)
+            if group is None:
+                errors[group_id] = ErrorCode.group_id_not_found
+                continue
+            error = group.validate_delete()
+            errors[group_id] = error
+            if error == ErrorCode.none:
+                records += self._group_tombstones(group)
+        return errors, records
+
+    def _group_tombstones(self, group: Group) -> list[tuple[bytes, bytes | None]]:
+        records = [
+            offset_commit_record(group.group_id, topic, p, None)
+            for topic, parts in self.offsets.get(group.group_id, {}).items()
+            for p in parts
+        ]
+        return records + group.tombstones()
+
+    def expire_offsets(self) -> tuple[dict[str, list[tuple[bytes, bytes | None]]], list[str]]:
+        """Kafka's offsets retention: tombstones of the offsets past offsets.retention.ms (per
+        group), and the empty groups left without offsets (deleted too)."""
+        now = self.now_ms()
+        retention = self.config.offsets_retention_ms
+        by_group: dict[str, list[tuple[bytes, bytes | None]]] = {}
+        deleted: list[str] = []
+        for group_id, group in list(self.groups.items()):
+            records = []
+            all_expired = True
+            for topic, parts in self.offsets.get(group_id, {}).items():
+                if group.is_subscribed_to_topic(topic):
+                    all_expired = False
+                    continue
+                for p, offset in parts.items():
+                    base = group.offsets_expire_from(offset)
+                    if base is not None and (
+                        now >= offset.expire_timestamp
+                        if offset.expire_timestamp >= 0
+                        else now - base >= retention
+                    ):
+                        records.append(offset_commit_record(group_id, topic, p, None))
+                    else:
+                        all_expired = False
+            if all_expired and group.is_empty():
+                records += group.tombstones()
+                deleted.append(group_id)
+            if records:
+                by_group[group_id] = records
+        return by_group, deleted
+
+
+register_replayer((0, OFFSET_COMMIT), GroupShard._replay_offset_commit)
+register_replayer((GROUP_METADATA,), GroupShard._replay_group_metadata)
+
+
+class LocalServices:
+    """Services for a shard outside a broker: a manual clock, writes kept in memory (replayed
+    like the broker does), background work queued until `run_pending()`. For unit tests."""
+
+    def __init__(self, config: GroupConfig | None = None, clock: ManualClock | None = None):
+        self.config = config or GroupConfig()
+        self.clock = clock or ManualClock()
+        self.shard: GroupShard | None = None  # set by attach()
+        self.log: list[tuple[bytes, bytes | None]] = []  # everything appended, in order
+        self.pending: list[Callable[[], Awaitable[None]]] = []
+        self.fail_with: ErrorCode | None = None  # make the next appends fail
+        self.created: list[str] = []
+        self._ids = 0
+
+    def attach(self, shard: GroupShard) -> GroupShard:
+        self.shard = shard
+        return shard
+
+    def clock_ms(self) -> int:
+        return self.clock.now()
+
+    def now_ms(self) -> int:
+        return self.clock.now()
+
+    def new_member_id(self, prefix: str) -> str:
+        self._ids += 1
+        return f"{prefix}-{uuid.UUID(int=self._ids)}"
+
+    def append(self, group_id: str, records: Records, replay: bool) -> Awaitable[None]:
+        if self.fail_with is not None:
+            raise KafkaError(self.fail_with)
+        base = len(self.log)
+        self.log += records
+        if replay and self.shard is not None:
+            for i, (key, value) in enumerate(records):
+                self.shard.replay(Record(base + i, self.clock.now(), key, value, ()))
+        return _Replicated()
+
+    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        self.pending.append(fn)
+
+    def run_pending(self) -> int:
+        """Complete every queued write (and whatever those completions queue)."""
+        ran = 0
+        while self.pending:
+            fn = self.pending.pop(0)
+            coro = fn()
+            try:
+                coro.send(None)  # type: ignore[attr-defined]
+            except StopIteration:
+                pass
+            else:
+                raise RuntimeError("LocalServices cannot run work that really waits")
+            ran += 1
+        return ran
+
+    def timer_changed(self) -> None:
+        pass
+
+    def group_created(self, group_id: str) -> None:
+        self.created.append(group_id)
+
+    def loaded(self, shard: GroupShard) -> None:
+        pass
+
+    def unloaded(self, shard: GroupShard) -> None:
+        pass
+
+
+class _Replicated:
+    """An awaitable that is already complete (nothing to wait for in memory)."""
+
+    def __await__(self) -> Generator[None, None, None]:
+        return
+        yield

@@ -1,0 +1,56 @@
+"""DescribeGroups (15) v0-v5: state, protocol and members of groups this broker coordinates
+(an unknown group is "Dead" with no members, as in Kafka before v6)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dataplane.coordinator.api import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
+from dataplane.coordinator.base import DescribedGroup
+from dataplane.protocol.codec import ResponseBuilder
+from dataplane.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from dataplane.server import RequestContext
+
+API_KEY = 15
+VERSIONS = (0, 5)
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    version = ctx.header.api_version
+    b = ResponseBuilder(API_KEY, version)
+    include_operations = version >= 3 and req.include_authorized_operations
+    described = []
+    for group_id in req.groups:
+        if not group_id:
+            d = DescribedGroup(group_id, "", "", "", error=ErrorCode.invalid_group_id)
+        else:
+            try:
+                d = ctx.broker.group_coordinator.shard(group_id).describe_group(group_id)
+            except KafkaError as e:
+                d = DescribedGroup(group_id, "", "", "", error=e.code)
+        described.append(
+            b.DescribedGroup(
+                error_code=d.error,
+                group_id=d.group_id,
+                group_state=d.state,
+                protocol_type=d.protocol_type,
+                protocol_data=d.protocol_data,
+                members=tuple(
+                    b.DescribedGroupMember(
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata,
+                        member_assignment=m.assignment,
+                    )
+                    for m in d.members
+                ),
+                authorized_operations=GROUP_OPERATIONS
+                if include_operations and d.error == ErrorCode.none
+                else AUTHORIZED_OPERATIONS_OMITTED,
+            )
+        )
+    return b.DescribeGroupsResponse(throttle_time=0, groups=tuple(described))

@@ -1,0 +1,45 @@
+"""ListGroups (16) v0-v5: the groups this broker coordinates, like Kafka (an admin client asks
+every broker); v4+ filter by state, v5+ by type. The whole cluster's groups are also in the
+meta service's registry (`MetaClient.list_groups`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dataplane.protocol.codec import ResponseBuilder
+from dataplane.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from dataplane.server import RequestContext
+
+API_KEY = 16
+VERSIONS = (0, 5)
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    version = ctx.header.api_version
+    b = ResponseBuilder(API_KEY, version)
+    coordinator = ctx.broker.group_coordinator
+    if coordinator.is_loading():
+        return b.ListGroupsResponse(
+            throttle_time=0, error_code=ErrorCode.coordinator_load_in_progress, groups=()
+        )
+    states = req.states_filter if version >= 4 else ()
+    types = req.types_filter if version >= 5 else ()
+    listed = sorted(
+        (g for shard in coordinator.loaded_shards() for g in shard.list_groups(states, types)),
+        key=lambda g: g.group_id,
+    )
+    return b.ListGroupsResponse(
+        throttle_time=0,
+        error_code=ErrorCode.none,
+        groups=tuple(
+            b.ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.state,
+                group_type=g.type,
+            )
+            for g in listed
+        ),
+    )

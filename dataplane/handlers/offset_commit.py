@@ -1,0 +1,124 @@
+"""OffsetCommit (8) v2-v9: a group's committed offsets, appended to `__consumer_offsets` and
+answered once replicated.
+
+v0-v1 (pre-0.9 clients) are not offered, as in Kafka 4 (KIP-896; kio has no schema for them).
+Checks, in Kafka's order: an empty group id fails every partition (INVALID_GROUP_ID); unknown
+topics or partitions get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the group's coordinator,
+whose member/generation checks (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
+REBALANCE_IN_PROGRESS, ...) apply to all of them, then OFFSET_METADATA_TOO_LARGE per partition.
+A commit with generation -1 and no member id is accepted while the group is empty or absent
+(consumers using assign(), admin tools).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from dataplane.coordinator.api import ms
+from dataplane.coordinator.service import map_commit_error
+from dataplane.coordinator.shard import CommitPartition
+from dataplane.coordinator.timer import wall_ms
+from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
+from dataplane.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from dataplane.server import RequestContext
+
+API_KEY = 8
+VERSIONS = (2, 9)
+
+_DEFAULT_RETENTION = -1
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    version = ctx.header.api_version
+    b = ResponseBuilder(API_KEY, version)
+    # (topic, partition) -> error, in request order
+    results: dict[tuple[str, int], ErrorCode] = {}
+    order: list[tuple[str, list[int]]] = []
+    candidates: list[CommitPartition] = []
+    topics = ctx.broker.cache.topics
+    for topic in req.topics:
+        indexes = []
+        info = topics.get(topic.name)
+        for p in topic.partitions:
+            indexes.append(p.partition_index)
+            if not req.group_id:
+                results[topic.name, p.partition_index] = ErrorCode.invalid_group_id
+            elif info is None or not 0 <= p.partition_index < len(info.partitions):
+                results[topic.name, p.partition_index] = ErrorCode.unknown_topic_or_partition
+            else:
+                candidates.append(
+                    CommitPartition(
+                        topic.name,
+                        p.partition_index,
+                        p.committed_offset,
+                        p.committed_leader_epoch if version >= 6 else -1,
+                        p.committed_metadata,
+                    )
+                )
+        order.append((topic.name, indexes))
+    if not candidates:
+        return _response(b, order, results)
+    coordinator = ctx.broker.group_coordinator
+    try:
+        shard = coordinator.shard(req.group_id)
+    except KafkaError as e:
+        return _response(b, order, results | {(c.topic, c.partition): e.code for c in candidates})
+    retention = ms(req.retention_time) if 2 <= version <= 4 else _DEFAULT_RETENTION
+    error, errors, records = shard.commit_offsets(
+        req.group_id,
+        req.member_id,
+        req.group_instance_id if version >= 7 else None,
+        req.generation_id_or_member_epoch,
+        version,
+        candidates,
+        expire_timestamp=-1 if retention == _DEFAULT_RETENTION else wall_ms() + retention,
+    )
+    if error != ErrorCode.none:
+        return _response(b, order, results | {(c.topic, c.partition): error for c in candidates})
+    results |= errors
+    if not records:
+        return _response(b, order, results)
+    try:
+        waiter = coordinator.append(req.group_id, records)
+    except KafkaError as e:
+        return _response(b, order, results | _written(errors, map_commit_error(e.code)))
+    return _replicated(b, order, results, errors, waiter)
+
+
+def _written(errors: dict[tuple[str, int], ErrorCode], code: ErrorCode) -> dict:
+    return {tp: code for tp, e in errors.items() if e == ErrorCode.none}
+
+
+async def _replicated(
+    b: EntityBuilder,
+    order: list[tuple[str, list[int]]],
+    results: dict[tuple[str, int], ErrorCode],
+    errors: dict[tuple[str, int], ErrorCode],
+    waiter: Awaitable[None],
+) -> Any:
+    try:
+        await waiter
+    except KafkaError as e:
+        results = results | _written(errors, map_commit_error(e.code))
+    return _response(b, order, results)
+
+
+def _response(
+    b: EntityBuilder, order: list[tuple[str, list[int]]], results: dict[tuple[str, int], ErrorCode]
+) -> Any:
+    return b.OffsetCommitResponse(
+        throttle_time=0,
+        topics=tuple(
+            b.OffsetCommitResponseTopic(
+                name=topic,
+                partitions=tuple(
+                    b.OffsetCommitResponsePartition(partition_index=p, error_code=results[topic, p])
+                    for p in partitions
+                ),
+            )
+            for topic, partitions in order
+        ),
+    )

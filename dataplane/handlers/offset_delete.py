@@ -1,0 +1,80 @@
+"""OffsetDelete (47) v0: delete a group's committed offsets of some partitions
+(GROUP_SUBSCRIBED_TO_TOPIC while a member of the group subscribes to the topic)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from dataplane.coordinator.group import map_append_error
+from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
+from dataplane.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from dataplane.server import RequestContext
+
+API_KEY = 47
+VERSIONS = (0, 0)
+
+Results = dict[tuple[str, int], ErrorCode]
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    if not req.group_id:
+        return _error(b, ErrorCode.invalid_group_id)
+    coordinator = ctx.broker.group_coordinator
+    try:
+        shard = coordinator.shard(req.group_id)
+    except KafkaError as e:
+        return _error(b, e.code)
+    order = [(t.name, [p.partition_index for p in t.partitions]) for t in req.topics]
+    known = [(name, parts) for name, parts in order if name in ctx.broker.cache.topics]
+    results: Results = {
+        (name, p): ErrorCode.unknown_topic_or_partition
+        for name, parts in order
+        if name not in ctx.broker.cache.topics
+        for p in parts
+    }
+    error, errors, records = shard.delete_offsets(req.group_id, known)
+    if error != ErrorCode.none:
+        return _error(b, error)
+    results |= errors
+    if not records:
+        return _response(b, order, results)
+    try:
+        waiter = coordinator.append(req.group_id, records)
+    except KafkaError as e:
+        return _error(b, map_append_error(e.code))
+    return _replicated(b, order, results, waiter)
+
+
+async def _replicated(
+    b: EntityBuilder, order: list[tuple[str, list[int]]], results: Results, waiter: Awaitable[None]
+) -> Any:
+    try:
+        await waiter
+    except KafkaError as e:
+        return _error(b, map_append_error(e.code))
+    return _response(b, order, results)
+
+
+def _error(b: EntityBuilder, code: ErrorCode) -> Any:
+    return b.OffsetDeleteResponse(error_code=code, throttle_time=0, topics=())
+
+
+def _response(b: EntityBuilder, order: list[tuple[str, list[int]]], results: Results) -> Any:
+    return b.OffsetDeleteResponse(
+        error_code=ErrorCode.none,
+        throttle_time=0,
+        topics=tuple(
+            b.OffsetDeleteResponseTopic(
+                name=name,
+                partitions=tuple(
+                    b.OffsetDeleteResponsePartition(partition_index=p, error_code=results[name, p])
+                    for p in parts
+                ),
+            )
+            for name, parts in order
+        ),
+    )
