@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from dataplane import server
+from dataplane import metrics, server
 from dataplane.config import BrokerConfig
 from dataplane.coordinator.runtime import InternalTopic
 from dataplane.coordinator.service import GroupCoordinator
@@ -101,6 +101,7 @@ class Broker:
                 tg.start_soon(self.isr.run)
                 tg.start_soon(self.replicas.maintain_logs)
                 tg.start_soon(self.group_coordinator.run)  # runs self.groups too
+                metrics.serve(self)
                 await tg.start(server.serve, self, self.listen_host, self.listen_port)
                 log.info(
                     "broker %d ready: advertised %s:%d, cluster %s",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import SocketAttribute, SocketStream
 
+from dataplane import metrics
 from dataplane.handlers import HANDLERS, SUPPORTED_VERSIONS
 from dataplane.protocol.codec import (
     API_VERSIONS,
@@ -89,6 +90,7 @@ class FrameReader:
         if not await self._fill(4 + size):
             raise ConnectionClosed(f"stream ended inside a {size}-byte frame")
         frame = bytes(memoryview(self._buf)[4 : 4 + size])
+        metrics.BYTES_IN.inc(4 + size)
         del self._buf[: 4 + size]
         return frame
 
@@ -121,6 +123,7 @@ async def _connection(broker: Broker, stream: SocketStream) -> None:
                 async with send:
                     await _reader(broker, conn, stream, send)
         except* ConnectionClosed as group:
+            metrics.CLOSED.inc()
             log.warning("closing connection from %s: %s", peer, group.exceptions[0])
         except* (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass  # the peer went away; nothing to answer
@@ -135,6 +138,7 @@ async def _reader(broker: Broker, conn: Connection, stream: SocketStream, out: A
             header = parse_header(frame, SUPPORTED_VERSIONS)
         except MalformedRequest as e:
             raise ConnectionClosed(f"malformed request header: {e}") from e
+        metrics.request(header.api_key)
         versions = SUPPORTED_VERSIONS.get(header.api_key)
         if versions is None:
             raise ConnectionClosed(
@@ -179,7 +183,9 @@ async def _writer(stream: SocketStream, queue: Any) -> None:
                 body = result if isinstance(result, bytes | list) else encode_with_kio(result)
             except Exception as e:
                 raise _internal_error(None, e) from e
-            await stream.send(b"".join(frame_response(correlation_id, flexible, body)))
+            data = b"".join(frame_response(correlation_id, flexible, body))
+            metrics.BYTES_OUT.inc(len(data))
+            await stream.send(data)
 
 
 def _internal_error(header: RequestHeader | None, e: Exception) -> ConnectionClosed:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from dataplane import metrics
 from dataplane.metadata_cache import partition_info
 from dataplane.replica.partition import Partition, now_ms
 from meta.client import MetaError
@@ -74,6 +75,8 @@ class IsrManager:
             result = results[i] if i < len(results) else None
             if result is not None and result.error_code == 0:
                 log.info("%r: ISR %s -> %s", partition, list(partition.isr), list(isr))
+                change = "expand" if len(isr) > len(partition.isr) else "shrink"
+                metrics.ISR_CHANGES.labels(change=change).inc()
                 partition.update(partition_info(result.partition))
                 continue
             if result is not None:
