@@ -36,3 +36,14 @@ proto: $(STAMP)
 
 clean:
 	rm -rf data .pytest_cache
+
+# `make image` builds the container image rafka:dev = rafka:<version> with no registry
+# (deploy/image/build.sh: debootstrap base, PyPI wheels, this checkout; cached).
+# `make k8s-check` lints, renders and strictly validates the Helm chart and the plain
+# manifests (tests/unit/deploy; helm and kubernetes-validate are fetched into .cache/deploy).
+.PHONY: image k8s-check
+image: $(STAMP)
+	bash deploy/image/build.sh
+
+k8s-check: $(STAMP)
+	$(PY) -m pytest -q -ra tests/unit/deploy

@@ -94,6 +94,10 @@ class MetaRaft:
             useFork=False,  # forking next to gRPC threads is unsafe; the state is small
             appendEntriesUseBatch=False,  # replicate each command at once: low write latency
             connectionRetryTime=1.0,  # reconnect to a restarted peer quickly
+            # A restarted peer may come back with a new address (every Kubernetes pod restart
+            # does): resolve peer names again after seconds, not pysyncobj's 10 minutes.
+            dnsCacheTime=2.0,
+            dnsFailCacheTime=1.0,
             leaderFallbackTimeout=3.0,  # a leader cut off from the majority steps down soon
             maxBindRetries=3,
             onStateChanged=self._on_state_changed,

@@ -1,0 +1,68 @@
+"""A meta node that comes back with a new IP address (what every restart of a Kubernetes pod
+does) must rejoin the Raft quorum, found again through its DNS name.
+
+Known to fail today: pysyncobj resolves a peer's name once and caches the address for
+``dnsCacheTime`` (600 s by default), so the peers keep dialling the old address - and, since
+only the node with the greater address dials, the node with the smallest address (meta-1)
+stays cut off; lose one more node and the two left cannot elect a leader (the meta service is
+down with 2 of 3 nodes running). Part of the fix is in meta/raft.py:
+``SyncObjConf(..., dnsCacheTime=2.0, dnsFailCacheTime=1.0)``: with it, meta-1 rejoins within
+seconds when it is given time to; but this test, which kills the leader right after meta-1
+comes back, still failed with it in 4 runs of 4 (the survivors kept the dead leader), so
+there is more to find. Hence a non-strict xfail: it documents the problem and shows as XPASS once
+fixed. The failover scenarios give every node a fixed IP, so they do not depend on this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.containers
+
+
+async def _leader(address: str) -> int:
+    from meta.client import MetaClient
+
+    async with MetaClient([address], timeout_s=3.0, attempt_timeout_s=2.0) as client:
+        return (await client.describe_cluster()).leader_id
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.xfail(
+    strict=False,
+    reason="meta nodes cache peer addresses (pysyncobj dnsCacheTime 600 s): see the docstring",
+)
+def test_meta_node_with_a_new_ip_rejoins(rafka_image: str, tmp_path: Path) -> None:
+    from tests.integration.containers.cluster import ContainerCluster
+
+    cluster = ContainerCluster(tmp_path, brokers=0, metas=3)
+    try:
+        cluster.start()
+        address = dict(zip(["meta-1", "meta-2", "meta-3"], cluster.meta_servers, strict=True))
+        cluster.kill("meta-1")
+        cluster.readdress("meta-1", 31)
+        cluster.start_node("meta-1")
+        cluster.wait_ready(60, names=["meta-1"])
+        # Leave meta-1 with one peer: the quorum now needs it.
+        leader = asyncio.run(_leader(address["meta-2"]))
+        victim = "meta-2" if leader == 2 else "meta-3"
+        survivor = "meta-3" if victim == "meta-2" else "meta-2"
+        cluster.kill(victim)
+        deadline = time.monotonic() + 30
+        seen: dict[str, int] = {}
+        while time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                seen = {n: asyncio.run(_leader(address[n])) for n in ("meta-1", survivor)}
+                ids = set(seen.values())
+                if len(ids) == 1 and ids <= {1, int(survivor[-1])}:
+                    return
+            time.sleep(1.0)
+        pytest.fail(f"no common leader of meta-1 and {survivor} after 30 s: {seen}")
+    finally:
+        cluster.stop()
+        cluster.destroy()
