@@ -101,6 +101,25 @@ class BrokerConfig(KafkaSettings):
     group_max_size: int = Field(
         2147483647, description="group.max.size: most members a classic group may have."
     )
+    group_consumer_session_timeout_ms: int = Field(
+        45000,
+        description="group.consumer.session.timeout.ms: a consumer group (KIP-848) member "
+        "that sends no heartbeat for this long is removed.",
+    )
+    group_consumer_heartbeat_interval_ms: int = Field(
+        5000,
+        description="group.consumer.heartbeat.interval.ms: how often consumer group members "
+        "heartbeat.",
+    )
+    group_consumer_max_size: int = Field(
+        2147483647,
+        description="group.consumer.max.size: most members a consumer group may have.",
+    )
+    group_consumer_assignors: str = Field(
+        "uniform,range",
+        description="group.consumer.assignors: the server-side assignors of consumer groups, "
+        "the first the default (uniform, range; or Kafka's class names).",
+    )
     transaction_state_log_num_partitions: int = Field(
         50, description="transaction.state.log.num.partitions: partitions of __transaction_state."
     )

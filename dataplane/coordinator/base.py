@@ -1,20 +1,23 @@
 """What every group type shares, and what a `GroupShard` needs of a group.
 
-A group type (the classic protocol in `group.py`; KIP-848 consumer groups later) subclasses
-`Group`. The shard owns the committed offsets and routes the group-agnostic APIs through these
-methods: OffsetCommit/OffsetFetch member checks, DescribeGroups, ListGroups, DeleteGroups,
+A group type (the classic protocol in `group.py`; KIP-848 consumer groups in
+`consumer_group_adapter.py`, around the pure logic of `consumer_group.py`) subclasses `Group`.
+The shard owns the committed offsets and routes the group-agnostic APIs through these methods:
+OffsetCommit/OffsetFetch member checks, DescribeGroups, ListGroups, DeleteGroups,
 OffsetDelete, offsets expiry and unloading. Groups reach the shard's services (config, timers,
-clock, writes to `__consumer_offsets`) through a `GroupContext`.
+clock, the cluster's topics, writes to `__consumer_offsets`) through a `GroupContext`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 import anyio
 
+from dataplane.coordinator.assignors import TopicMetadata
+from dataplane.coordinator.consumer_group import ConsumerGroupConfig
 from dataplane.coordinator.timer import Timer
 from dataplane.protocol.errors import ErrorCode
 
@@ -37,6 +40,8 @@ class GroupConfig:
     offset_metadata_max_bytes: int = 4096
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600000
+    # group.consumer.*: KIP-848 consumer groups
+    consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
 
 
 class Reply(Generic[T]):
@@ -99,6 +104,10 @@ class GroupContext(Protocol):
     def new_member_id(self, prefix: str) -> str:
         """Kafka's `prefix-<uuid4>` member ids (prefix: client id, or group instance id)."""
 
+    def topics(self) -> Mapping[str, TopicMetadata]:
+        """The cluster's topics by name, as consumer groups assign them (the same objects
+        between calls while a topic does not change)."""
+
     def write(
         self,
         group_id: str,
@@ -106,9 +115,11 @@ class GroupContext(Protocol):
         *,
         replay: bool,
         done: Callable[[ErrorCode], None] | None = None,
-    ) -> None:
+    ) -> ErrorCode | None:
         """Append records to the group's partition now; `done(error)` once replicated (NONE)
-        or failed. replay=False: the group already holds the state the records describe."""
+        or failed. replay=False: the group already holds the state the records describe;
+        replay=True: they are applied (replayed) before this returns. Returns None once
+        appended, else the error that kept them out of the log (given to `done` too)."""
 
 
 # ---------------------------------------------------------------- the classic protocol's

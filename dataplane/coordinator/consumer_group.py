@@ -5,31 +5,27 @@ coordinator (`GroupMetadataManager.consumerGroupHeartbeat`, `ConsumerGroup`,
 `CurrentAssignmentBuilder`, `TargetAssignmentBuilder`) and its records (see
 `consumer_group_records`).
 
-How a caller (the group coordinator shard) drives it
------------------------------------------------------
+How the group coordinator drives it
+-----------------------------------
 State lives in records: an operation *computes* `(response, records)` without changing the
 group; the caller appends the records to the group's `__consumer_offsets` partition and applies
 them with `replay`, exactly as on load. Nothing else changes the hard state, so a group rebuilt
 from its records equals the original. Between computing records and replaying them there must
-be no other operation on the same group (compute and `CoordinatorRuntime.write` with no `await`
-in between: `write` replays before it waits for replication).
+be no other operation on the same group (the shard's `write` appends and replays at once, with
+no `await` in between). `consumer_group_adapter.ConsumerGroupAdapter` is that caller: it makes
+a `ConsumerGroup` a `base.Group` of its `GroupShard`, routes the records of types 3-8 and 16 to
+it, runs the heartbeat and fences expired members on the shard's timer:
 
-    groups = ConsumerGroups(config)                 # one per __consumer_offsets partition
-    # loading: for each record of the partition, in order
-    groups.replay(key, value)                       # False: not a KIP-848 record, not ours
-    groups.on_loaded(now_ms)                        # start session/rebalance deadlines
-
-    # ConsumerGroupHeartbeat
-    group = groups.get_or_new(group_id)             # KafkaError for the errors of Kafka
+    group = ConsumerGroup(group_id, config)         # or the shard's existing one
     response, records = group.heartbeat(HeartbeatRequest.from_kio(req), now_ms, topics,
                                         api_version=v, client_id=..., client_host=...)
-    await runtime.write(group_id, records)          # appends, replays via groups.replay
-    return response.to_kio(ResponseBuilder(68, v))
+    shard.write(group_id, records, replay=True)     # appends; replay -> group.replay(...)
+    return response.to_kio(ResponseBuilder(68, v))  # once the records are replicated
 
-    # timers: at groups.next_deadline_ms(), or periodically
-    for group_id, member_id in groups.expired(now_ms):
-        records = groups.get(group_id).fence_member(member_id, now_ms, topics)
-        await runtime.write(group_id, records)      # one member at a time: fence, replay, next
+    group.on_loaded(now_ms)                         # after the partition is replayed
+    # at group.next_deadline_ms(): one member at a time (fence, write and replay, next)
+    for member_id in group.expired_members(now_ms):
+        shard.write(group_id, group.fence_member(member_id, now_ms, topics), replay=True)
 
 Errors are raised as `KafkaError(code, message)` with Kafka's codes and messages;
 `HeartbeatResponse.error(exc)` turns one into a response.
@@ -63,7 +59,7 @@ import re
 import struct
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum, IntEnum
@@ -85,7 +81,6 @@ __all__ = [
     "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
     "ConsumerGroup",
     "ConsumerGroupConfig",
-    "ConsumerGroups",
     "DescribedGroup",
     "DescribedMember",
     "DescribedTopicPartitions",
@@ -929,6 +924,12 @@ class ConsumerGroup:
         out |= {m for m, (_, d) in self._rebalance_deadlines.items() if d <= now_ms}
         return sorted(out)
 
+    def postpone_expiry(self, member_id: str, deadline_ms: int) -> None:
+        """Try to fence `member_id` again at `deadline_ms` (its fencing records could not be
+        written; `fence_member` already dropped its deadlines)."""
+        if member_id in self.members:
+            self._session_deadlines[member_id] = deadline_ms
+
     def session_deadline_ms(self, member_id: str) -> int | None:
         return self._session_deadlines.get(member_id)
 
@@ -1585,83 +1586,3 @@ def _is_subset(owned: OwnedPartitions | None, assigned: TopicPartitionsMap) -> b
         if mine is None or any(p not in mine for p in parts):
             return False
     return True
-
-
-# -- the groups of a shard ---------------------------------------------------------------------
-
-
-class ConsumerGroups:
-    """The consumer groups of one `__consumer_offsets` partition: routes records to groups,
-    creates a group on its first record and forgets it on its deletion tombstone.
-
-    `get_or_new` hands out a group not yet created (for a first heartbeat) and keeps it, so the
-    deadlines its heartbeat sets survive the replay that creates it."""
-
-    def __init__(
-        self,
-        config: ConsumerGroupConfig | None = None,
-        member_id_factory: Callable[[], str] = _default_member_id,
-    ) -> None:
-        self.config = config or ConsumerGroupConfig()
-        self._member_id_factory = member_id_factory
-        self._groups: dict[str, ConsumerGroup] = {}
-        self._pending: dict[str, ConsumerGroup] = {}
-
-    def get(self, group_id: str) -> ConsumerGroup | None:
-        """The existing group, or None."""
-        return self._groups.get(group_id)
-
-    def get_or_new(self, group_id: str) -> ConsumerGroup:
-        group = self._groups.get(group_id)
-        if group is None:
-            group = self._pending.get(group_id)
-            if group is None:
-                if len(self._pending) > 10_000:
-                    self._pending.clear()
-                group = self._pending[group_id] = ConsumerGroup(
-                    group_id, self.config, self._member_id_factory
-                )
-        return group
-
-    def __iter__(self) -> Iterator[ConsumerGroup]:
-        return iter(list(self._groups.values()))
-
-    def __len__(self) -> int:
-        return len(self._groups)
-
-    def __contains__(self, group_id: object) -> bool:
-        return group_id in self._groups
-
-    def replay(self, key: bytes, value: bytes | None) -> bool:
-        """Apply a `__consumer_offsets` record; False (and nothing done) if it is not a KIP-848
-        consumer group record."""
-        decoded = rec.decode(key, value)
-        if decoded is None:
-            return False
-        k, v = decoded
-        group = self._groups.get(k.group_id)
-        if group is None:
-            if v is None:
-                return True
-            group = self._pending.pop(k.group_id, None) or ConsumerGroup(
-                k.group_id, self.config, self._member_id_factory
-            )
-            self._groups[k.group_id] = group
-        group.replay(k, v)
-        if group.deleted:
-            del self._groups[k.group_id]
-        return True
-
-    def on_loaded(self, now_ms: int) -> None:
-        for group in self._groups.values():
-            group.on_loaded(now_ms)
-
-    def next_deadline_ms(self) -> int | None:
-        times = [t for g in self._groups.values() if (t := g.next_deadline_ms()) is not None]
-        return min(times, default=None)
-
-    def expired(self, now_ms: int) -> list[tuple[str, str]]:
-        """(group id, member id) of every member to fence now."""
-        return [
-            (g.group_id, m) for g in list(self._groups.values()) for m in g.expired_members(now_ms)
-        ]

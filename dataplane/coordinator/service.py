@@ -3,21 +3,24 @@ and the group registry of the meta service.
 
 `CoordinatorRuntime` (runtime.py) loads and drops the shards as leadership moves; this module
 gives each shard its services (appends through the runtime, background work in its own task
-group), fires the shards' timers (session, rebalance and sync expirations), expires offsets
-every offsets.retention.check.interval.ms, and keeps the meta service's group registry in step
-with the groups the shards create and delete. Handlers reach it as `broker.group_coordinator`.
+group, the cluster's topics for consumer groups' assignments), fires the shards' timers
+(session, rebalance and sync expirations), expires offsets every
+offsets.retention.check.interval.ms, and keeps the meta service's group registry in step with
+the groups the shards create and delete. Handlers reach it as `broker.group_coordinator`.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
 
+from dataplane.coordinator.assignors import ASSIGNORS, TopicMetadata
 from dataplane.coordinator.base import GroupConfig, Records
+from dataplane.coordinator.consumer_group import ConsumerGroupConfig
 from dataplane.coordinator.runtime import CoordinatorRuntime
 from dataplane.coordinator.shard import GroupShard
 from dataplane.coordinator.timer import monotonic_ms, wall_ms
@@ -27,6 +30,7 @@ from meta.client import MetaError
 if TYPE_CHECKING:
     from dataplane.broker import Broker
     from dataplane.config import BrokerConfig
+    from dataplane.metadata_cache import MetadataCache, TopicInfo
 
 log = logging.getLogger("rafka.coordinator")
 
@@ -43,7 +47,59 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         offset_metadata_max_bytes=config.offset_metadata_max_bytes,
         offsets_retention_ms=config.offsets_retention_minutes * 60 * 1000,
         offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+        consumer=ConsumerGroupConfig(
+            session_timeout_ms=config.group_consumer_session_timeout_ms,
+            heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            max_size=config.group_consumer_max_size,
+            assignors=consumer_assignors(config.group_consumer_assignors),
+        ),
     )
+
+
+def consumer_assignors(setting: str) -> tuple[str, ...]:
+    """group.consumer.assignors: Kafka's names ("uniform", "range") or its class names
+    (org.apache.kafka.coordinator.group.assignor.UniformAssignor, ...), the first the
+    default."""
+    names = []
+    for item in setting.split(","):
+        name = item.strip().rsplit(".", 1)[-1]
+        if name.endswith("Assignor"):
+            name = name[: -len("Assignor")].lower()
+        if name not in ASSIGNORS:
+            raise ValueError(
+                f"group.consumer.assignors: unknown assignor {item.strip()!r} "
+                f"(known: {', '.join(sorted(ASSIGNORS))})"
+            )
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise ValueError("group.consumer.assignors: no assignor")
+    return tuple(names)
+
+
+class ClusterTopics:
+    """The cluster's topics as consumer groups assign them (name -> `TopicMetadata`), kept in
+    step with the metadata cache. An entry is replaced only when the topic's id or partition
+    count changes, so the groups' cached metadata hashes survive leader and ISR changes."""
+
+    def __init__(self, cache: MetadataCache) -> None:
+        self.by_name: dict[str, TopicMetadata] = {}
+        for topic in cache.topics.values():
+            self._changed(None, topic)
+        cache.topic_listeners.append(self._changed)
+
+    def _changed(self, old: TopicInfo | None, new: TopicInfo | None) -> None:
+        if new is None:
+            if old is not None:
+                self.by_name.pop(old.name, None)
+            return
+        current = self.by_name.get(new.name)
+        if (
+            current is None
+            or current.topic_id != new.topic_id
+            or current.num_partitions != len(new.partitions)
+        ):
+            self.by_name[new.name] = TopicMetadata(new.topic_id, new.name, len(new.partitions))
 
 
 class _Services:
@@ -61,6 +117,9 @@ class _Services:
 
     def new_member_id(self, prefix: str) -> str:
         return f"{prefix}-{uuid.uuid4()}"
+
+    def topics(self) -> Mapping[str, TopicMetadata]:
+        return self._coordinator.topics.by_name
 
     def append(self, group_id: str, records: Records, replay: bool) -> Awaitable[None]:
         return self._coordinator.runtime.append(group_id, records, replay=replay)
@@ -155,6 +214,7 @@ class GroupCoordinator:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.config = group_config(broker.config)
+        self.topics = ClusterTopics(broker.cache)
         self.runtime: CoordinatorRuntime[GroupShard] = CoordinatorRuntime(
             broker, broker.offsets_topic, self.new_shard
         )

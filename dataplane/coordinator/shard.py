@@ -9,6 +9,10 @@ record types).
 Nothing here awaits: the `ShardServices` given at construction append records and run the
 asynchronous tails (waiting for replication), and the shard's `Timer` is fired by its owner.
 `LocalServices` (in-memory, manual clock) lets unit tests drive a shard synchronously.
+
+Group types: classic groups (`group.ClassicGroup`, record types 0-2) and KIP-848 consumer
+groups (`consumer_group_adapter.ConsumerGroupAdapter`, record types 3-8 and 16) share
+`groups`, one group per id; the committed offsets are the shard's whatever the group's type.
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ from __future__ import annotations
 import logging
 import struct
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from dataplane.coordinator import consumer_group_adapter
+from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.base import (
     DescribedGroup,
     Group,
@@ -29,6 +35,9 @@ from dataplane.coordinator.base import (
     Records,
     Reply,
 )
+from dataplane.coordinator.consumer_group import DescribedGroup as ConsumerDescribedGroup
+from dataplane.coordinator.consumer_group import HeartbeatRequest, HeartbeatResponse
+from dataplane.coordinator.consumer_group_records import CONSUMER_GROUP_RECORD_TYPES
 from dataplane.coordinator.group import (
     ClassicGroup,
     JoinRequest,
@@ -67,6 +76,9 @@ class ShardServices(Protocol):
         """Wall-clock milliseconds, for commit and state timestamps."""
 
     def new_member_id(self, prefix: str) -> str: ...
+
+    def topics(self) -> Mapping[str, TopicMetadata]:
+        """The cluster's topics by name (see `base.GroupContext.topics`)."""
 
     def append(self, group_id: str, records: Records, replay: bool) -> Awaitable[None]:
         """Append to the group's partition now (raise KafkaError if that is not possible);
@@ -134,6 +146,9 @@ class GroupShard:
     def new_member_id(self, prefix: str) -> str:
         return self.services.new_member_id(prefix)
 
+    def topics(self) -> Mapping[str, TopicMetadata]:
+        return self.services.topics()
+
     def write(
         self,
         group_id: str,
@@ -141,7 +156,7 @@ class GroupShard:
         *,
         replay: bool,
         done: Callable[[ErrorCode], None] | None = None,
-    ) -> None:
+    ) -> ErrorCode | None:
         if self.unloaded:
             error: ErrorCode | None = ErrorCode.not_coordinator
             waiter = None
@@ -164,6 +179,7 @@ class GroupShard:
                 done(code)
 
         self.services.spawn(finish)
+        return error
 
     # ==================================================================== loading
 
@@ -258,8 +274,13 @@ class GroupShard:
         if group is not None and not isinstance(group, ClassicGroup) and group.is_empty():
             # an empty group of another type becomes a classic group (Kafka's
             # maybeDeleteEmptyConsumerGroup): its records go, its offsets stay
-            self.write(group.group_id, group.tombstones(), replay=True)
-            self.groups.pop(group.group_id, None)
+            error = self.write(group.group_id, group.tombstones(), replay=True)
+            if error is not None:
+                reply.complete(JoinResult(map_append_error(error), req.member_id))
+                return reply
+            if self.groups.get(group.group_id) is group:  # a type whose replay keeps it
+                self.groups.pop(group.group_id)
+                group.unload()
             group = None
         created = False
         if group is None:
@@ -322,6 +343,20 @@ class GroupShard:
         if group is None:
             return ErrorCode.unknown_member_id, []
         return group.classic_leave(members)
+
+    # ==================================================================== consumer group APIs
+
+    def consumer_group_heartbeat(
+        self, req: HeartbeatRequest, api_version: int, client_id: str, client_host: str
+    ) -> Reply[HeartbeatResponse]:
+        """ConsumerGroupHeartbeat (KIP-848): completes once the records it wrote are
+        replicated."""
+        return consumer_group_adapter.heartbeat(
+            self, req, api_version=api_version, client_id=client_id, client_host=client_host
+        )
+
+    def consumer_group_describe(self, group_ids: Sequence[str]) -> list[ConsumerDescribedGroup]:
+        return consumer_group_adapter.describe(self, group_ids)
 
     # ==================================================================== offsets
 
@@ -493,6 +528,7 @@ class GroupShard:
 
 register_replayer((0, OFFSET_COMMIT), GroupShard._replay_offset_commit)
 register_replayer((GROUP_METADATA,), GroupShard._replay_group_metadata)
+register_replayer(CONSUMER_GROUP_RECORD_TYPES, consumer_group_adapter.replay_record)
 
 
 class LocalServices:
@@ -507,6 +543,7 @@ class LocalServices:
         self.pending: list[Callable[[], Awaitable[None]]] = []
         self.fail_with: ErrorCode | None = None  # make the next appends fail
         self.created: list[str] = []
+        self.topic_metadata: dict[str, TopicMetadata] = {}  # what topics() answers
         self._ids = 0
 
     def attach(self, shard: GroupShard) -> GroupShard:
@@ -522,6 +559,9 @@ class LocalServices:
     def new_member_id(self, prefix: str) -> str:
         self._ids += 1
         return f"{prefix}-{uuid.UUID(int=self._ids)}"
+
+    def topics(self) -> Mapping[str, TopicMetadata]:
+        return self.topic_metadata
 
     def append(self, group_id: str, records: Records, replay: bool) -> Awaitable[None]:
         if self.fail_with is not None:

@@ -7,6 +7,8 @@ when it must wait (the server keeps responses in request order either way).
 
 from dataplane.handlers import (
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_topics,
     delete_groups,
     delete_topics,
@@ -37,6 +39,8 @@ _MODULES = (
     init_producer_id,
     find_coordinator,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_topics,
     delete_topics,
     # group coordinator (classic protocol and committed offsets)
@@ -50,6 +54,9 @@ _MODULES = (
     list_groups,
     delete_groups,
     offset_delete,
+    # KIP-848 consumer groups
+    consumer_group_heartbeat,
+    consumer_group_describe,
 )
 
 HANDLERS = {m.API_KEY: m.handle for m in _MODULES}

@@ -1,19 +1,24 @@
-"""A stand-in for the coordinator runtime: heartbeats compute records, the harness logs and
-replays them, and can rebuild the groups from the log alone."""
+"""A group coordinator shard (in memory, manual clock) serving KIP-848 consumer groups:
+heartbeats go through `GroupShard.consumer_group_heartbeat`, whose records are logged and
+replayed as the broker does; the groups can be rebuilt from the log alone."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 
 from dataplane.coordinator.assignors import TopicMetadata
+from dataplane.coordinator.base import GroupConfig
 from dataplane.coordinator.consumer_group import (
     ConsumerGroup,
     ConsumerGroupConfig,
-    ConsumerGroups,
     HeartbeatRequest,
     HeartbeatResponse,
 )
+from dataplane.coordinator.consumer_group_adapter import ConsumerGroupAdapter
+from dataplane.coordinator.shard import GroupShard, LocalServices
+from dataplane.coordinator.timer import ManualClock
+from dataplane.log.records import Record
+from dataplane.protocol.errors import KafkaError
 
 GROUP = "g"
 
@@ -41,36 +46,74 @@ def owned_list(owned: set[tuple[bytes, int]]) -> tuple[tuple[bytes, tuple[int, .
     return tuple((t, tuple(sorted(ps))) for t, ps in sorted(by_topic.items()))
 
 
+def consumer_group(shard: GroupShard, group_id: str = GROUP) -> ConsumerGroup | None:
+    """The shard's consumer group of that id, if there is one."""
+    group = shard.groups.get(group_id)
+    return group.group if isinstance(group, ConsumerGroupAdapter) else None
+
+
+def new_shard(config: ConsumerGroupConfig, now: int) -> tuple[GroupShard, LocalServices]:
+    services = LocalServices(GroupConfig(consumer=config), ManualClock(now))
+    return services.attach(GroupShard(0, services)), services
+
+
 class Harness:
     def __init__(self, topics: Sequence[TopicMetadata], config: ConsumerGroupConfig | None = None):
-        ids = itertools.count()
         self.config = config or ConsumerGroupConfig()
-        self.groups = ConsumerGroups(self.config, member_id_factory=lambda: f"gen-{next(ids)}")
-        self.topics = {t.name: t for t in topics}
-        self.log: list[tuple[bytes, bytes | None]] = []
-        self.now = 1_000
+        self.shard, self.services = new_shard(self.config, 1_000)
+        self.shard.on_loaded()
+        self.set_topics(topics)
+
+    # -- time and metadata ------------------------------------------------------------------
+
+    @property
+    def now(self) -> int:
+        return self.services.clock.ms
+
+    @now.setter
+    def now(self, ms: int) -> None:
+        self.services.clock.ms = ms
+
+    @property
+    def topics(self) -> dict[str, TopicMetadata]:
+        return self.services.topic_metadata
 
     def set_topics(self, topics: Sequence[TopicMetadata]) -> None:
-        self.topics = {t.name: t for t in topics}
+        self.services.topic_metadata = {t.name: t for t in topics}
+
+    # -- the groups ---------------------------------------------------------------------------
+
+    @property
+    def log(self) -> list[tuple[bytes, bytes | None]]:
+        """Every record appended to the partition, in order."""
+        return self.services.log
+
+    def consumer_group(self, group_id: str = GROUP) -> ConsumerGroup | None:
+        return consumer_group(self.shard, group_id)
 
     @property
     def group(self) -> ConsumerGroup:
-        group = self.groups.get(GROUP)
+        group = self.consumer_group()
         assert group is not None
         return group
 
     def apply(self, records) -> None:
-        for key, value in records:
-            self.log.append((key, value))
-            assert self.groups.replay(key, value)
+        """Write records as the coordinator does (append, replay); none may be refused."""
+        skipped = self.shard.skipped_records
+        self.shard.write(GROUP, records, replay=True)
+        self.services.run_pending()
+        assert self.shard.skipped_records == skipped, "a record did not replay"
 
     def heartbeat(self, api_version: int = 1, **fields) -> HeartbeatResponse:
+        """A ConsumerGroupHeartbeat through the shard; an error response raises KafkaError."""
         req = HeartbeatRequest(group_id=fields.pop("group_id", GROUP), **fields)
-        group = self.groups.get_or_new(req.group_id)
-        response, records = group.heartbeat(
-            req, self.now, self.topics, api_version=api_version, client_id="cli", client_host="/h"
-        )
-        self.apply(records)
+        skipped = self.shard.skipped_records
+        reply = self.shard.consumer_group_heartbeat(req, api_version, "cli", "/h")
+        self.services.run_pending()
+        assert self.shard.skipped_records == skipped, "a record did not replay"
+        response = reply.value
+        if response.error_code:
+            raise KafkaError(response.error_code, response.error_message)
         return response
 
     def join(self, member_id: str, topics=("t",), **fields) -> HeartbeatResponse:
@@ -86,11 +129,18 @@ class Harness:
     def fence(self, member_id: str) -> None:
         self.apply(self.group.fence_member(member_id, self.now, self.topics))
 
-    def rebuilt(self) -> ConsumerGroups:
-        groups = ConsumerGroups(self.config)
+    def rebuilt(self, now: int | None = None) -> GroupShard:
+        """A new shard that loaded the log (on_loaded not called yet)."""
+        shard, services = new_shard(self.config, self.now if now is None else now)
+        services.topic_metadata = self.topics
         for key, value in self.log:
-            groups.replay(key, value)
-        return groups
+            services.log.append((key, value))
+            shard.replay(Record(len(services.log) - 1, 0, key, value, ()))
+        assert shard.skipped_records == 0
+        return shard
+
+    def rebuilt_group(self) -> ConsumerGroup | None:
+        return consumer_group(self.rebuilt())
 
 
 class Client:

@@ -14,7 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from dataplane.coordinator.consumer_group import GroupState
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
-from .harness import GROUP, Client, Harness, parts, tid, topic
+from .harness import Client, Harness, parts, tid, topic
 
 NAMES = ["a", "b", "c", "d", "s1", "s2"]  # s*: static members (instance id = name)
 SUBSCRIPTIONS = [("t",), ("t", "u"), ("u",)]
@@ -135,7 +135,7 @@ class GroupMachine(RuleBasedStateMachine):
         member_id = pool[name]
         self.crashed.pop(name, None)
         self.away.pop(name, None)
-        group = self.h.groups.get(GROUP)
+        group = self.h.consumer_group()
         if group is not None and member_id in group.members:
             self.h.now += 45_000
             assert member_id in group.expired_members(self.h.now)
@@ -175,7 +175,7 @@ class GroupMachine(RuleBasedStateMachine):
 
     @invariant()
     def consumers_only_own_what_the_coordinator_counts_as_theirs(self) -> None:
-        group = self.h.groups.get(GROUP)
+        group = self.h.consumer_group()
         for client in self.clients.values():
             if group is None or client.member_id not in group.members:
                 assert not client.owned
@@ -185,7 +185,7 @@ class GroupMachine(RuleBasedStateMachine):
             assert client.owned <= server
 
     def teardown(self) -> None:
-        group = self.h.groups.get(GROUP)
+        group = self.h.consumer_group()
         if group is None:
             return
         for member_id in [*self.crashed.values(), *self.away.values()]:
@@ -209,7 +209,7 @@ class GroupMachine(RuleBasedStateMachine):
         assert owned == expected
         for client in self.clients.values():
             assert parts(group.members[client.member_id].assigned_partitions) == client.owned
-        rebuilt = self.h.rebuilt().get(GROUP)
+        rebuilt = self.h.rebuilt_group()
         assert rebuilt is not None and rebuilt.snapshot() == group.snapshot()
 
 

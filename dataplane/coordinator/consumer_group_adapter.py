@@ -1,0 +1,322 @@
+"""KIP-848 consumer groups in the group coordinator: a `ConsumerGroup` (the pure logic of
+`consumer_group.py`) as a `base.Group` of its `GroupShard`.
+
+`ConsumerGroupAdapter` is what `shard.groups` holds for a consumer group, next to the classic
+groups, so the group-agnostic APIs (OffsetCommit/OffsetFetch with member epochs, ListGroups,
+DescribeGroups, DeleteGroups, OffsetDelete, offsets expiry, loading and unloading) treat both
+alike. The consumer group's own APIs are here:
+
+- `heartbeat` (ConsumerGroupHeartbeat): finds or creates the group under Kafka's rules
+  (`GroupMetadataManager.getOrMaybeCreateConsumerGroup`), computes the response and records,
+  writes them (the write replays them into the group) and answers once they are replicated.
+- `describe` (ConsumerGroupDescribe).
+- `replay_record`, registered by the shard for record types 3-8 and 16: routes a record to its
+  group, creating the group on its first record and dropping it on its deletion tombstone.
+- the session and rebalance deadlines: one shard timer per group, at the group's earliest
+  deadline; expired members are fenced one at a time (each fencing bumps the group epoch).
+
+Between a group id's types, as Kafka with `group.consumer.migration.policy` left at what this
+broker supports (no online migration): a joining heartbeat (member epoch 0) takes over the id
+of an *empty* classic group (its GroupMetadata is tombstoned, its committed offsets stay); any
+other heartbeat to a classic group gets GROUP_ID_NOT_FOUND "Group X is not a consumer group.";
+the other way, a JoinGroup takes over an empty consumer group (`GroupShard.join_group`) and gets
+INCONSISTENT_GROUP_PROTOCOL from a non-empty one (`base.Group.classic_join`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from dataplane.coordinator import consumer_group_records as rec
+from dataplane.coordinator.base import DescribedGroup as ClassicDescribedGroup
+from dataplane.coordinator.base import Group, GroupContext, OffsetAndMetadata, Reply
+from dataplane.coordinator.consumer_group import (
+    ConsumerGroup,
+    DescribedGroup,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    IllegalStateError,
+    validate_heartbeat_request,
+)
+from dataplane.coordinator.group import ClassicGroup, map_append_error
+from dataplane.coordinator.records import CorruptRecord
+from dataplane.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from dataplane.coordinator.shard import GroupShard
+    from dataplane.log.records import Record
+
+__all__ = ["ConsumerGroupAdapter", "describe", "heartbeat", "replay_record"]
+
+log = logging.getLogger("rafka.coordinator.consumer_group")
+
+PROTOCOL_TYPE = "consumer"
+FENCE_RETRY_MS = 1000
+"""A member whose fencing records could not be appended is fenced again this much later."""
+
+_CREATING = "consumer_group.creating"
+"""`GroupShard.extensions` key: the group a heartbeat is creating, while its records are
+written (their replay materializes it, as Kafka's does)."""
+
+
+def _expiry_key(group_id: str) -> str:
+    return f"consumer-expiry-{group_id}"
+
+
+class ConsumerGroupAdapter(Group):
+    """A KIP-848 consumer group in a shard: the shard's hooks answered by the `ConsumerGroup`
+    (`self.group`), plus its deadlines on the shard's timer."""
+
+    TYPE = "consumer"
+
+    def __init__(self, group: ConsumerGroup, ctx: GroupContext) -> None:
+        super().__init__(group.group_id)
+        self.group = group
+        self.ctx = ctx
+        self._timer_at: int | None = None  # the wall-clock ms the expiry timer fires at
+
+    # -- identity and listing ---------------------------------------------------------------
+
+    @property
+    def state_name(self) -> str:
+        return self.group.state_name
+
+    @property
+    def protocol_type_name(self) -> str:
+        return PROTOCOL_TYPE
+
+    def is_empty(self) -> bool:
+        return self.group.is_empty
+
+    def describe(self) -> ClassicDescribedGroup:
+        # DescribeGroups (v0-v5) describes classic groups only: Kafka answers "Dead" for a
+        # consumer group (admin clients then use ConsumerGroupDescribe).
+        return ClassicDescribedGroup(self.group_id, "Dead", "", "")
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    def validate_offset_commit(
+        self, member_id: str, instance_id: str | None, generation: int, api_version: int
+    ) -> ErrorCode:
+        try:
+            self.group.validate_offset_commit(member_id, generation, api_version=api_version)
+        except KafkaError as e:
+            return e.code
+        return ErrorCode.none
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
+        try:
+            self.group.validate_offset_fetch(member_id, member_epoch)
+        except KafkaError as e:
+            return e.code
+        return ErrorCode.none
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        return topic in self.group.subscribed_topic_names()
+
+    def offsets_expire_from(self, offset: OffsetAndMetadata) -> int | None:
+        # Kafka's ConsumerGroup: an offset of a topic nobody subscribes to expires from its
+        # commit (the shard asks only for those).
+        return offset.commit_timestamp
+
+    # -- deletion ---------------------------------------------------------------------------
+
+    def validate_delete(self) -> ErrorCode:
+        try:
+            self.group.validate_delete()
+        except KafkaError as e:
+            return e.code
+        return ErrorCode.none
+
+    def validate_offset_delete(self) -> ErrorCode:
+        return ErrorCode.none  # subscribed topics are refused per partition by the shard
+
+    def tombstones(self) -> list[tuple[bytes, bytes | None]]:
+        return self.group.tombstones()
+
+    # -- loading and deadlines --------------------------------------------------------------
+
+    def on_loaded(self) -> None:
+        self.group.on_loaded(self.ctx.now_ms())
+        self.schedule_expiry()
+
+    def unload(self) -> None:
+        self.ctx.timer.cancel(_expiry_key(self.group_id))
+        self._timer_at = None
+
+    def schedule_expiry(self) -> None:
+        """Set the shard timer to the group's earliest member deadline (a later one is left
+        alone: the timer fires, finds nobody expired and moves on to the next deadline)."""
+        key = _expiry_key(self.group_id)
+        deadline = self.group.next_deadline_ms()
+        timer = self.ctx.timer
+        if deadline is None:
+            if self._timer_at is not None:
+                timer.cancel(key)
+                self._timer_at = None
+            return
+        if self._timer_at is not None and self._timer_at <= deadline and timer.is_scheduled(key):
+            return
+        self._timer_at = deadline
+        timer.schedule(key, deadline - self.ctx.now_ms(), self._expire)
+
+    def _expire(self) -> None:
+        self._timer_at = None
+        if self.group.deleted:
+            return
+        now = self.ctx.now_ms()
+        for member_id in self.group.expired_members(now):
+            if member_id not in self.group.members:
+                continue
+            member = self.group.members[member_id]
+            records = self.group.fence_member(member_id, now, self.ctx.topics())
+            log.info(
+                "group %s: member %s (epoch %d) fenced: session or rebalance timeout expired",
+                self.group_id,
+                member_id,
+                member.member_epoch,
+            )
+            error = self.ctx.write(self.group_id, records, replay=True)
+            if error is not None:
+                log.info("group %s: fencing %s postponed: %s", self.group_id, member_id, error)
+                self.group.postpone_expiry(member_id, now + FENCE_RETRY_MS)
+        self.schedule_expiry()
+
+
+# ---------------------------------------------------------------- ConsumerGroupHeartbeat
+
+
+def heartbeat(
+    shard: GroupShard,
+    req: HeartbeatRequest,
+    *,
+    api_version: int,
+    client_id: str,
+    client_host: str,
+) -> Reply[HeartbeatResponse]:
+    """A ConsumerGroupHeartbeat for a group of this shard; the reply completes once the
+    records it caused are replicated (at once when there are none)."""
+    reply: Reply[HeartbeatResponse] = Reply()
+    config = shard.config.consumer
+    existing = shard.groups.get(req.group_id)
+    replaced: Group | None = None
+    try:
+        validate_heartbeat_request(req, api_version, config.assignors)
+        if isinstance(existing, ConsumerGroupAdapter):
+            adapter = existing
+        elif existing is None or (
+            req.member_epoch == 0 and isinstance(existing, ClassicGroup) and existing.is_empty()
+        ):
+            # A new group, possibly taking over the id of an empty classic group (Kafka's
+            # maybeDeleteEmptyClassicGroup); it exists once its records are replayed.
+            adapter = ConsumerGroupAdapter(ConsumerGroup(req.group_id, config), shard)
+            replaced = existing
+        else:
+            raise KafkaError(
+                ErrorCode.group_id_not_found, f"Group {req.group_id} is not a consumer group."
+            )
+        result = adapter.group.heartbeat(
+            req,
+            shard.now_ms(),
+            shard.topics(),
+            api_version=api_version,
+            client_id=client_id,
+            client_host=client_host,
+        )
+    except KafkaError as e:
+        reply.complete(HeartbeatResponse.error(e))
+        return reply
+    records = (replaced.tombstones() if replaced is not None else []) + result.records
+    if not records:
+        reply.complete(result.response)
+        adapter.schedule_expiry()
+        return reply
+
+    def done(error: ErrorCode) -> None:
+        if error == ErrorCode.none:
+            reply.complete(result.response)
+        else:
+            reply.complete(HeartbeatResponse.error(KafkaError(map_append_error(error))))
+
+    creating = adapter is not existing
+    if creating:
+        shard.extensions[_CREATING] = adapter
+    try:
+        shard.write(req.group_id, records, replay=True, done=done)
+    finally:
+        if creating:
+            shard.extensions.pop(_CREATING, None)
+    if creating and shard.groups.get(req.group_id) is adapter:
+        shard.add_group(adapter)  # it is in shard.groups (replayed): register it
+        if replaced is not None:
+            replaced.unload()  # the classic group's timers go with it
+            log.info("group %s: the empty classic group became a consumer group", req.group_id)
+    adapter.schedule_expiry()
+    return reply
+
+
+# ---------------------------------------------------------------- ConsumerGroupDescribe
+
+
+def describe(shard: GroupShard, group_ids: Sequence[str]) -> list[DescribedGroup]:
+    """ConsumerGroupDescribe of groups of this shard (Kafka's `consumerGroupDescribe`)."""
+    out = []
+    topics = shard.topics()
+    for group_id in group_ids:
+        group = shard.groups.get(group_id)
+        if isinstance(group, ConsumerGroupAdapter):
+            out.append(group.group.describe(topics))
+            continue
+        message = (
+            f"Group {group_id} not found."
+            if group is None
+            else f"Group {group_id} is not a consumer group."
+        )
+        out.append(
+            DescribedGroup(
+                group_id,
+                "",
+                0,
+                0,
+                "",
+                (),
+                error_code=ErrorCode.group_id_not_found,
+                error_message=message,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------- replay
+
+
+def replay_record(shard: GroupShard, record: Record) -> None:
+    """Apply a consumer group record (types 3-8, 16) of the shard's partition."""
+    decoded = rec.decode(record.key or b"", record.value)
+    if decoded is None:
+        raise CorruptRecord(f"not a consumer group record: {record.key!r}")
+    key, value = decoded
+    group = shard.groups.get(key.group_id)
+    if not isinstance(group, ConsumerGroupAdapter):
+        if value is None:
+            return  # a tombstone of a group that is not there
+        if group is not None and not (isinstance(group, ClassicGroup) and group.is_empty()):
+            # Kafka replaces only a "simple" classic group (offsets, no records) here; a
+            # classic group with members means the log lacks the group's tombstone
+            raise CorruptRecord(f"Group {key.group_id} is not a consumer group")
+        creating = shard.extensions.get(_CREATING)
+        if isinstance(creating, ConsumerGroupAdapter) and creating.group_id == key.group_id:
+            group = creating
+        else:
+            group = ConsumerGroupAdapter(ConsumerGroup(key.group_id, shard.config.consumer), shard)
+        shard.groups[key.group_id] = group
+    try:
+        group.group.replay(key, value)
+    except IllegalStateError as e:
+        raise CorruptRecord(str(e)) from None
+    if group.group.deleted:
+        if shard.groups.get(key.group_id) is group:
+            del shard.groups[key.group_id]
+        group.unload()

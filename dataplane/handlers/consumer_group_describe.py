@@ -1,0 +1,44 @@
+"""ConsumerGroupDescribe (69) v0-v1: members, assignments and epochs of KIP-848 consumer groups
+this broker coordinates. A group that does not exist, or is not a consumer group, is
+GROUP_ID_NOT_FOUND (admin clients then try DescribeGroups); an empty id INVALID_GROUP_ID."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from dataplane.coordinator.api import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
+from dataplane.coordinator.consumer_group import DescribedGroup
+from dataplane.protocol.codec import ResponseBuilder
+from dataplane.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from dataplane.server import RequestContext
+
+API_KEY = 69
+VERSIONS = (0, 1)
+
+
+def _failed(group_id: str, code: ErrorCode) -> DescribedGroup:
+    return DescribedGroup(group_id, "", 0, 0, "", (), error_code=code)
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    coordinator = ctx.broker.group_coordinator
+    operations = (
+        GROUP_OPERATIONS if req.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
+    )
+    described = []
+    for group_id in req.group_ids:
+        if not group_id:
+            d = _failed(group_id, ErrorCode.invalid_group_id)
+        else:
+            try:
+                (d,) = coordinator.shard(group_id).consumer_group_describe([group_id])
+            except KafkaError as e:
+                d = _failed(group_id, e.code)
+        if d.error_code == ErrorCode.none:
+            d = dataclasses.replace(d, authorized_operations=operations)
+        described.append(d.to_kio(b))
+    return b.ConsumerGroupDescribeResponse(throttle_time=0, groups=tuple(described))

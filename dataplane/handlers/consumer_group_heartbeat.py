@@ -1,0 +1,49 @@
+"""ConsumerGroupHeartbeat (68) v0-v1: a member of a KIP-848 consumer group joins, heartbeats,
+reconciles its assignment or leaves (see dataplane/coordinator/consumer_group.py).
+
+As in Kafka, the request is validated before it is routed (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR
+on any broker); the coordinator answers once the records the heartbeat caused are replicated.
+v1 (KIP-1082): the client generates its member id; v0 lets a first heartbeat send an empty one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dataplane.coordinator.api import client_host
+from dataplane.coordinator.base import Reply
+from dataplane.coordinator.consumer_group import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    validate_heartbeat_request,
+)
+from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
+from dataplane.protocol.errors import KafkaError
+
+if TYPE_CHECKING:
+    from dataplane.server import RequestContext
+
+API_KEY = 68
+VERSIONS = (0, 1)
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    version = ctx.header.api_version
+    b = ResponseBuilder(API_KEY, version)
+    coordinator = ctx.broker.group_coordinator
+    request = HeartbeatRequest.from_kio(req)
+    try:
+        validate_heartbeat_request(request, version, coordinator.config.consumer.assignors)
+        shard = coordinator.shard(request.group_id)
+    except KafkaError as e:
+        return HeartbeatResponse.error(e).to_kio(b)
+    reply = shard.consumer_group_heartbeat(
+        request, version, ctx.header.client_id or "", client_host(ctx)
+    )
+    if reply.done:
+        return reply.value.to_kio(b)
+    return _replicated(b, reply)
+
+
+async def _replicated(b: EntityBuilder, reply: Reply[HeartbeatResponse]) -> Any:
+    return (await reply.wait()).to_kio(b)
