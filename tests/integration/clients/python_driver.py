@@ -15,15 +15,23 @@ import asyncio
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from drivers import EXIT_FAILED, EXIT_TOPIC_EXISTS, record
+from drivers import EXIT_FAILED, EXIT_TOPIC_EXISTS, EXIT_UNSUPPORTED, EXIT_USAGE, record
+
+_STDOUT = threading.Lock()
 
 
 def emit(obj: object) -> None:
-    print(json.dumps(obj), flush=True)
+    # One write per line, under a lock: kafka-python calls the group listener (which emits
+    # events too) on its IO thread.
+    line = json.dumps(obj) + "\n"
+    with _STDOUT:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def s(b: bytes | None) -> str | None:
@@ -280,6 +288,671 @@ async def aiokafka_main(cmd: str, a: argparse.Namespace) -> None:
             await c.stop()
 
 
+# --------------------------------------------------------------------------- consumer groups
+#
+# group-consume runs one member of a consumer group (subscribe) and prints what happens to it as
+# JSON events; describe-group, committed and commit look at / write a group's offsets from
+# outside. Contract: README.md ("Consumer groups").
+
+GROUP_COMMANDS = ("group-consume", "describe-group", "committed", "commit")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def event(kind: str, **fields: object) -> None:
+    emit({"event": kind, **fields, "t": now_ms()})
+
+
+def parse_pairs(spec: str | None) -> dict[int, int]:
+    """``"P:O,P:O"`` -> {P: O}."""
+    out = {}
+    for item in (spec or "").split(","):
+        if item.strip():
+            p, o = item.split(":")
+            out[int(p)] = int(o)
+    return out
+
+
+def parse_ints(spec: str | None) -> set[int]:
+    return {int(x) for x in (spec or "").split(",") if x.strip()}
+
+
+def error_name(e: BaseException | None) -> str | None:
+    """A client exception as Kafka's protocol error name (ILLEGAL_GENERATION, ...) when it
+    carries one, else the exception's class name."""
+    if e is None:
+        return None
+    err = e.args[0] if e.args else None
+    if hasattr(err, "name") and callable(err.name):  # confluent_kafka.KafkaError
+        return err.name()
+    if hasattr(e, "name") and callable(e.name):
+        return e.name()
+    msg = getattr(type(e), "message", None)  # kafka-python / aiokafka broker errors
+    if isinstance(msg, str) and msg.isupper():
+        return msg
+    return type(e).__name__
+
+
+class Member:
+    """Client-independent part of group-consume: when to stop, the --seek and --pause/
+    --resume-after script, what was processed (next offset per partition) and the events."""
+
+    def __init__(self, a: argparse.Namespace) -> None:
+        self.a = a
+        self.stop = threading.Event()
+        self.started = time.monotonic()
+        self.records = 0
+        self.owned: set[int] = set()
+        self.next: dict[int, int] = {}  # partition -> offset after the last processed record
+        self.seeks = parse_pairs(a.seek)  # partition -> offset, applied at its first record
+        self.pause = parse_ints(a.pause)
+        self.paused: list[int] = []
+        self.pause_state = "pending" if self.pause else "done"  # -> paused -> done
+        self.since_pause = 0
+        if a.stop_on_eof == "true":
+            threading.Thread(target=self._watch_stdin, daemon=True).start()
+
+    def _watch_stdin(self) -> None:
+        for line in sys.stdin:
+            if line.strip() == "stop":
+                break
+        self.stop.set()
+
+    def done(self) -> bool:
+        a = self.a
+        return (
+            self.stop.is_set()
+            or (a.max_records > 0 and self.records >= a.max_records)
+            or (a.duration > 0 and time.monotonic() - self.started >= a.duration)
+        )
+
+    def assigned(self, parts, owned, generation=None, member_id=None) -> list[int]:
+        """Reports an assignment; returns the partitions --pause wants paused now."""
+        self.owned = set(owned)
+        event(
+            "assigned",
+            partitions=sorted(parts),
+            owned=sorted(owned),
+            generation=generation,
+            member_id=member_id,
+        )
+        if self.pause_state == "pending" and self.pause & set(parts):
+            self.pause_state = "paused"
+            self.paused = sorted(self.pause & set(parts))
+            return self.paused
+        return []
+
+    def revoked(self, parts, owned, lost: bool = False) -> None:
+        self.owned = set(owned)
+        for p in parts:
+            self.next.pop(p, None)
+        event("lost" if lost else "revoked", partitions=sorted(parts), owned=sorted(owned))
+
+    def seek_target(self, partition: int, offset: int) -> int | None:
+        """--seek: the offset to seek to when this is the partition's first record (None: no
+        seek). A seek to the record's own offset only reports it."""
+        target = self.seeks.pop(partition, None)
+        if target is not None:
+            event("seek", partition=partition, offset=target, at=offset)
+            if target == offset:
+                return None
+        return target
+
+    def stall_ms(self) -> float:
+        """Processing time of the next record: --process-ms, plus --stall-ms for the
+        --stall-at'th record (a consumer stuck in processing)."""
+        stall = self.a.stall_ms if self.records + 1 == self.a.stall_at else 0
+        return self.a.process_ms + stall
+
+    def processed(self, partition: int, offset: int, key: bytes | None) -> bool:
+        """Records a processed record; True when --resume-after says: resume now."""
+        self.records += 1
+        self.next[partition] = offset + 1
+        event("record", partition=partition, offset=offset, key=s(key))
+        if self.pause_state == "paused" and partition not in self.paused:
+            self.since_pause += 1
+            if self.since_pause >= self.a.resume_after:
+                self.pause_state = "done"
+                return True
+        return False
+
+    def commit_due(self) -> bool:
+        return self.a.commit == "offsets" and self.records % self.a.commit_every == 0
+
+    def to_commit(self) -> dict[int, int]:
+        """Processed positions of the owned partitions (what sync/async commit)."""
+        return {p: o for p, o in self.next.items() if p in self.owned}
+
+
+def commit_event(via: str, offsets: dict, error: str | None, errors: dict | None = None) -> None:
+    fields = {"via": via, "offsets": {str(p): o for p, o in sorted(offsets.items())}}
+    event("commit", **fields, error=error, partition_errors=errors or {})
+
+
+def confluent_group(cmd: str, a: argparse.Namespace) -> None:
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    base = {"bootstrap.servers": a.bootstrap}
+    if cmd == "describe-group":
+        admin = AdminClient(base)
+        d = admin.describe_consumer_groups([a.group], request_timeout=a.timeout)[a.group]
+        try:
+            g = d.result(a.timeout)
+        except KafkaException as e:
+            emit({"group": a.group, "error": error_name(e)})
+            return
+        emit(
+            {
+                "group": g.group_id,
+                "error": None,
+                "state": state_name(g.state.name),
+                "type": getattr(getattr(g, "type", None), "name", None),
+                "protocol": g.partition_assignor,
+                "coordinator": g.coordinator.id if g.coordinator else None,
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "instance_id": m.group_instance_id,
+                        "client_id": m.client_id,
+                        "host": m.host,
+                        "partitions": sorted(
+                            [tp.topic, tp.partition] for tp in m.assignment.topic_partitions
+                        ),
+                    }
+                    for m in g.members
+                ],
+            }
+        )
+        return
+    if cmd == "committed":
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        admin = AdminClient(base)
+        parts = admin.list_topics(a.topic, timeout=a.timeout).topics[a.topic].partitions
+        req = [ConsumerGroupTopicPartitions(a.group, [TopicPartition(a.topic, p) for p in parts])]
+        res = admin.list_consumer_group_offsets(req, request_timeout=a.timeout)[a.group]
+        try:
+            got = res.result(a.timeout)
+        except KafkaException as e:
+            fail(f"committed: {e}")
+        emit({str(tp.partition): max(tp.offset, -1) for tp in sorted(got.topic_partitions)})
+        return
+    if cmd == "commit":
+        if a.member_id is not None or a.generation is not None:
+            print("confluent: no API commits with a chosen member id/generation", file=sys.stderr)
+            sys.exit(EXIT_UNSUPPORTED)
+        # A consumer that is not a group member (generation -1, no member id), like assign().
+        c = Consumer(base | {"group.id": a.group, "enable.auto.commit": False})
+        offs = [TopicPartition(a.topic, p, o) for p, o in parse_pairs(a.offsets).items()]
+        try:
+            res = c.commit(offsets=offs, asynchronous=False)
+            errs = {str(tp.partition): tp.error.name() if tp.error else None for tp in res}
+            top = next((e for e in errs.values() if e), None)
+        except KafkaException as e:
+            top, errs = error_name(e), {}
+        c.close()
+        emit({"error": top, "partitions": errs})
+        return
+
+    # group-consume
+    m = Member(a)
+    conf = base | {
+        "group.id": a.group,
+        "auto.offset.reset": a.offset_reset,
+        "enable.auto.commit": a.commit == "auto",
+        # Offsets are stored for auto-commit only once a record is processed (at least once).
+        "enable.auto.offset.store": False,
+    }
+    if a.auto_commit_interval:
+        conf["auto.commit.interval.ms"] = int(a.auto_commit_interval * 1000)
+    if a.instance_id:
+        conf["group.instance.id"] = a.instance_id
+    if a.protocol == "consumer":
+        # KIP-848: the broker assigns; session/heartbeat timeouts are the broker's settings.
+        conf["group.protocol"] = "consumer"
+        if a.assignor:
+            conf["group.remote.assignor"] = a.assignor
+    else:
+        if a.session_timeout:
+            conf["session.timeout.ms"] = int(a.session_timeout * 1000)
+        if a.heartbeat_interval:
+            conf["heartbeat.interval.ms"] = int(a.heartbeat_interval * 1000)
+        if a.assignor:
+            conf["partition.assignment.strategy"] = a.assignor
+    if a.max_poll_interval:
+        conf["max.poll.interval.ms"] = int(a.max_poll_interval * 1000)
+
+    def on_commit(err: KafkaError | None, parts: list) -> None:
+        if err is not None and err.code() == KafkaError._NO_OFFSET:
+            return
+        errs = {str(tp.partition): tp.error.name() for tp in parts if tp.error}
+        commit_event(
+            "callback",
+            {tp.partition: tp.offset for tp in parts},
+            err.name() if err else next(iter(errs.values()), None),
+            errs,
+        )
+
+    conf["on_commit"] = on_commit
+    conf["error_cb"] = lambda err: event("error", error=err.name(), message=err.str())
+    c = Consumer(conf)
+
+    def tps(parts) -> list:
+        return [TopicPartition(a.topic, p) for p in parts]
+
+    def commit_sync(offsets: dict[int, int], via: str) -> None:
+        if not offsets:
+            return
+        try:
+            res = c.commit(
+                offsets=[TopicPartition(a.topic, p, o) for p, o in offsets.items()],
+                asynchronous=False,
+            )
+            errs = {str(tp.partition): tp.error.name() for tp in res if tp.error}
+            commit_event(
+                via, {tp.partition: tp.offset for tp in res}, next(iter(errs.values()), None), errs
+            )
+        except KafkaException as e:
+            commit_event(via, offsets, error_name(e))
+
+    # Incremental (cooperative) rebalancing: KIP-848 and the cooperative-sticky assignor.
+    cooperative = a.protocol == "consumer" or a.assignor == "cooperative-sticky"
+
+    def assignment(consumer) -> list[int]:
+        try:
+            return [tp.partition for tp in consumer.assignment()]
+        except KafkaException:  # closing: librdkafka answers _DESTROY
+            return []
+
+    def on_assign(consumer, parts) -> None:
+        consumer.incremental_assign(parts) if cooperative else consumer.assign(parts)
+        owned = assignment(consumer)
+        hit = m.assigned([tp.partition for tp in parts], owned, member_id=consumer.memberid())
+        if hit:
+            consumer.pause(tps(hit))
+            event("paused", partitions=hit)
+
+    def on_revoke(consumer, parts, lost: bool = False) -> None:
+        ps = [tp.partition for tp in parts]
+        if not lost and a.commit in ("sync", "async"):
+            commit_sync({p: o for p, o in m.to_commit().items() if p in ps}, "revoke")
+        consumer.incremental_unassign(parts) if cooperative else consumer.unassign()
+        m.revoked(ps, assignment(consumer), lost)
+
+    c.subscribe(
+        [a.topic],
+        on_assign=on_assign,
+        on_revoke=on_revoke,
+        on_lost=lambda consumer, parts: on_revoke(consumer, parts, lost=True),
+    )
+    while not m.done():
+        msgs = c.consume(100, 0.2)
+        skip: set[int] = set()
+        processed_any = False
+        for msg in msgs:
+            if msg.error():
+                err = msg.error()
+                event("error", error=err.name(), message=err.str())
+                if err.fatal():
+                    fail(f"fatal: {err}")
+                continue
+            p, o = msg.partition(), msg.offset()
+            if p in skip:
+                continue
+            target = m.seek_target(p, o)
+            if target is not None:
+                c.seek(TopicPartition(a.topic, p, target))
+                skip.add(p)  # the rest of this batch is from before the seek
+                continue
+            if m.stall_ms():
+                time.sleep(m.stall_ms() / 1000)
+            resume = m.processed(p, o, msg.key())
+            processed_any = True
+            if a.commit == "auto":
+                c.store_offsets(msg)
+            elif m.commit_due():
+                commit_sync({p: o + 1}, "offsets")
+            if resume:
+                c.resume(tps(m.paused))
+                event("resumed", partitions=m.paused)
+            if m.done():
+                break
+        if processed_any and a.commit == "sync":
+            commit_sync(m.to_commit(), "sync")
+        elif processed_any and a.commit == "async":
+            offsets = m.to_commit()
+            c.commit(
+                offsets=[TopicPartition(a.topic, p, o) for p, o in offsets.items()],
+                asynchronous=True,
+            )
+    if a.commit in ("sync", "async"):
+        commit_sync(m.to_commit(), "close")
+    c.close()  # leaves the group (a static member stays); auto-commit commits stored offsets
+    event("closed", records=m.records)
+
+
+def state_name(s: str) -> str:
+    """Group state as Kafka spells it (Stable, PreparingRebalance, ...)."""
+    fixed = {
+        "PREPARING_REBALANCING": "PreparingRebalance",
+        "COMPLETING_REBALANCING": "CompletingRebalance",
+    }
+    return fixed.get(s) or "".join(w.capitalize() for w in s.split("_"))
+
+
+def kafka_python_group(cmd: str, a: argparse.Namespace) -> None:
+    from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+    from kafka.admin import KafkaAdminClient
+    from kafka.consumer.subscription_state import ConsumerRebalanceListener
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+    if cmd in ("describe-group", "committed"):
+        print(f"kafka-python: {cmd} is done with confluent here", file=sys.stderr)
+        sys.exit(EXIT_UNSUPPORTED)
+    if cmd == "commit":
+        commit_kafka_python(a, KafkaAdminClient, OffsetAndMetadata, TopicPartition)
+        return
+    if a.protocol == "consumer":
+        print("kafka-python has no KIP-848 consumer protocol", file=sys.stderr)
+        sys.exit(EXIT_UNSUPPORTED)
+
+    m = Member(a)
+    assignors = {
+        "range": RangePartitionAssignor,
+        "roundrobin": RoundRobinPartitionAssignor,
+        "sticky": StickyPartitionAssignor,
+    }
+    try:
+        from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+
+        assignors["cooperative-sticky"] = CooperativeStickyAssignor
+    except ImportError:
+        pass
+    kw: dict = dict(
+        bootstrap_servers=a.bootstrap,
+        group_id=a.group,
+        auto_offset_reset=a.offset_reset,
+        enable_auto_commit=a.commit == "auto",
+    )
+    if a.auto_commit_interval:
+        kw["auto_commit_interval_ms"] = int(a.auto_commit_interval * 1000)
+    if a.session_timeout:
+        kw["session_timeout_ms"] = int(a.session_timeout * 1000)
+    if a.heartbeat_interval:
+        kw["heartbeat_interval_ms"] = int(a.heartbeat_interval * 1000)
+    if a.max_poll_interval:
+        kw["max_poll_interval_ms"] = int(a.max_poll_interval * 1000)
+    if a.instance_id:
+        kw["group_instance_id"] = a.instance_id
+    if a.assignor:
+        kw["partition_assignment_strategy"] = [assignors[a.assignor]]
+    c = KafkaConsumer(**kw)
+
+    def tp(p: int) -> TopicPartition:
+        return TopicPartition(a.topic, p)
+
+    def commit_sync(offsets: dict[int, int], via: str) -> None:
+        if not offsets:
+            return
+        try:
+            c.commit({tp(p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
+            commit_event(via, offsets, None)
+        except Exception as e:
+            commit_event(via, offsets, error_name(e))
+
+    def generation() -> tuple:
+        md = c.group_metadata()
+        return getattr(md, "generation_id", None), getattr(md, "member_id", None)
+
+    class Listener(ConsumerRebalanceListener):
+        # kafka-python runs these on its IO thread.
+        def on_partitions_assigned(self, assigned) -> None:
+            gen, member_id = generation()
+            owned = [x.partition for x in c.assignment()]
+            hit = m.assigned([x.partition for x in assigned], owned, gen, member_id)
+            if hit:
+                c.pause(*[tp(p) for p in hit])
+                event("paused", partitions=hit)
+
+        def on_partitions_revoked(self, revoked) -> None:
+            # No commit here: kafka-python refuses a blocking commit on its IO thread.
+            ps = [x.partition for x in revoked]
+            if ps:
+                m.revoked(ps, [x.partition for x in c.assignment() if x.partition not in ps])
+
+        def on_partitions_lost(self, lost) -> None:
+            ps = [x.partition for x in lost]
+            m.revoked(ps, [x.partition for x in c.assignment() if x.partition not in ps], True)
+
+    c.subscribe([a.topic], listener=Listener())
+
+    def on_async_commit(offsets: dict, response: object) -> None:
+        err = error_name(response) if isinstance(response, BaseException) else None
+        commit_event("callback", {k.partition: v.offset for k, v in offsets.items()}, err)
+
+    while not m.done():
+        batches = c.poll(timeout_ms=200, max_records=100)
+        processed_any = False
+        for part, msgs in batches.items():
+            for msg in msgs:
+                if m.done():
+                    if part in c.assignment():  # unprocessed: auto-commit must not pass it
+                        c.seek(part, msg.offset)
+                    break
+                target = m.seek_target(part.partition, msg.offset)
+                if target is not None:
+                    if part in c.assignment():  # else revoked meanwhile (IO thread)
+                        c.seek(part, target)
+                    break
+                if m.stall_ms():
+                    time.sleep(m.stall_ms() / 1000)
+                resume = m.processed(part.partition, msg.offset, msg.key)
+                processed_any = True
+                if m.commit_due():
+                    commit_sync({part.partition: msg.offset + 1}, "offsets")
+                if resume:
+                    c.resume(*[tp(p) for p in m.paused])
+                    event("resumed", partitions=m.paused)
+        if processed_any and a.commit == "sync":
+            commit_sync(m.to_commit(), "sync")
+        elif processed_any and a.commit == "async":
+            offsets = m.to_commit()
+            c.commit_async(
+                {tp(p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()},
+                callback=on_async_commit,
+            )
+    if a.commit in ("sync", "async"):
+        commit_sync(m.to_commit(), "close")
+    c.close(autocommit=a.commit == "auto")
+    event("closed", records=m.records)
+
+
+def commit_kafka_python(a, KafkaAdminClient, OffsetAndMetadata, TopicPartition) -> None:
+    """commit: OffsetCommit from kafka-python's admin client. Without --member-id it is
+    alter_group_offsets (generation -1, no member id); with it, kafka-python's own
+    OffsetCommitRequest carries the given member id, generation and instance id."""
+    from kafka.errors import for_code
+    from kafka.protocol.consumer import OffsetCommitRequest
+
+    admin = KafkaAdminClient(bootstrap_servers=a.bootstrap)
+    offsets = parse_pairs(a.offsets)
+    try:
+        if a.member_id is None and a.generation is None:
+            res = admin.alter_group_offsets(
+                a.group,
+                {
+                    TopicPartition(a.topic, p): OffsetAndMetadata(o, "", -1)
+                    for p, o in offsets.items()
+                },
+            )
+            errs = {str(k.partition): (None if v.errno == 0 else v.message) for k, v in res.items()}
+        else:
+            _Topic = OffsetCommitRequest.OffsetCommitRequestTopic
+            _Partition = _Topic.OffsetCommitRequestPartition
+            request = OffsetCommitRequest(
+                max_version=8,
+                group_id=a.group,
+                generation_id_or_member_epoch=-1 if a.generation is None else a.generation,
+                member_id=a.member_id or "",
+                group_instance_id=a.instance_id,
+                retention_time_ms=-1,
+                topics=[
+                    _Topic(
+                        name=a.topic,
+                        partitions=[
+                            _Partition(
+                                partition_index=p,
+                                committed_offset=o,
+                                committed_leader_epoch=-1,
+                                committed_metadata="",
+                            )
+                            for p, o in offsets.items()
+                        ],
+                    )
+                ],
+            )
+
+            async def send():
+                node = await admin._find_coordinator_id(a.group)
+                return await admin._manager.send(request, node_id=node)
+
+            response = admin._manager.run(send)
+            errs = {}
+            for t in response.topics:
+                for part in t.partitions:
+                    err = for_code(part.error_code)
+                    errs[str(part.partition_index)] = None if part.error_code == 0 else err.message
+        top = next((e for e in errs.values() if e), None)
+    except Exception as e:  # e.g. FindCoordinator's INVALID_GROUP_ID
+        top, errs = error_name(e), {}
+    finally:
+        admin.close()
+    emit({"error": top, "partitions": errs})
+
+
+async def aiokafka_group(cmd: str, a: argparse.Namespace) -> None:
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from aiokafka.structs import OffsetAndMetadata
+
+    if cmd in ("describe-group", "committed", "commit"):
+        print(f"aiokafka: {cmd} is done with confluent/kafka-python here", file=sys.stderr)
+        sys.exit(EXIT_UNSUPPORTED)
+    if a.protocol == "consumer":
+        print("aiokafka has no KIP-848 consumer protocol", file=sys.stderr)
+        sys.exit(EXIT_UNSUPPORTED)
+    m = Member(a)
+    assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+    try:
+        from aiokafka.coordinator.assignors.sticky.sticky_assignor import (
+            StickyPartitionAssignor,
+        )
+
+        assignors["sticky"] = StickyPartitionAssignor
+    except ImportError:
+        pass
+    kw: dict = dict(
+        bootstrap_servers=a.bootstrap,
+        group_id=a.group,
+        auto_offset_reset=a.offset_reset,
+        enable_auto_commit=a.commit == "auto",
+    )
+    if a.auto_commit_interval:
+        kw["auto_commit_interval_ms"] = int(a.auto_commit_interval * 1000)
+    if a.session_timeout:
+        kw["session_timeout_ms"] = int(a.session_timeout * 1000)
+    if a.heartbeat_interval:
+        kw["heartbeat_interval_ms"] = int(a.heartbeat_interval * 1000)
+    if a.max_poll_interval:
+        kw["max_poll_interval_ms"] = int(a.max_poll_interval * 1000)
+    if a.instance_id:
+        kw["group_instance_id"] = a.instance_id
+    if a.assignor:
+        kw["partition_assignment_strategy"] = (assignors[a.assignor],)
+    c = AIOKafkaConsumer(**kw)
+
+    def tp(p: int) -> TopicPartition:
+        return TopicPartition(a.topic, p)
+
+    async def commit_sync(offsets: dict[int, int], via: str) -> None:
+        if not offsets:
+            return
+        try:
+            await c.commit({tp(p): OffsetAndMetadata(o, "") for p, o in offsets.items()})
+            commit_event(via, offsets, None)
+        except Exception as e:
+            commit_event(via, offsets, error_name(e))
+
+    class Listener(ConsumerRebalanceListener):
+        async def on_partitions_assigned(self, assigned) -> None:
+            coord = c._coordinator
+            owned = [x.partition for x in c.assignment()]
+            hit = m.assigned(
+                [x.partition for x in assigned],
+                owned,
+                getattr(coord, "generation", None),
+                getattr(coord, "member_id", None),
+            )
+            if hit:
+                c.pause(*[tp(p) for p in hit])
+                event("paused", partitions=hit)
+
+        async def on_partitions_revoked(self, revoked) -> None:
+            ps = [x.partition for x in revoked]
+            if not ps:
+                return
+            # No commit here: aiokafka's commit() inside the revocation fails (CommitFailedError)
+            # and the member then never rejoins; sync mode has committed after each batch.
+            m.revoked(ps, [])  # aiokafka is eager only: everything goes
+
+    await c.start()
+    c.subscribe([a.topic], listener=Listener())
+    try:
+        while not m.done():
+            batches = await c.getmany(timeout_ms=200, max_records=100)
+            processed_any = False
+            for part, msgs in batches.items():
+                for msg in msgs:
+                    if m.done():
+                        if part in c.assignment():  # unprocessed: auto-commit must not pass it
+                            c.seek(part, msg.offset)
+                        break
+                    target = m.seek_target(part.partition, msg.offset)
+                    if target is not None:
+                        if part in c.assignment():  # else revoked meanwhile (background)
+                            c.seek(part, target)
+                        break
+                    if m.stall_ms():
+                        await asyncio.sleep(m.stall_ms() / 1000)
+                    resume = m.processed(part.partition, msg.offset, msg.key)
+                    processed_any = True
+                    if m.commit_due():
+                        await commit_sync({part.partition: msg.offset + 1}, "offsets")
+                    if resume:
+                        c.resume(*[tp(p) for p in m.paused])
+                        event("resumed", partitions=m.paused)
+            if processed_any and a.commit in ("sync", "async"):
+                await commit_sync(m.to_commit(), "sync")
+        if a.commit in ("sync", "async"):
+            await commit_sync(m.to_commit(), "close")
+    finally:
+        await c.stop()  # leaves the group; commits consumed offsets when auto-committing
+    event("closed", records=m.records)
+
+
+GROUP_CLIENTS: dict[str, Callable[[str, argparse.Namespace], None]] = {
+    "confluent": confluent_group,
+    "kafka-python": kafka_python_group,
+    "aiokafka": lambda cmd, a: asyncio.run(aiokafka_group(cmd, a)),
+}
+
+
 CLIENTS: dict[str, Callable[[str, argparse.Namespace], None]] = {
     "confluent": confluent,
     "kafka-python": kafka_python,
@@ -290,9 +963,12 @@ CLIENTS: dict[str, Callable[[str, argparse.Namespace], None]] = {
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("client", choices=CLIENTS)
-    ap.add_argument("command", choices=["create-topic", "produce", "consume", "offsets-for-times"])
+    ap.add_argument(
+        "command",
+        choices=["create-topic", "produce", "consume", "offsets-for-times", *GROUP_COMMANDS],
+    )
     ap.add_argument("--bootstrap", required=True)
-    ap.add_argument("--topic", required=True)
+    ap.add_argument("--topic", default=None)
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--replication-factor", type=int, default=1)
     ap.add_argument("--count", type=int, default=0)
@@ -304,10 +980,56 @@ def main() -> None:
     ap.add_argument("--expect", type=int, default=0)
     ap.add_argument("--timestamp", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=30)
+    # consumer groups (README.md, "Consumer groups")
+    ap.add_argument("--group", default=None)
+    ap.add_argument("--protocol", default="classic", choices=["classic", "consumer"])
+    ap.add_argument("--instance-id", default=None)
+    ap.add_argument("--assignor", default=None)
+    ap.add_argument("--session-timeout", type=float, default=0)
+    ap.add_argument("--heartbeat-interval", type=float, default=0)
+    ap.add_argument("--max-poll-interval", type=float, default=0)
+    ap.add_argument(
+        "--commit", default="auto", choices=["auto", "sync", "async", "offsets", "none"]
+    )
+    ap.add_argument("--auto-commit-interval", type=float, default=0)
+    ap.add_argument("--commit-every", type=int, default=1)
+    ap.add_argument("--process-ms", type=float, default=0)
+    ap.add_argument("--stall-at", type=int, default=0)
+    ap.add_argument("--stall-ms", type=float, default=0)
+    ap.add_argument("--max-records", type=int, default=0)
+    ap.add_argument("--duration", type=float, default=0)
+    ap.add_argument("--seek", default=None)
+    ap.add_argument("--pause", default=None)
+    ap.add_argument("--resume-after", type=int, default=0)
+    ap.add_argument("--offset-reset", default="earliest", choices=["earliest", "latest"])
+    ap.add_argument("--stop-on-eof", default="false", choices=["true", "false"])
+    ap.add_argument("--offsets", default=None)
+    ap.add_argument("--member-id", default=None)
+    ap.add_argument("--generation", type=int, default=None)
     a = ap.parse_args()
     if a.start_ts is None:
         a.start_ts = int(time.time() * 1000)
-    CLIENTS[a.client](a.command, a)
+    needs = {
+        "group-consume": ("topic", "group"),
+        "describe-group": ("group",),
+        "committed": ("topic", "group"),
+        "commit": ("topic", "group", "offsets"),
+    }
+    missing = [n for n in needs.get(a.command, ("topic",)) if getattr(a, n) is None]
+    if missing:
+        ap.print_usage(sys.stderr)
+        print(f"python_driver: {a.command} needs --{' --'.join(missing)}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    if a.command == "group-consume":
+        try:
+            GROUP_CLIENTS[a.client](a.command, a)
+        except Exception as e:  # e.g. JoinGroup's INVALID_GROUP_ID: report it as an event
+            event("error", error=error_name(e), message=str(e), fatal=True)
+            fail(f"group-consume: {e!r}")
+    elif a.command in GROUP_COMMANDS:
+        GROUP_CLIENTS[a.client](a.command, a)
+    else:
+        CLIENTS[a.client](a.command, a)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,562 @@
+"""Consumer groups through every client with a group consumer: confluent-kafka (librdkafka),
+kafka-python, aiokafka, KafkaJS 2.2.4 and the Java client (4.3.0, and 3.9.1), each through its
+driver's ``group-consume`` (tests/integration/clients/README.md, "Consumer groups").
+
+- three members of one group share a 6-partition topic, each partition owned by exactly one
+  member; a member that stops hands its partitions over within the session timeout, one that
+  is killed (kill -9) once the session timeout expires; every record produced is processed at
+  least once and the committed offsets end at the log end;
+- kill -9 of the group coordinator's broker (``__consumer_offsets`` has RF 3): the group goes
+  on, and its committed offsets are intact (no record below them is processed again);
+- static membership (group.instance.id): a restarted member gets its partitions back without
+  a rebalance of the others;
+- KIP-848 (group.protocol=consumer) with confluent-kafka and Java 4.3.0, in one group while
+  members come and go;
+- bad input through real clients: a commit with a stale generation (ILLEGAL_GENERATION), from
+  a member the group no longer knows (UNKNOWN_MEMBER_ID), with an empty group id
+  (INVALID_GROUP_ID).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests.integration.clients.drivers import ensure_setup, run_driver
+from tests.integration.clients.group_member import (
+    CONSUMER_GROUP_HEARTBEAT,
+    FAST,
+    GROUP_DRIVERS,
+    SESSION_TIMEOUT_S,
+    External,
+    Member,
+    broker_has_api,
+    committed,
+    create_topic,
+    describe,
+    end_offsets,
+    group_cluster,
+    overlaps,
+    processed_keys,
+    produce,
+    topic_replicas,
+    wait_committed,
+    wait_exclusive,
+    wait_until,
+)
+
+PARTITIONS = 6
+
+# Members that commit what they processed (sync after each poll); KafkaJS commits the offsets
+# it resolved after each processed message (its default autoCommit).
+AT_LEAST_ONCE = {d: ("--commit", "sync") for d in GROUP_DRIVERS} | {"kafkajs": ()}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _clients_installed() -> None:
+    ensure_setup()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    with group_cluster(tmp_path_factory.mktemp("groups")) as c:
+        yield c
+
+
+def names(prefix: str) -> tuple[str, str]:
+    tag = uuid.uuid4().hex[:6]
+    return f"{prefix}-{tag}", f"g-{prefix}-{tag}"
+
+
+def replication(cluster: object) -> int:
+    return 1 if isinstance(cluster, External) else 3
+
+
+def keys(start: int, n: int) -> list[str]:
+    return [f"k{i}" for i in range(start, start + n)]
+
+
+def stop_all(members: list[Member]) -> None:
+    for m in members:
+        if m.alive():
+            m.stop()
+
+
+def check_group_outcome(
+    cluster: object, topic: str, group: str, members: list[Member], produced: set[str]
+) -> None:
+    """Every produced record processed at least once, committed offsets at the log end, and
+    no partition owned by two members at once."""
+    missing = produced - processed_keys(members)
+    assert not missing, f"{len(missing)} records never processed, e.g. {sorted(missing)[:5]}"
+    ends = end_offsets(cluster.bootstrap, topic)
+    got = committed(cluster.bootstrap, topic, group)
+    if got != ends:
+        trail = sorted(
+            (e["t"], m.name, e["via"], e["offsets"], e["error"])
+            for m in members
+            for e in m.of("commit")
+            if any(int(p) in {q for q in ends if got[q] != ends[q]} for p in e["offsets"])
+        )
+        raise AssertionError(f"committed {got} != log end {ends}; commits of those: {trail[-8:]}")
+    assert not overlaps(members), overlaps(members)
+
+
+# -- three members: ownership, hand-over, nothing lost ------------------------------------------
+
+
+@pytest.mark.parametrize("driver", GROUP_DRIVERS)
+def test_members_share_hand_over_and_lose_nothing(cluster: object, driver: str) -> None:
+    topic, group = names(f"share-{driver}")
+    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    opts = (*FAST, *AT_LEAST_ONCE[driver], "--process-ms", "10")
+    members = [
+        Member(driver, cluster.bootstrap, topic, group, *opts, name=f"{driver}-{i}")
+        for i in range(3)
+    ]
+    try:
+        owned = wait_exclusive(members, PARTITIONS, timeout=60, balanced=True)
+        assert sorted(len(p) for p in owned.values()) == [2, 2, 2], owned
+        # Records only now, with all three in the group (they do not start at once).
+        produced = set(produce(cluster.bootstrap, topic, keys(0, 300)))
+
+        # A clean stop mid-way: its partitions move to the other two within the session
+        # timeout (LeaveGroup makes it immediate in practice).
+        first, second, third = members
+        first.wait_records(10, 30)
+        t0 = time.monotonic()
+        assert first.stop() == 0, first.describe()
+        wait_exclusive([second, third], PARTITIONS, timeout=SESSION_TIMEOUT_S)
+        handover = time.monotonic() - t0
+        assert handover <= SESSION_TIMEOUT_S, handover
+
+        # More records, then kill -9 of a member while it works: the last one gets everything
+        # once the coordinator expires the dead member's session.
+        produced |= set(produce(cluster.bootstrap, topic, keys(300, 300)))
+        before = len(second.records())
+        second.wait_records(before + 10, 30)
+        if isinstance(cluster, External):  # noida-db, for one, never expires a session
+            second.stop()
+        else:
+            second.kill()
+        wait_exclusive([third], PARTITIONS, timeout=SESSION_TIMEOUT_S + 15)
+
+        wait_until(lambda: produced <= processed_keys(members), 90, "every record processed")
+        wait_committed(
+            cluster.bootstrap, topic, group, end_offsets(cluster.bootstrap, topic), 30, members
+        )
+        assert third.stop() == 0, third.describe()
+        check_group_outcome(cluster, topic, group, members, produced)
+    finally:
+        for m in members:
+            m.close()
+
+
+# -- coordinator failover -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("driver", GROUP_DRIVERS)
+def test_group_survives_coordinator_kill(cluster: object, driver: str) -> None:
+    if isinstance(cluster, External):
+        pytest.skip("needs a Rafka cluster to kill a broker of")
+    topic, group = names(f"coord-{driver}")
+    create_topic(cluster.bootstrap, topic, PARTITIONS, 3)
+    produced = set(produce(cluster.bootstrap, topic, keys(0, 200)))
+    opts = (*FAST, *AT_LEAST_ONCE[driver])
+    members = [
+        Member(driver, cluster.bootstrap, topic, group, *opts, name=f"{driver}-{i}")
+        for i in range(2)
+    ]
+    coordinator = None
+    try:
+        wait_exclusive(members, PARTITIONS, timeout=60)
+        wait_until(lambda: produced <= processed_keys(members), 60, "every record processed")
+        before = wait_committed(
+            cluster.bootstrap, topic, group, end_offsets(cluster.bootstrap, topic), 30, members
+        )
+        coordinator = describe(cluster.bootstrap, group).coordinator.id
+        offsets_topic = topic_replicas(cluster.bootstrap, "__consumer_offsets")
+        assert offsets_topic and all(len(r) == 3 for r in offsets_topic.values()), offsets_topic
+        killed_at = int(time.time() * 1000)
+        cluster.kill(f"broker-{coordinator}")
+
+        more = set(produce(cluster.bootstrap, topic, keys(200, 200)))
+        wait_until(lambda: more <= processed_keys(members), 90, "records after the kill")
+        wait_committed(
+            cluster.bootstrap, topic, group, end_offsets(cluster.bootstrap, topic), 60, members
+        )
+        assert describe(cluster.bootstrap, group).coordinator.id != coordinator
+        # Offsets intact: nothing below what was committed before the kill is read again.
+        again = [
+            (m.name, r["partition"], r["offset"])
+            for m in members
+            for r in m.records()
+            if r["t"] >= killed_at and r["offset"] < before[r["partition"]]
+        ]
+        assert not again, f"re-read below the committed offsets: {again[:5]}"
+        for m in members:
+            assert m.alive(), m.describe()
+        stop_all(members)
+        check_group_outcome(cluster, topic, group, members, produced | more)
+    finally:
+        for m in members:
+            m.close()
+        if coordinator is not None:
+            cluster.start_node(f"broker-{coordinator}")
+            cluster.wait_ready(names=[f"broker-{coordinator}"])
+
+
+# -- static membership -------------------------------------------------------------------------
+
+STATIC_DRIVERS = ["confluent", "kafka-python", "aiokafka", "java-4.3.0"]
+
+
+@pytest.mark.parametrize("driver", STATIC_DRIVERS)
+def test_static_member_restart_does_not_rebalance(cluster: object, driver: str) -> None:
+    topic, group = names(f"static-{driver}")
+    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    produce(cluster.bootstrap, topic, keys(0, 60))
+
+    def start(i: int) -> Member:
+        return Member(
+            driver,
+            cluster.bootstrap,
+            topic,
+            group,
+            *FAST,
+            "--commit",
+            "sync",
+            "--instance-id",
+            f"instance-{i}",
+            name=f"{driver}-static-{i}",
+        )
+
+    members = [start(i) for i in range(3)]
+    restarted = None
+    try:
+        owned = wait_exclusive(members, PARTITIONS, timeout=60, balanced=True)
+        wait_until(lambda: len(processed_keys(members)) == 60, 60, "the first records")
+        others = members[1:]
+        seen = {m.name: len(m.events) for m in others}
+        generation = members[0].of("assigned")[-1]["generation"]
+
+        # A static member's close() does not leave the group; its replacement, with the same
+        # group.instance.id, is given the same partitions without a rebalance.
+        assert members[0].stop() == 0, members[0].describe()
+        restarted = start(0)
+        got = restarted.wait_event("assigned", timeout=SESSION_TIMEOUT_S)
+        assert set(got["owned"]) == owned[members[0].name], (got, owned)
+        if generation is not None and got["generation"] is not None:
+            assert got["generation"] == generation, (got, generation)
+
+        # The others keep working (new records reach them) and see no rebalance: no
+        # assignment callback at all for three heartbeat intervals.
+        produce(cluster.bootstrap, topic, keys(60, 60))
+        wait_until(lambda: len(processed_keys([*members, restarted])) == 120, 60, "new records")
+
+        def rebalanced() -> list[dict]:
+            return [
+                e
+                for m in others
+                for e in m.events[seen[m.name] :]
+                if e["event"] in ("assigned", "revoked", "lost")
+            ]
+
+        # A window of three heartbeat intervals in which a rebalance, had one started, shows.
+        quiet_until = time.monotonic() + 3
+        while time.monotonic() < quiet_until:
+            assert not rebalanced(), f"the others were rebalanced: {rebalanced()}"
+            time.sleep(0.1)
+        desc = describe(cluster.bootstrap, group)
+        assert sorted(x.group_instance_id for x in desc.members) == [
+            "instance-0",
+            "instance-1",
+            "instance-2",
+        ]
+    finally:
+        for m in [*members, *([restarted] if restarted else [])]:
+            m.close()
+
+
+# -- KIP-848 ------------------------------------------------------------------------------------
+
+KIP848_DRIVERS = ["confluent", "java-4.3.0"]
+
+
+def needs_kip848(cluster: object) -> None:
+    """KIP-848 tests run once the broker lists ConsumerGroupHeartbeat (librdkafka would
+    otherwise wait for it silently, Java fails at once)."""
+    if not broker_has_api(cluster.bootstrap, CONSUMER_GROUP_HEARTBEAT):
+        pytest.skip("the broker has no ConsumerGroupHeartbeat (KIP-848) yet")
+
+
+@pytest.mark.parametrize("driver", KIP848_DRIVERS)
+def test_kip848_members_share_and_hand_over(cluster: object, driver: str) -> None:
+    needs_kip848(cluster)
+    topic, group = names(f"kip848-{driver}")
+    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    opts = ("--protocol", "consumer", "--commit", "sync", "--process-ms", "10")
+    members = [
+        Member(driver, cluster.bootstrap, topic, group, *opts, name=f"{driver}-848-{i}")
+        for i in range(3)
+    ]
+    try:
+        owned = wait_exclusive(members, PARTITIONS, timeout=60, balanced=True)
+        assert sorted(len(p) for p in owned.values()) == [2, 2, 2], owned
+        produced = set(produce(cluster.bootstrap, topic, keys(0, 300)))
+        desc = describe(cluster.bootstrap, group)
+        assert desc.type.name == "CONSUMER", desc.type
+        members[0].wait_records(10, 30)
+        t0 = time.monotonic()
+        assert members[0].stop() == 0, members[0].describe()
+        wait_exclusive(members[1:], PARTITIONS, timeout=SESSION_TIMEOUT_S)
+        assert time.monotonic() - t0 <= SESSION_TIMEOUT_S
+        wait_until(lambda: produced <= processed_keys(members), 90, "every record processed")
+        ends = end_offsets(cluster.bootstrap, topic)
+        wait_committed(cluster.bootstrap, topic, group, ends, 60, members)
+        stop_all(members)
+        check_group_outcome(cluster, topic, group, members, produced)
+    finally:
+        for m in members:
+            m.close()
+
+
+# Clients mixed in one group: classic members agree on the range assignor.
+CHURN = {
+    "classic": (["confluent", "java-4.3.0", "kafka-python", "aiokafka"], ("--assignor", "range")),
+    "consumer": (["confluent", "java-4.3.0"], ("--protocol", "consumer")),
+}
+
+
+@pytest.mark.parametrize("protocol", list(CHURN))
+def test_members_joining_while_others_leave(cluster: object, protocol: str) -> None:
+    """Different clients in one group (KIP-848: confluent-kafka and Java 4.3.0); two start,
+    then members join while others leave (clean stops and a kill -9) without waiting for the
+    group to settle, records flowing all along: in the end three members share the partitions
+    and nothing was lost."""
+    if protocol == "consumer":
+        needs_kip848(cluster)
+    topic, group = names(f"churn-{protocol}")
+    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    drivers, protocol_opts = CHURN[protocol]
+    timing = FAST if protocol == "classic" else ()
+    opts = (*protocol_opts, *timing, "--commit", "sync", "--process-ms", "5")
+    produced: set[str] = set()
+    everyone: list[Member] = []
+    next_driver = itertools.cycle(drivers)
+
+    def join() -> Member:
+        driver = next(next_driver)
+        m = Member(driver, cluster.bootstrap, topic, group, *opts, name=f"{driver}-{len(everyone)}")
+        everyone.append(m)
+        return m
+
+    try:
+        live = [join(), join()]
+        produced |= set(produce(cluster.bootstrap, topic, keys(0, 200)))
+        wait_exclusive(live, PARTITIONS, timeout=60)
+        steps = [("join", 0), ("join", 0), ("stop", 0), ("join", 0), ("kill", 1), ("join", 0)]
+        batch = 200
+        for action, index in [*steps, ("stop", 0)]:
+            if action == "join":
+                live.append(join())
+            else:
+                leaving = live.pop(index)
+                leaving.stop() if action == "stop" else leaving.kill()
+            produced |= set(produce(cluster.bootstrap, topic, keys(batch, 100)))
+            batch += 100
+        # The killed member is noticed once its session expires (KIP-848: the broker's
+        # group.consumer.session.timeout.ms).
+        owned = wait_exclusive(live, PARTITIONS, timeout=60, balanced=True)
+        assert sorted(len(p) for p in owned.values()) == [2, 2, 2], owned
+        wait_until(lambda: produced <= processed_keys(everyone), 90, "every record processed")
+        # A killed member's records come again to their new owner, which commits them.
+        ends = end_offsets(cluster.bootstrap, topic)
+        wait_committed(cluster.bootstrap, topic, group, ends, 60, everyone)
+        stop_all(live)
+        check_group_outcome(cluster, topic, group, everyone, produced)
+    finally:
+        for m in everyone:
+            m.close()
+
+
+# -- the drivers' admin commands ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("driver", ["confluent", "java-4.3.0", "kafkajs"])
+def test_describe_group_and_committed(cluster: object, driver: str) -> None:
+    """describe-group and committed through each client's admin API agree with the group: one
+    member owning every partition, the coordinator FindCoordinator names, the offsets the
+    member committed."""
+    topic, group = names(f"admin-{driver}")
+    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    produce(cluster.bootstrap, topic, keys(0, 60))
+    m = Member("confluent", cluster.bootstrap, topic, group, *FAST, "--commit", "sync")
+    try:
+        wait_exclusive([m], PARTITIONS, timeout=60)
+        ends = end_offsets(cluster.bootstrap, topic)
+        wait_committed(cluster.bootstrap, topic, group, ends, 30, [m])
+        args = ("--bootstrap", cluster.bootstrap, "--group", group, "--timeout", "20")
+        got = run_driver(driver, "describe-group", *args, timeout=90)
+        assert got.returncode == 0, got.stderr[-2000:]
+        d = got.lines[0]
+        assert d["error"] is None and d["state"] == "Stable", d
+        assert d["coordinator"] == describe(cluster.bootstrap, group).coordinator.id
+        assert [x["partitions"] for x in d["members"]] == [[[topic, p] for p in range(6)]], d
+        got = run_driver(driver, "committed", *args, "--topic", topic, timeout=90)
+        assert got.returncode == 0, got.stderr[-2000:]
+        assert got.lines[0] == {str(p): o for p, o in ends.items()}
+    finally:
+        m.close()
+
+
+# -- bad input through real clients ---------------------------------------------------------------
+
+
+def commit(driver: str, cluster: object, topic: str, group: str, offsets: str, *extra: str):
+    res = run_driver(
+        driver,
+        "commit",
+        "--bootstrap",
+        cluster.bootstrap,
+        "--topic",
+        topic,
+        "--group",
+        group,
+        "--offsets",
+        offsets,
+        "--timeout",
+        "20",
+        *extra,
+        timeout=90,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    return res.lines[0]
+
+
+@pytest.mark.parametrize("driver", ["kafka-python", "kafkajs"])
+def test_commit_with_stale_generation_or_unknown_member(cluster: object, driver: str) -> None:
+    """A member's id with the generation it had before a rebalance: ILLEGAL_GENERATION; with
+    its current generation: accepted; an id the group never saw: UNKNOWN_MEMBER_ID. The
+    OffsetCommit is built and sent by the client library's own protocol layer."""
+    topic, group = names(f"stale-{driver}")
+    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    a = Member(driver, cluster.bootstrap, topic, group, *FAST, name=f"{driver}-a")
+    b = None
+    try:
+        first = a.wait_event("assigned", timeout=60)
+        member_id, old = first["member_id"], first["generation"]
+        b = Member(driver, cluster.bootstrap, topic, group, *FAST, name=f"{driver}-b")
+        wait_exclusive([a, b], PARTITIONS, timeout=60)
+        new = a.of("assigned")[-1]["generation"]
+        assert new > old, (old, new)
+
+        got = commit(
+            driver, cluster, topic, group, "0:1", "--member-id", member_id, "--generation", str(old)
+        )
+        assert got["error"] == "ILLEGAL_GENERATION", got
+        got = commit(
+            driver, cluster, topic, group, "0:1", "--member-id", member_id, "--generation", str(new)
+        )
+        assert got["error"] is None, got
+        got = commit(
+            driver,
+            cluster,
+            topic,
+            group,
+            "0:1",
+            "--member-id",
+            "no-such-member",
+            "--generation",
+            str(new),
+        )
+        assert got["error"] == "UNKNOWN_MEMBER_ID", got
+    finally:
+        for m in (a, b):
+            if m:
+                m.close()
+
+
+@pytest.mark.parametrize("driver", ["confluent", "kafka-python", "kafkajs", "java-4.3.0"])
+def test_commit_from_outside_an_active_group(cluster: object, driver: str) -> None:
+    """A client that is not a member (generation -1, no member id: an admin client or an
+    assign()ing consumer) commits to a group with members: UNKNOWN_MEMBER_ID. Once the group
+    is empty the same commit is accepted."""
+    topic, group = names(f"outside-{driver}")
+    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    m = Member("confluent", cluster.bootstrap, topic, group, *FAST, name="member")
+    try:
+        m.wait_event("assigned", timeout=60)
+        got = commit(driver, cluster, topic, group, "0:7")
+        assert got["error"] == "UNKNOWN_MEMBER_ID", got
+        assert m.stop() == 0
+        got = commit(driver, cluster, topic, group, "0:7")
+        assert got["error"] is None, got
+        assert committed(cluster.bootstrap, topic, group)[0] == 7
+    finally:
+        m.close()
+
+
+def test_member_kicked_out_then_commits_gets_unknown_member(cluster: object) -> None:
+    """KafkaJS heartbeats between messages only: a member stuck in one message for longer
+    than the session timeout is removed by the coordinator, and its commit afterwards is
+    refused with UNKNOWN_MEMBER_ID (then KafkaJS rejoins and goes on)."""
+    topic, group = names("kicked")
+    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    produced = set(produce(cluster.bootstrap, topic, keys(0, 60)))
+    stall_ms = str((SESSION_TIMEOUT_S + 3) * 1000)
+    m = Member(
+        "kafkajs",
+        cluster.bootstrap,
+        topic,
+        group,
+        *FAST,
+        "--commit",
+        "offsets",
+        "--stall-at",
+        "5",
+        "--stall-ms",
+        stall_ms,
+        name="kafkajs-stuck",
+    )
+    try:
+        bad = m.wait_for(
+            lambda evs: [e for e in evs if e["event"] == "commit" and e["error"]],
+            SESSION_TIMEOUT_S + 30,
+            "a refused commit",
+        )
+        assert bad[0]["error"] == "UNKNOWN_MEMBER_ID", bad
+        # It rejoins as a new member and finishes the work.
+        wait_until(lambda: produced <= processed_keys([m]), 60, "every record processed")
+        ids = {e["member_id"] for e in m.of("assigned")}
+        assert len(ids) == 2, ids
+    finally:
+        m.close()
+
+
+@pytest.mark.parametrize("driver", ["kafka-python", "kafkajs", "java-4.3.0"])
+def test_commit_with_empty_group_id(cluster: object, driver: str) -> None:
+    topic, _ = names(f"nogroup-{driver}")
+    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    got = commit(driver, cluster, topic, "", "0:1")
+    assert got["error"] == "INVALID_GROUP_ID", got
+
+
+@pytest.mark.parametrize("driver", ["kafka-python", "aiokafka"])
+def test_join_with_empty_group_id(cluster: object, driver: str) -> None:
+    """kafka-python and aiokafka send an empty group id as it is (librdkafka, Java and KafkaJS
+    refuse it locally): the broker answers INVALID_GROUP_ID and the consumer fails."""
+    topic, _ = names(f"nogroup-join-{driver}")
+    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    m = Member(driver, cluster.bootstrap, topic, "", *FAST, name=f"{driver}-nogroup")
+    try:
+        err = m.wait_event("error", timeout=60)
+        assert err["error"] == "INVALID_GROUP_ID", err
+        m.proc.wait(30)
+        assert m.proc.returncode != 0
+    finally:
+        m.close()
