@@ -47,3 +47,11 @@ image: $(STAMP)
 
 k8s-check: $(STAMP)
 	$(PY) -m pytest -q -ra tests/unit/deploy
+
+# The Spark pipeline (spark/, README "Spark pipeline"): builds the kafka.DefaultSource shim jar
+# against the installed pyspark, then runs the Spark tests (they are also part of `make test`).
+.PHONY: spark
+spark: $(STAMP)
+	$(PY) -m spark.connector.shim
+	$(PY) -m pytest -q -ra tests/integration/test_spark_source.py \
+		tests/integration/test_spark_pipeline.py tests/integration/test_spark_failover.py $(ARGS)

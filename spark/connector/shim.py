@@ -1,0 +1,93 @@
+"""Build the `kafka.DefaultSource` jar (java/kafka/DefaultSource.java) against the installed
+pyspark's jars with javac, once per (source, pyspark version): the class extends a
+Spark-internal class, so it is compiled where it runs.
+
+    python -m spark.connector.shim      # builds if needed and prints the jar's path
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SOURCES = sorted((HERE / "java").rglob("*.java"))
+PINNED_PYSPARK = "4.3.0"
+
+
+def pyspark_jars() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent / "jars"
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("RAFKA_SPARK_CACHE")
+    if env:
+        return Path(env)
+    return HERE.parents[1] / ".cache" / "spark"
+
+
+def jar_path() -> Path:
+    import pyspark
+
+    h = hashlib.sha256(pyspark.__version__.encode())
+    for src in SOURCES:
+        h.update(src.read_bytes())
+    return cache_dir() / f"rafka-spark-kafka-{h.hexdigest()[:12]}.jar"
+
+
+def build_jar(force: bool = False) -> Path:
+    """The shim jar, compiled if missing. Safe to call from parallel processes."""
+    import pyspark
+
+    if pyspark.__version__ != PINNED_PYSPARK:
+        print(
+            f"warning: kafka.DefaultSource is tested with pyspark {PINNED_PYSPARK}, "
+            f"this is {pyspark.__version__}",
+            file=sys.stderr,
+        )
+    jar = jar_path()
+    if jar.exists() and not force:
+        return jar
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with open(jar.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if jar.exists() and not force:
+            return jar
+        javac, jar_tool = shutil.which("javac"), shutil.which("jar")
+        if javac is None or jar_tool is None:
+            raise RuntimeError("javac and jar (a JDK, 17 here) are needed to build the shim")
+        with tempfile.TemporaryDirectory() as tmp:
+            classes = Path(tmp) / "classes"
+            subprocess.run(
+                [
+                    javac,
+                    "-nowarn",
+                    "--release",
+                    "17",
+                    "-cp",
+                    f"{pyspark_jars()}/*",
+                    "-d",
+                    str(classes),
+                    *map(str, SOURCES),
+                ],
+                check=True,
+            )
+            tmp_jar = Path(tmp) / jar.name
+            subprocess.run([jar_tool, "cf", str(tmp_jar), "-C", str(classes), "."], check=True)
+            shutil.move(str(tmp_jar), jar)
+        for old in jar.parent.glob("rafka-spark-kafka-*.jar"):
+            if old != jar:
+                old.unlink()
+    return jar
+
+
+if __name__ == "__main__":
+    print(build_jar(force="--force" in sys.argv))

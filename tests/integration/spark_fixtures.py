@@ -1,0 +1,276 @@
+"""Shared pieces of the Spark tests (tests/integration/test_spark*.py).
+
+One SparkSession for the whole pytest process (a JVM takes ~15 s to start, and PySpark allows
+one SparkContext per process): `spark` hands it to every Spark test module. The cluster is
+conftest's module-scoped `cluster`.
+
+Run as a module it is the child process of the lookup-precedence test:
+    python -m tests.integration.spark_fixtures precedence <fake-connector.jar>
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+T = TypeVar("T")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def _session() -> Any:
+    from spark.session import rafka_spark_session
+
+    spark = rafka_spark_session(
+        "rafka-spark-tests",
+        master="local[2]",
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            # Streaming tests poll their outputs; keep the state stores small and local.
+            "spark.sql.streaming.stateStore.maintenanceInterval": "600s",
+        },
+    )
+    atexit.register(spark.stop)
+    return spark
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    return _session()
+
+
+def unique(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def wait_until(
+    check: Callable[[], T], timeout: float = 60.0, interval: float = 0.2, what: str = ""
+) -> T:
+    """Poll `check` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            result = check()
+            if result:
+                return result
+            last = result
+        except AssertionError as e:
+            last = e
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}: {last!r}")
+        time.sleep(interval)
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 6, rf: int = 3) -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, rf)])[name].result(30)
+
+    def ready() -> bool:
+        md = admin.list_topics(name, timeout=10).topics[name]
+        return (
+            md.error is None
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
+        )
+
+    wait_until(ready, 30, what=f"topic {name} to have leaders")
+    return name
+
+
+def produce(bootstrap: str, topic: str, records: list[dict[str, Any]]) -> None:
+    """records: dicts with value and optional key, partition, timestamp (ms), headers."""
+    from confluent_kafka import Producer
+
+    errors: list = []
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 2})
+    for r in records:
+        kwargs = {k: r[k] for k in ("key", "partition", "timestamp", "headers") if k in r}
+        p.produce(
+            topic, value=r["value"], on_delivery=lambda e, _m: e and errors.append(e), **kwargs
+        )
+    assert p.flush(30) == 0 and not errors, errors
+
+
+def consume_all(bootstrap: str, topic: str, timeout: float = 30.0) -> list[Any]:
+    """Every record of `topic` (up to its current end), with a plain Kafka consumer."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    parts = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    c = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": unique("check"), "enable.auto.commit": False}
+    )
+    out: list[Any] = []
+    try:
+        ends = {}
+        for p in parts.topics[topic].partitions:
+            _lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            if hi > 0:
+                ends[p] = hi
+        c.assign([TopicPartition(topic, p, 0) for p in ends])
+        deadline = time.monotonic() + timeout
+        while ends and time.monotonic() < deadline:
+            for m in c.consume(1000, 0.5):
+                if m.error():
+                    continue
+                out.append(m)
+                if m.offset() + 1 >= ends.get(m.partition(), 0):
+                    ends.pop(m.partition(), None)
+        assert not ends, f"did not reach the end of {topic}: {ends}"
+    finally:
+        c.close()
+    return out
+
+
+# -- the official connector's precedence ----------------------------------------------------------
+
+# Stands in for spark-sql-kafka-0-10 (not installable here): a DataSourceRegister named "kafka",
+# registered through META-INF/services as the real jar does, in the real provider's package
+# and class name. Any use of it fails with a marker naming it.
+FAKE_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+FAKE_MARKER = "FAKE-OFFICIAL-KAFKA-CONNECTOR"
+_FAKE_SOURCE = """
+package org.apache.spark.sql.kafka010;
+
+import org.apache.spark.sql.SQLContext;
+import org.apache.spark.sql.SaveMode;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.sources.BaseRelation;
+import org.apache.spark.sql.sources.CreatableRelationProvider;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.sources.RelationProvider;
+import org.apache.spark.sql.sources.StreamSourceProvider;
+import org.apache.spark.sql.execution.streaming.Source;
+import org.apache.spark.sql.types.StructType;
+import scala.Option;
+import scala.Tuple2;
+import scala.collection.immutable.Map;
+
+public class KafkaSourceProvider implements DataSourceRegister, RelationProvider,
+        CreatableRelationProvider, StreamSourceProvider {
+    static final String MARKER = "@MARKER@";
+
+    public String shortName() { return "kafka"; }
+
+    public BaseRelation createRelation(SQLContext ctx, Map<String, String> params) {
+        throw new UnsupportedOperationException(MARKER + " read " + params.get("subscribe"));
+    }
+
+    public BaseRelation createRelation(SQLContext ctx, SaveMode mode,
+            Map<String, String> params, Dataset<Row> data) {
+        throw new UnsupportedOperationException(MARKER + " write " + params.get("topic"));
+    }
+
+    public Tuple2<String, StructType> sourceSchema(SQLContext ctx, Option<StructType> schema,
+            String provider, Map<String, String> params) {
+        throw new UnsupportedOperationException(MARKER + " readStream " + params.get("subscribe"));
+    }
+
+    public Source createSource(SQLContext ctx, String metadataPath, Option<StructType> schema,
+            String provider, Map<String, String> params) {
+        throw new UnsupportedOperationException(MARKER + " createSource");
+    }
+}
+""".replace("@MARKER@", FAKE_MARKER)
+
+
+def build_fake_official_jar(workdir: Path) -> Path:
+    from spark.connector.shim import pyspark_jars
+
+    src = workdir / "src" / "org" / "apache" / "spark" / "sql" / "kafka010"
+    src.mkdir(parents=True)
+    (src / "KafkaSourceProvider.java").write_text(_FAKE_SOURCE)
+    classes = workdir / "classes"
+    services = classes / "META-INF" / "services"
+    subprocess.run(
+        [
+            "javac",
+            "-nowarn",
+            "--release",
+            "17",
+            "-cp",
+            f"{pyspark_jars()}/*",
+            "-d",
+            str(classes),
+            str(src / "KafkaSourceProvider.java"),
+        ],
+        check=True,
+    )
+    services.mkdir(parents=True)
+    (services / "org.apache.spark.sql.sources.DataSourceRegister").write_text(FAKE_PROVIDER + "\n")
+    jar = workdir / "fake-spark-sql-kafka-0-10.jar"
+    subprocess.run(
+        [shutil.which("jar") or "jar", "cf", str(jar), "-C", str(classes), "."], check=True
+    )
+    return jar
+
+
+def _precedence_child(fake_jar: str) -> None:
+    """With the fake official jar and Rafka's shim both on spark.jars: which one serves
+    format("kafka") for read, readStream and write."""
+    from spark.connector import kafka_provider, register
+    from spark.session import rafka_spark_session
+
+    spark = rafka_spark_session("precedence", master="local[1]", extra_jars=[fake_jar])
+    report: dict[str, Any] = {"provider": kafka_provider(spark)}
+    # Register Rafka's Python source under "kafka" anyway: the official connector must still
+    # serve format("kafka").
+    register(spark, force=True)
+    bootstrap = "127.0.0.1:1"  # never contacted: the fake connector fails first
+    attempts = {
+        "read": lambda: (
+            spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", "t")
+            .load()
+            .collect()
+        ),
+        "readStream": lambda: (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", "t")
+            .load()
+        ),
+        "write": lambda: (
+            spark.createDataFrame([("v",)], "value string")
+            .write.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", "t")
+            .mode("append")
+            .save()
+        ),
+    }
+    for name, fn in attempts.items():
+        try:
+            fn()
+            report[name] = "no error"
+        except Exception as e:
+            report[name] = str(e).splitlines()[0][:300]
+    # Our Python source is registered in the session all the same: it must not matter.
+    report["python_source_registered"] = bool(
+        spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists("kafka")
+    )
+    spark.stop()
+    print("PRECEDENCE " + json.dumps(report), flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "precedence":
+        _precedence_child(sys.argv[2])
