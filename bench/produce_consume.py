@@ -6,17 +6,26 @@ Prints, for 1 KiB records with acks=1: produce MB/s and consume MB/s for Rafka (
 1 broker, separate processes) and for noida-db, beside the raw disk-append MB/s of the same
 run; then the time to create a topic with 1,000 partitions and the broker's resident memory
 afterwards. Figures only: nothing here fails on a timing. MB = 10^6 bytes.
+
+Every measured phase starts with the page cache written back (`os.sync()`): on this VM the
+writeback of an earlier phase's dirty pages otherwise takes CPU from the next one, and the
+figures would depend on the order of the phases. A consumer that makes no progress for
+15 s stops and prints why (librdkafka's last error), rather than a rate of 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -39,6 +48,13 @@ def _wait_port(port: int, timeout: float = 60) -> None:
                 return
         time.sleep(0.1)
     raise TimeoutError(f"nothing listening on {port}")
+
+
+_STALL_S = 15.0  # a consumer with no new record for this long has stalled
+
+
+class ConsumeStalled(RuntimeError):
+    """The consumer got nothing for `_STALL_S` seconds."""
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> float:
@@ -89,6 +105,7 @@ def produce(bootstrap: str, topic: str, total_mb: int, acks: str = "1") -> float
 
 def consume(bootstrap: str, topic: str, partitions: int, total_mb: int) -> float:
     """MB/s reading everything back from offset 0 (assign, no group)."""
+    errors: list[str] = []
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -97,20 +114,50 @@ def consume(bootstrap: str, topic: str, partitions: int, total_mb: int) -> float
             "fetch.max.bytes": 52_428_800,
             "max.partition.fetch.bytes": 1_048_576,
             "queued.max.messages.kbytes": 262_144,
+            "error_cb": lambda err: errors.append(str(err)),
+            "logger": _Quiet(errors),
         }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     want = total_mb * MB // RECORD
     got = 0
-    start = time.perf_counter()
-    deadline = start + 300
-    while got < want and time.perf_counter() < deadline:
-        for msg in consumer.consume(10_000, 1.0):
-            if msg.error() is None:
-                got += 1
-    elapsed = time.perf_counter() - start
-    consumer.close()
-    return got * RECORD / MB / elapsed
+    start = last_progress = time.perf_counter()
+    try:
+        while got < want:
+            before = got
+            for msg in consumer.consume(10_000, 1.0):
+                if msg.error() is None:
+                    got += 1
+            now = time.perf_counter()
+            if got > before:
+                last_progress = now
+            elif now - last_progress > _STALL_S:
+                reason = errors[-1] if errors else "no error reported"
+                raise ConsumeStalled(
+                    f"{got} of {want} records, then nothing for {_STALL_S:g}s ({reason})"
+                )
+    finally:
+        consumer.close()
+    return got * RECORD / MB / (time.perf_counter() - start)
+
+
+class _Quiet:
+    """A librdkafka logger that keeps messages instead of printing them."""
+
+    def __init__(self, sink: list[str]) -> None:
+        self._sink = sink
+
+    def log(self, _level: int, fmt: str, *args: object) -> None:
+        self._sink.append(fmt % args if args else fmt)
+
+
+def measure(fn: Callable[[], float]) -> float | str:
+    """A phase's MB/s after writing back the page cache, or why it could not be measured."""
+    os.sync()
+    try:
+        return fn()
+    except (ConsumeStalled, RuntimeError) as e:
+        return f"n/a: {e}"
 
 
 def rss_mb(pid: int) -> float:
@@ -120,15 +167,17 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def bench_rafka(work: Path, args: argparse.Namespace) -> dict[str, float]:
+def bench_rafka(work: Path, args: argparse.Namespace) -> dict[str, float | str]:
     base = args.base_port or free_base_port(1, 1)
     cluster = LocalCluster(1, 1, work / "rafka", base, {}, log_level="WARNING")
     cluster.start()
     try:
         bootstrap = cluster.bootstrap
         create_topic(bootstrap, "bench", args.partitions)
-        out = {"produce": produce(bootstrap, "bench", args.mb)}
-        out["consume"] = consume(bootstrap, "bench", args.partitions, args.mb)
+        out: dict[str, float | str] = {
+            "produce": measure(lambda: produce(bootstrap, "bench", args.mb))
+        }
+        out["consume"] = measure(lambda: consume(bootstrap, "bench", args.partitions, args.mb))
         out["create_1000"] = create_topic(bootstrap, "wide", 1000)
         proc = cluster.nodes["broker-1"].proc
         assert proc is not None
@@ -138,7 +187,7 @@ def bench_rafka(work: Path, args: argparse.Namespace) -> dict[str, float]:
         cluster.stop()
 
 
-def bench_noida(work: Path, args: argparse.Namespace) -> dict[str, float] | None:
+def bench_noida(work: Path, args: argparse.Namespace) -> dict[str, float | str] | None:
     exe = shutil.which("noida-db") or str(Path(sys.executable).parent / "noida-db")
     if not Path(exe).exists():
         print("noida-db is not installed (pip install noida-db): skipping it")
@@ -157,17 +206,37 @@ def bench_noida(work: Path, args: argparse.Namespace) -> dict[str, float] | None
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: stopped with whatever it starts
     )
     try:
         _wait_port(port)
         bootstrap = f"127.0.0.1:{port}"
         create_topic(bootstrap, "bench", args.partitions)
-        out = {"produce": produce(bootstrap, "bench", args.mb)}
-        out["consume"] = consume(bootstrap, "bench", args.partitions, args.mb)
+        out: dict[str, float | str] = {
+            "produce": measure(lambda: produce(bootstrap, "bench", args.mb))
+        }
+        out["consume"] = measure(lambda: consume(bootstrap, "bench", args.partitions, args.mb))
         return out
     finally:
-        proc.terminate()
-        proc.wait(30)
+        _stop_group(proc)
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """Ctrl-C to noida-db's process group (how `noida-db start` is stopped: it ignores
+    SIGTERM), then SIGKILL to whatever is left of the group after 30 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the wrapper so that it does not keep the group alive as a zombie
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def main() -> None:
@@ -181,15 +250,27 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
         work = Path(tmp)
+        os.sync()
         disk = raw_append_mb_s(work / "raw.bin", 3.0)
         rafka = bench_rafka(work, args)
         noida = None if args.skip_noida else bench_noida(work, args)
     print(f"\n{args.mb} MB of {RECORD} B records, acks=1, {args.partitions} partitions, librdkafka")
     print(f"{'':24}{'produce MB/s':>14}{'consume MB/s':>14}")
     print(f"{'raw disk append':24}{disk:>14.0f}{'':>14}")
-    print(f"{'rafka':24}{rafka['produce']:>14.0f}{rafka['consume']:>14.0f}")
-    if noida:
-        print(f"{'noida-db':24}{noida['produce']:>14.0f}{noida['consume']:>14.0f}")
+    notes = []
+    for name, figures in (("rafka", rafka), ("noida-db", noida)):
+        if figures is None:
+            continue
+        cells = []
+        for phase in ("produce", "consume"):
+            value = figures[phase]
+            if isinstance(value, str):
+                notes.append(f"{name} {phase} {value}")
+                value = "n/a"
+            cells.append(f"{value:>14.0f}" if isinstance(value, float) else f"{value:>14}")
+        print(f"{name:24}{''.join(cells)}")
+    for note in notes:
+        print(f"  {note}")
     print(
         f"rafka: create topic with 1000 partitions: {rafka['create_1000']:.2f} s; "
         f"broker RSS afterwards: {rafka['rss_mb']:.0f} MB"

@@ -1,13 +1,18 @@
 """Replication cost and failover, with librdkafka and 1 KiB records.
 
     python bench/replication.py [--mb 500] [--partitions 6] [--latency-mb-s 10] [--latency-s 10]
-                                [--trials 5] [--skip throughput,latency,failover] [--dir D]
-                                [-o key=value ...]
+                                [--trials 5] [--rounds 3] [--skip throughput,latency,failover]
+                                [--dir D] [-o key=value ...]
 
 Prints, from one run:
 
 - acks=all produce MB/s on 3 brokers with RF=3, min.insync.replicas=2, beside acks=1 MB/s on a
-  single broker (RF=1) - the cost of replication on this machine;
+  single broker (RF=1) - the cost of replication on this machine. Both clusters run side by
+  side and the two are measured in turn, ``--rounds`` times, each run after the page cache is
+  written back (a run of a few seconds on this VM otherwise swings by a third with the
+  writeback of the run before); the medians are printed, and the ratio of the two within each
+  round (both runs of a round meet the same state of the machine: on this VM page-cache
+  appends slow down as the cache grows into memory the host has not backed yet);
 - produce latency p50 / p99 / max (send to delivery report) at a fixed 10 MB/s, acks=all, RF=3
   (a broker that cannot keep up shows as queueing latency);
 - failover: kill -9 of a partition's leader to the first acks=all delivery of a record sent
@@ -38,7 +43,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.produce_consume import produce
+from bench.produce_consume import measure, produce
 from cluster.local import LocalCluster, free_base_port
 
 MB = 1_000_000
@@ -191,6 +196,15 @@ def _one_failover(cluster: LocalCluster, producer: Producer, leader: str) -> flo
     return None if acked.first is None else acked.first - acked.t_kill
 
 
+def _median(runs: list[float | str]) -> float | None:
+    """The median of the runs that completed (a failed run says why, once)."""
+    for run in runs:
+        if isinstance(run, str):
+            print(f"  a throughput run failed: {run}")
+    done = [r for r in runs if isinstance(r, float)]
+    return statistics.median(done) if done else None
+
+
 def _try(what: str, fn: Callable[[], object]) -> object | None:
     try:
         return fn()
@@ -208,6 +222,7 @@ def main() -> None:
     parser.add_argument("--latency-mb-s", type=float, default=10.0)
     parser.add_argument("--latency-s", type=float, default=10.0)
     parser.add_argument("--trials", type=int, default=5, help="failover trials")
+    parser.add_argument("--rounds", type=int, default=3, help="throughput runs of each kind")
     parser.add_argument("-o", action="append", default=[], help="key=value for every node")
     parser.add_argument("--dir", type=Path, help="keep the clusters' data and logs here")
     parser.add_argument("--skip", default="", help="any of throughput,latency,failover")
@@ -216,23 +231,20 @@ def main() -> None:
     overrides = dict(kv.split("=", 1) for kv in args.o)
     started = time.monotonic()
     acks1 = acks_all = lat = fo = None
+    ratios: list[float] = []
     with contextlib.ExitStack() as stack:
         if args.dir:
             work = args.dir.resolve()
             work.mkdir(parents=True, exist_ok=True)
         else:
             work = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=Path.cwd())))
+        single = None
         if "throughput" not in skip:
-            print(f"single broker, RF=1, acks=1: {args.mb} MB ...", flush=True)
             single = _cluster(
                 work / "single", 1, 1, {**overrides, "default.replication.factor": "1"}
             )
-            try:
-                create_topic(single.bootstrap, "bench", args.partitions, 1, 1)
-                bootstrap = single.bootstrap
-                acks1 = _try("acks=1", lambda: produce(bootstrap, "bench", args.mb, acks="1"))
-            finally:
-                single.stop()
+            stack.callback(single.stop)
+            create_topic(single.bootstrap, "bench", args.partitions, 1, 1)
 
         print("3 brokers, RF=3, min.insync.replicas=2 ...", flush=True)
         repl = _cluster(work / "repl", 3, 3, {**overrides, "min.insync.replicas": "2"})
@@ -241,11 +253,20 @@ def main() -> None:
                 "topic",
                 lambda: create_topic(repl.bootstrap, "bench", args.partitions, 3, 2) or True,
             )
-            if ok and "throughput" not in skip:
-                print(f"acks=all: {args.mb} MB ...", flush=True)
-                acks_all = _try(
-                    "acks=all", lambda: produce(repl.bootstrap, "bench", args.mb, acks="all")
-                )
+            if ok and single is not None:
+                runs: dict[str, list[float | str]] = {"1": [], "all": []}
+                for i in range(args.rounds):
+                    for acks, bootstrap in (("1", single.bootstrap), ("all", repl.bootstrap)):
+                        print(f"round {i + 1}: acks={acks}, {args.mb} MB ...", end="", flush=True)
+                        run = measure(lambda b=bootstrap, a=acks: produce(b, "bench", args.mb, a))
+                        runs[acks].append(run)
+                        print(f"  {run:.1f} MB/s" if isinstance(run, float) else f"  {run}")
+                acks1, acks_all = _median(runs["1"]), _median(runs["all"])
+                ratios = [
+                    b / a
+                    for a, b in zip(runs["1"], runs["all"], strict=True)
+                    if isinstance(a, float) and isinstance(b, float)
+                ]
             if ok and "latency" not in skip:
                 print(f"latency at {args.latency_mb_s:g} MB/s for {args.latency_s:g}s ...")
                 lat = _try(
@@ -264,8 +285,13 @@ def main() -> None:
         return ("skipped" if "throughput" in skip else "n/a") if x is None else f"{x:.1f}"
 
     print(f"\n{RECORD} B records, librdkafka, {args.partitions} partitions, {args.mb} MB per run")
-    print(f"  1 broker,  RF=1, acks=1    produce {mb(acks1):>8} MB/s")
+    print(f"  1 broker,  RF=1, acks=1    produce {mb(acks1):>8} MB/s   (median of {args.rounds})")
     print(f"  3 brokers, RF=3, acks=all  produce {mb(acks_all):>8} MB/s   (min.insync.replicas=2)")
+    if ratios:
+        print(
+            f"  acks=all / acks=1 within a round: median {statistics.median(ratios):.0%} "
+            f"({', '.join(f'{r:.0%}' for r in ratios)})"
+        )
     if isinstance(lat, dict):
         print(
             f"  acks=all latency at {args.latency_mb_s:g} MB/s: p50 {lat['p50']:.1f} ms, "
