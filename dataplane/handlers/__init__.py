@@ -39,8 +39,6 @@ _MODULES = (
     init_producer_id,
     find_coordinator,
     api_versions,
-    consumer_group_describe,
-    consumer_group_heartbeat,
     create_topics,
     delete_topics,
     # group coordinator (classic protocol and committed offsets)
