@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from cluster.local import LocalCluster, free_base_port
+
+T = TypeVar("T")
+
+
+def wait_for(check: Callable[[], T], timeout: float = 30, what: str = "condition") -> T:
+    """Poll `check` until it returns something truthy, and return that; fail after `timeout`
+    seconds naming `what` (tests wait for a state this way, never by sleeping)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(0.05)
 
 
 def start_cluster(tmp: Path, brokers: int = 3, metas: int = 3, **overrides: str) -> LocalCluster:

@@ -1,98 +1,14 @@
-"""A minimal blocking Kafka protocol client for tests that need exact versions and raw bytes.
-
-Requests and responses are kio's dataclasses; `WireClient.call(api_key, version, **fields)`
-builds the request of that version (fields it lacks are dropped, as in the broker's
-EntityBuilder), sends it and decodes the response with kio. Real client libraries are used
-everywhere else; this exists to pin every supported version and to send malformed input.
-"""
+"""The tests' Kafka protocol client: the product's blocking client (`cluster.kafka_client`),
+for tests that need exact versions and raw bytes, under the client id "wire". Real client
+libraries are used everywhere else; this exists to pin every supported version and to send
+malformed input."""
 
 from __future__ import annotations
 
-import io
-import socket
-import struct
-from typing import Any
+from cluster.kafka_client import KafkaConnection, builder, encode, request_bytes
 
-from kio.serial import entity_reader, entity_writer
-from kio.static.constants import EntityType
-
-from dataplane.protocol.codec import (
-    EntityBuilder,
-    entity_class,
-    is_flexible,
-    response_header_flexible,
-)
+__all__ = ["WireClient", "builder", "encode", "request_bytes"]
 
 
-def request_bytes(
-    api_key: int, version: int, correlation_id: int, body: bytes, client_id: bytes = b"wire"
-) -> bytes:
-    """A framed request: length, header v1 (v2 when flexible), body."""
-    header = struct.pack(">hhih", api_key, version, correlation_id, len(client_id)) + client_id
-    if is_flexible(api_key, version):
-        header += b"\x00"
-    payload = header + body
-    return struct.pack(">i", len(payload)) + payload
-
-
-def encode(obj: Any) -> bytes:
-    out = io.BytesIO()
-    entity_writer(type(obj))(out, obj)
-    return out.getvalue()
-
-
-def builder(api_key: int, version: int) -> EntityBuilder:
-    """Builds nested request structs of one version: `builder(0, 9).TopicProduceData(...)`."""
-    return EntityBuilder(api_key, version, EntityType.request)
-
-
-class WireClient:
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 15) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self._corr = 0
-
-    def __enter__(self) -> WireClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sock.close()
-
-    def send(self, api_key: int, version: int, **fields: Any) -> int:
-        cls = entity_class(api_key, version, EntityType.request)
-        request = getattr(builder(api_key, version), cls.__name__)(**fields)
-        self._corr += 1
-        self.sock.sendall(request_bytes(api_key, version, self._corr, encode(request)))
-        return self._corr
-
-    def receive(self, api_key: int, version: int, correlation_id: int) -> Any:
-        frame = self.recv_frame()
-        (corr,) = struct.unpack_from(">i", frame, 0)
-        assert corr == correlation_id, f"response {corr} for request {correlation_id}"
-        offset = 4 + (1 if response_header_flexible(api_key, version) else 0)
-        response, _ = entity_reader(entity_class(api_key, version, EntityType.response))(
-            frame, offset
-        )
-        return response
-
-    def call(self, api_key: int, version: int, **fields: Any) -> Any:
-        return self.receive(api_key, version, self.send(api_key, version, **fields))
-
-    def recv_frame(self) -> bytes:
-        (size,) = struct.unpack(">i", self.recv_exactly(4))
-        return self.recv_exactly(size)
-
-    def recv_exactly(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("connection closed by the broker")
-            buf += chunk
-        return bytes(buf)
-
-    def closed_by_peer(self) -> bool:
-        """True when the broker closed the connection (EOF or reset) without answering."""
-        try:
-            return self.sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
+class WireClient(KafkaConnection):
+    client_id = b"wire"
