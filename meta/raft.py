@@ -17,7 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replicated
+from pysyncobj.monotonic import monotonic as monotonic_time
+from pysyncobj.node import TCPNode
 from pysyncobj.syncobj import _RAFT_STATE, SyncObjException
+from pysyncobj.tcp_connection import CONNECTION_STATE
+from pysyncobj.transport import TCPTransport
 
 from meta import wire
 from meta.feed import ChangeFeed
@@ -71,6 +75,43 @@ class MetaStateMachine(SyncObjConsumer):
         log.info("Loaded a metadata snapshot at offset %d", self.state.offset)
 
 
+class ReresolvingTransport(TCPTransport):
+    """pysyncobj's TCP transport, with connection attempts bounded by connectionTimeout.
+
+    A peer that restarts with a new IP (every Kubernetes pod restart; a container on a new
+    address) does not resolve while it is down, so pysyncobj keeps its old address and dials
+    it: nothing answers SYNs there, and pysyncobj waits for the kernel to give up (about two
+    minutes) before it resolves the name again. Meanwhile that pair of nodes is cut off, and
+    losing one more node leaves no majority. Abandoning an attempt after connectionTimeout
+    makes the next one (connectionRetryTime later) resolve the name again."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._unanswered: set[str] = set()  # peers said to be unreachable since they answered
+        super().__init__(*args, **kwargs)
+
+    def _connectIfNecessarySingle(self, node: TCPNode) -> bool:
+        conn = self._connections.get(node)
+        started = self._lastConnectAttempt.get(node)
+        unanswered = self._unanswered
+        if conn is not None and conn.state == CONNECTION_STATE.CONNECTED:
+            unanswered.discard(node.address)
+        elif (
+            conn is not None
+            and conn.state == CONNECTION_STATE.CONNECTING
+            and started is not None
+            and monotonic_time() - started > self._syncObj.conf.connectionTimeout
+        ):
+            if node.address not in unanswered:
+                unanswered.add(node.address)
+                log.warning(
+                    "Raft peer %s does not answer; dialling it again, its name resolved anew "
+                    "(check that the meta node runs and that its name resolves)",
+                    node.address,
+                )
+            conn.disconnect()  # its callback dials again once connectionRetryTime has passed
+        return super()._connectIfNecessarySingle(node)
+
+
 class MetaRaft:
     """Starts pysyncobj for this node and submits commands with bounded retries."""
 
@@ -102,7 +143,13 @@ class MetaRaft:
             maxBindRetries=3,
             onStateChanged=self._on_state_changed,
         )
-        self._sync = SyncObj(self_address, peer_addresses, conf, consumers=[self.machine])
+        self._sync = SyncObj(
+            self_address,
+            peer_addresses,
+            conf,
+            consumers=[self.machine],
+            transportClass=ReresolvingTransport,
+        )
         try:
             self._sync.waitBinded()
         except SyncObjException as exc:

@@ -1,16 +1,13 @@
 """A meta node that comes back with a new IP address (what every restart of a Kubernetes pod
 does) must rejoin the Raft quorum, found again through its DNS name.
 
-Known to fail today: pysyncobj resolves a peer's name once and caches the address for
-``dnsCacheTime`` (600 s by default), so the peers keep dialling the old address - and, since
-only the node with the greater address dials, the node with the smallest address (meta-1)
-stays cut off; lose one more node and the two left cannot elect a leader (the meta service is
-down with 2 of 3 nodes running). Part of the fix is in meta/raft.py:
-``SyncObjConf(..., dnsCacheTime=2.0, dnsFailCacheTime=1.0)``: with it, meta-1 rejoins within
-seconds when it is given time to; but this test, which kills the leader right after meta-1
-comes back, still failed with it in 4 runs of 4 (the survivors kept the dead leader), so
-there is more to find. Hence a non-strict xfail: it documents the problem and shows as XPASS once
-fixed. The failover scenarios give every node a fixed IP, so they do not depend on this.
+While the node is down its name does not resolve, so its peers keep its old address and dial
+it; nothing answers there. pysyncobj alone would wait for the kernel to give up on that
+connect (about two minutes) before resolving the name again, leaving the node with the
+smallest address (it never dials: the greater address does) cut off - and after one more
+loss, no majority. meta/raft.py's `ReresolvingTransport` abandons a connect after
+connectionTimeout, so the name is resolved again within seconds (`dnsCacheTime=2`). This test
+then kills another node right away: meta-1 and the survivor must agree on a leader.
 """
 
 from __future__ import annotations
@@ -33,10 +30,6 @@ async def _leader(address: str) -> int:
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.xfail(
-    strict=False,
-    reason="meta nodes cache peer addresses (pysyncobj dnsCacheTime 600 s): see the docstring",
-)
 def test_meta_node_with_a_new_ip_rejoins(rafka_image: str, tmp_path: Path) -> None:
     from tests.integration.containers.cluster import ContainerCluster
 
