@@ -514,11 +514,15 @@ def encode_value(type_id: int, value: Any, version: int) -> bytes:
 # ---------------------------------------------------------------- helpers for the classic types
 
 
+def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    return encode_key(OFFSET_COMMIT, OffsetCommitKey(group, topic, partition))
+
+
 def offset_commit_record(
     group: str, topic: str, partition: int, value: OffsetCommitValue | None
 ) -> tuple[bytes, bytes | None]:
     """(key, value) of an OffsetCommit record, as Kafka writes it; None value: tombstone."""
-    key = encode_key(OFFSET_COMMIT, OffsetCommitKey(group, topic, partition))
+    key = offset_commit_key(group, topic, partition)
     if value is None:
         return key, None
     version = (

@@ -10,6 +10,10 @@ Nothing here awaits: the `ShardServices` given at construction append records an
 asynchronous tails (waiting for replication), and the shard's `Timer` is fired by its owner.
 `LocalServices` (in-memory, manual clock) lets unit tests drive a shard synchronously.
 
+A commit's offsets are *pending* until its records are replicated (`store_offsets`):
+OffsetFetch answers the last replicated offsets meanwhile (UNSTABLE_OFFSET_COMMIT with
+require_stable), and a failed write drops them, as Kafka's GroupMetadataManager does.
+
 Group types: classic groups (`group.ClassicGroup`, record types 0-2) and KIP-848 consumer
 groups (`consumer_group_adapter.ConsumerGroupAdapter`, record types 3-8 and 16) share
 `groups`, one group per id; the committed offsets are the shard's whatever the group's type.
@@ -20,9 +24,9 @@ from __future__ import annotations
 import logging
 import struct
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from dataplane.coordinator import consumer_group_adapter
 from dataplane.coordinator.assignors import TopicMetadata
@@ -53,6 +57,7 @@ from dataplane.coordinator.records import (
     OffsetCommitValue,
     decode_record,
     group_metadata_record,
+    offset_commit_key,
     offset_commit_record,
 )
 from dataplane.coordinator.timer import ManualClock, Timer
@@ -116,12 +121,19 @@ class CommitPartition:
     offset: int
     leader_epoch: int  # -1: none
     metadata: str | None
+    commit_timestamp: int = -1  # OffsetCommit v1's; -1: now
+
+
+class FetchedPartition(NamedTuple):
+    partition: int
+    offset: OffsetAndMetadata | None  # None: no committed offset
+    error: ErrorCode = ErrorCode.none
 
 
 @dataclass(frozen=True)
 class FetchedTopic:
     topic: str
-    partitions: tuple[tuple[int, OffsetAndMetadata | None], ...]  # None: no committed offset
+    partitions: tuple[FetchedPartition, ...]
 
 
 class GroupShard:
@@ -133,6 +145,8 @@ class GroupShard:
         self.groups: dict[str, Group] = {}
         # group -> topic -> partition -> committed offset
         self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+        # group -> record key -> commits appended but not yet replicated, oldest first
+        self.pending_offsets: dict[str, dict[bytes, list[tuple[bytes, bytes | None]]]] = {}
         self.extensions: dict[str, object] = {}  # per-shard state of other group types
         self.loaded = False
         self.unloaded = False
@@ -217,10 +231,18 @@ class GroupShard:
         self.services.unloaded(self)
 
     def _replay_offset_commit(self, record: Record) -> None:
-        decoded = decode_record(record.key, record.value)
+        assert record.key is not None
+        self._apply_offset_commit(record.key, record.value)
+
+    def _apply_offset_commit(self, record_key: bytes, record_value: bytes | None) -> None:
+        decoded = decode_record(record_key, record_value)
         assert decoded is not None
         key = decoded.key
         if decoded.value is None:
+            # a deletion also cancels the commits in flight (Kafka's removeOffsets)
+            pending = self.pending_offsets.get(key.group)
+            if pending is not None and pending.pop(record_key, None) and not pending:
+                del self.pending_offsets[key.group]
             topics = self.offsets.get(key.group)
             if topics is not None and key.topic in topics:
                 topics[key.topic].pop(key.partition, None)
@@ -393,10 +415,60 @@ class GroupShard:
             if len(metadata) > self.config.offset_metadata_max_bytes:
                 errors[p.topic, p.partition] = ErrorCode.offset_metadata_too_large
                 continue
-            value = OffsetCommitValue(p.offset, p.leader_epoch, metadata, now, expire_timestamp)
+            committed_at = now if p.commit_timestamp == -1 else p.commit_timestamp
+            value = OffsetCommitValue(
+                p.offset, p.leader_epoch, metadata, committed_at, expire_timestamp
+            )
             records.append(offset_commit_record(group_id, p.topic, p.partition, value))
             errors[p.topic, p.partition] = ErrorCode.none
         return ErrorCode.none, errors, records
+
+    def store_offsets(self, group_id: str, records: Records) -> Reply[ErrorCode]:
+        """Write the records of a validated commit (`commit_offsets`). Until they are
+        replicated they are pending: OffsetFetch still answers the previous offsets; once
+        replicated they replace them, and a failed write drops them (Kafka's
+        prepareOffsetCommit / onOffsetCommitAppend / failPendingOffsetWrite). The reply
+        completes with the write's error (NONE: replicated)."""
+        reply: Reply[ErrorCode] = Reply()
+        if not records:
+            reply.complete(ErrorCode.none)
+            return reply
+        pending = self.pending_offsets.setdefault(group_id, {})
+        for record in records:
+            pending.setdefault(record[0], []).append(record)
+
+        def done(error: ErrorCode) -> None:
+            self._settle_offsets(group_id, records, replicated=error == ErrorCode.none)
+            reply.complete(error)
+
+        refused = self.write(group_id, records, replay=False, done=done)
+        if refused is not None:  # not even appended (a replication failure is logged by write)
+            log.info(
+                "offset commit of group %s not written: %s; clients retry", group_id, refused.name
+            )
+            self._settle_offsets(group_id, records, replicated=False)
+        return reply
+
+    def _settle_offsets(self, group_id: str, records: Records, *, replicated: bool) -> None:
+        """End the pending state of these commit records: replicated ones become the committed
+        offsets (and older commits of the same partitions still in flight can no longer
+        replace them); failed ones are dropped. Records no longer pending (a deletion, or a
+        newer commit already applied) are left alone."""
+        pending = self.pending_offsets.get(group_id, {})
+        for record in records:
+            queue = pending.get(record[0], [])
+            index = next((i for i, r in enumerate(queue) if r is record), None)
+            if index is None:
+                continue
+            if replicated:
+                del queue[: index + 1]
+                self._apply_offset_commit(*record)
+            else:
+                del queue[index]
+            if not queue:
+                del pending[record[0]]
+        if not pending:
+            self.pending_offsets.pop(group_id, None)
 
     def fetch_offsets(
         self,
@@ -404,8 +476,11 @@ class GroupShard:
         topics: Sequence[tuple[str, Sequence[int]]] | None,
         member_id: str | None = None,
         member_epoch: int = -1,
+        require_stable: bool = False,
     ) -> tuple[ErrorCode, list[FetchedTopic]]:
-        """Committed offsets of `topics` (None: every committed partition)."""
+        """Committed offsets of `topics` (None: every committed partition). With
+        require_stable, a partition with a commit in flight answers UNSTABLE_OFFSET_COMMIT
+        (the client retries) instead of the offset that commit is replacing."""
         group = self.groups.get(group_id)
         offsets = self.offsets.get(group_id, {})
         if group is not None:
@@ -414,13 +489,24 @@ class GroupShard:
                 offsets = {}
             elif error != ErrorCode.none:
                 return error, []
-        if topics is None:
+        if topics is None:  # Kafka checks no pending commits here
             return ErrorCode.none, [
-                FetchedTopic(topic, tuple(sorted(parts.items())))
+                FetchedTopic(
+                    topic, tuple(FetchedPartition(*item) for item in sorted(parts.items()))
+                )
                 for topic, parts in offsets.items()
             ]
+        pending = self.pending_offsets.get(group_id) if require_stable else None
         return ErrorCode.none, [
-            FetchedTopic(topic, tuple((p, offsets.get(topic, {}).get(p)) for p in partitions))
+            FetchedTopic(
+                topic,
+                tuple(
+                    FetchedPartition(p, None, ErrorCode.unstable_offset_commit)
+                    if pending and offset_commit_key(group_id, topic, p) in pending
+                    else FetchedPartition(p, offsets.get(topic, {}).get(p))
+                    for p in partitions
+                ),
+            )
             for topic, partitions in topics
         ]
 
@@ -435,6 +521,7 @@ class GroupShard:
         if error != ErrorCode.none:
             return error, {}, []
         offsets = self.offsets.get(group_id, {})
+        pending = self.pending_offsets.get(group_id, {})
         errors: dict[tuple[str, int], ErrorCode] = {}
         records = []
         for topic, partitions in topics:
@@ -443,8 +530,9 @@ class GroupShard:
                 if subscribed:
                     errors[topic, p] = ErrorCode.group_subscribed_to_topic
                     continue
-                if p in offsets.get(topic, {}):
-                    records.append(offset_commit_record(group_id, topic, p, None))
+                tombstone = offset_commit_record(group_id, topic, p, None)
+                if p in offsets.get(topic, {}) or tombstone[0] in pending:
+                    records.append(tombstone)  # a commit in flight is deleted too
                 errors[topic, p] = ErrorCode.none
         return ErrorCode.none, errors, records
 
@@ -487,12 +575,15 @@ class GroupShard:
         return errors, records
 
     def _group_tombstones(self, group: Group) -> list[tuple[bytes, bytes | None]]:
-        records = [
-            offset_commit_record(group.group_id, topic, p, None)
-            for topic, parts in self.offsets.get(group.group_id, {}).items()
+        """The group's records and all its offsets', those of commits in flight included."""
+        group_id = group.group_id
+        keys = dict.fromkeys(
+            offset_commit_key(group_id, topic, p)
+            for topic, parts in self.offsets.get(group_id, {}).items()
             for p in parts
-        ]
-        return records + group.tombstones()
+        )
+        keys |= dict.fromkeys(self.pending_offsets.get(group_id, {}))
+        return [(key, None) for key in keys] + group.tombstones()
 
     def expire_offsets(self) -> tuple[dict[str, list[tuple[bytes, bytes | None]]], list[str]]:
         """Kafka's offsets retention: tombstones of the offsets past offsets.retention.ms (per
@@ -503,7 +594,7 @@ class GroupShard:
         deleted: list[str] = []
         for group_id, group in list(self.groups.items()):
             records = []
-            all_expired = True
+            all_expired = group_id not in self.pending_offsets  # Kafka's hasOffsets
             for topic, parts in self.offsets.get(group_id, {}).items():
                 if group.is_subscribed_to_topic(topic):
                     all_expired = False
@@ -533,7 +624,9 @@ register_replayer(CONSUMER_GROUP_RECORD_TYPES, consumer_group_adapter.replay_rec
 
 class LocalServices:
     """Services for a shard outside a broker: a manual clock, writes kept in memory (replayed
-    like the broker does), background work queued until `run_pending()`. For unit tests."""
+    like the broker does), background work queued until `run_pending()`. Writes are replicated
+    at once, or with `hold_replication` when `replicate()` says (or fails them). For unit
+    tests."""
 
     def __init__(self, config: GroupConfig | None = None, clock: ManualClock | None = None):
         self.config = config or GroupConfig()
@@ -542,6 +635,9 @@ class LocalServices:
         self.log: list[tuple[bytes, bytes | None]] = []  # everything appended, in order
         self.pending: list[Callable[[], Awaitable[None]]] = []
         self.fail_with: ErrorCode | None = None  # make the next appends fail
+        self.hold_replication = False  # appends wait for replicate()
+        self.held: list[_Replication] = []
+        self._parked: list[Coroutine[object, None, None]] = []  # work awaiting a held write
         self.created: list[str] = []
         self.topic_metadata: dict[str, TopicMetadata] = {}  # what topics() answers
         self._ids = 0
@@ -571,25 +667,45 @@ class LocalServices:
         if replay and self.shard is not None:
             for i, (key, value) in enumerate(records):
                 self.shard.replay(Record(base + i, self.clock.now(), key, value, ()))
-        return _Replicated()
+        replication = _Replication()
+        if self.hold_replication:
+            self.held.append(replication)
+        else:
+            replication.done = True
+        return replication
+
+    def replicate(self, error: ErrorCode | None = None, count: int | None = None) -> None:
+        """End the replication of the oldest `count` held writes (all by default), as a high
+        watermark moves: done, or failed with `error`. Their waiters resume at the next
+        `run_pending()`."""
+        ended = self.held[:count]
+        del self.held[:count]
+        for replication in ended:
+            replication.done, replication.error = True, error
 
     def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         self.pending.append(fn)
 
     def run_pending(self) -> int:
-        """Complete every queued write (and whatever those completions queue)."""
-        ran = 0
-        while self.pending:
-            fn = self.pending.pop(0)
-            coro = fn()
-            try:
-                coro.send(None)  # type: ignore[attr-defined]
-            except StopIteration:
-                pass
-            else:
-                raise RuntimeError("LocalServices cannot run work that really waits")
-            ran += 1
-        return ran
+        """Run the queued background work (and whatever it queues) until all of it is done or
+        waits for a held write; returns how many finished."""
+        finished = 0
+        progress = True
+        while progress:
+            progress = False
+            while self.pending:
+                self._parked.append(self.pending.pop(0)())  # type: ignore[arg-type]
+            for coro in list(self._parked):
+                try:
+                    waits_for = coro.send(None)
+                except StopIteration:
+                    self._parked.remove(coro)
+                    finished += 1
+                    progress = True
+                    continue
+                if not isinstance(waits_for, _Replication):
+                    raise RuntimeError("LocalServices cannot run work that really waits")
+        return finished
 
     def timer_changed(self) -> None:
         pass
@@ -604,9 +720,16 @@ class LocalServices:
         pass
 
 
-class _Replicated:
-    """An awaitable that is already complete (nothing to wait for in memory)."""
+class _Replication:
+    """The replication of a LocalServices write: awaiting it yields it while not done, then
+    raises the error it failed with."""
 
-    def __await__(self) -> Generator[None, None, None]:
-        return
-        yield
+    def __init__(self) -> None:
+        self.done = False
+        self.error: ErrorCode | None = None
+
+    def __await__(self) -> Generator[_Replication, None, None]:
+        while not self.done:
+            yield self
+        if self.error is not None:
+            raise KafkaError(self.error)

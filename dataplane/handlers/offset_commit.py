@@ -1,7 +1,11 @@
-"""OffsetCommit (8) v2-v9: a group's committed offsets, appended to `__consumer_offsets` and
-answered once replicated.
+"""OffsetCommit (8) v0-v9: a group's committed offsets, appended to `__consumer_offsets` and
+answered once replicated (OffsetFetch sees them from then on, see `GroupShard.store_offsets`).
 
-v0-v1 (pre-0.9 clients) are not offered, as in Kafka 4 (KIP-896; kio has no schema for them).
+v0-v1 (pre-0.9 clients) are stored like the others, as Kafka 3.x stores v1 (Kafka 4 removed
+them, KIP-896; their schemas are in `dataplane.protocol.legacy`): v0 carries no generation nor
+member id (a commit from outside any group); v1's per-partition commit timestamp (-1: now) is
+stored as the offset's commit time, which offsets retention may count from.
+
 Checks, in Kafka's order: an empty group id fails every partition (INVALID_GROUP_ID); unknown
 topics or partitions get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the group's coordinator,
 whose member/generation checks (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
@@ -12,10 +16,10 @@ A commit with generation -1 and no member id is accepted while the group is empt
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from dataplane.coordinator.api import ms
+from dataplane.coordinator.base import Reply
 from dataplane.coordinator.service import map_commit_error
 from dataplane.coordinator.shard import CommitPartition
 from dataplane.coordinator.timer import wall_ms
@@ -26,7 +30,7 @@ if TYPE_CHECKING:
     from dataplane.server import RequestContext
 
 API_KEY = 8
-VERSIONS = (2, 9)
+VERSIONS = (0, 9)
 
 _DEFAULT_RETENTION = -1
 
@@ -56,6 +60,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                         p.committed_offset,
                         p.committed_leader_epoch if version >= 6 else -1,
                         p.committed_metadata,
+                        p.commit_timestamp if version == 1 else -1,
                     )
                 )
         order.append((topic.name, indexes))
@@ -69,9 +74,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     retention = ms(req.retention_time) if 2 <= version <= 4 else _DEFAULT_RETENTION
     error, errors, records = shard.commit_offsets(
         req.group_id,
-        req.member_id,
+        req.member_id if version >= 1 else "",
         req.group_instance_id if version >= 7 else None,
-        req.generation_id_or_member_epoch,
+        req.generation_id_or_member_epoch if version >= 1 else -1,
         version,
         candidates,
         expire_timestamp=-1 if retention == _DEFAULT_RETENTION else wall_ms() + retention,
@@ -81,28 +86,20 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     results |= errors
     if not records:
         return _response(b, order, results)
-    try:
-        waiter = coordinator.append(req.group_id, records)
-    except KafkaError as e:
-        return _response(b, order, results | _written(errors, map_commit_error(e.code)))
-    return _replicated(b, order, results, errors, waiter)
+    return _stored(b, order, results, errors, shard.store_offsets(req.group_id, records))
 
 
-def _written(errors: dict[tuple[str, int], ErrorCode], code: ErrorCode) -> dict:
-    return {tp: code for tp, e in errors.items() if e == ErrorCode.none}
-
-
-async def _replicated(
+async def _stored(
     b: EntityBuilder,
     order: list[tuple[str, list[int]]],
     results: dict[tuple[str, int], ErrorCode],
     errors: dict[tuple[str, int], ErrorCode],
-    waiter: Awaitable[None],
+    stored: Reply[ErrorCode],
 ) -> Any:
-    try:
-        await waiter
-    except KafkaError as e:
-        results = results | _written(errors, map_commit_error(e.code))
+    code = await stored.wait()
+    if code != ErrorCode.none:
+        failed = map_commit_error(code)
+        results = results | {tp: failed for tp, e in errors.items() if e == ErrorCode.none}
     return _response(b, order, results)
 
 

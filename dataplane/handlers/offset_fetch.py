@@ -1,16 +1,17 @@
-"""OffsetFetch (9) v1-v9: a group's committed offsets (-1 where none); null topics = every
+"""OffsetFetch (9) v0-v9: a group's committed offsets (-1 where none); null topics = every
 committed partition (v2+); several groups per request (v8+).
 
-v0 (offsets kept in ZooKeeper) is not offered, as in Kafka 4 (KIP-896). require_stable (v7+)
-would answer UNSTABLE_OFFSET_COMMIT while transactional offsets are pending; there are none
-without transactions, so it never does.
+v0 read ZooKeeper in Kafka before 0.9 and was removed by Kafka 4 (KIP-896); here it answers
+like v1, from `__consumer_offsets` (its schema is v1's, see `dataplane.protocol.legacy`). An
+offset committed but not yet replicated is not returned: the previous one is, or with
+require_stable (v7+) UNSTABLE_OFFSET_COMMIT for that partition, which the client retries.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dataplane.coordinator.shard import FetchedTopic
+from dataplane.coordinator.shard import FetchedPartition, FetchedTopic
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from dataplane.server import RequestContext
 
 API_KEY = 9
-VERSIONS = (1, 9)
+VERSIONS = (0, 9)
 
 Wanted = list[tuple[str, list[int]]] | None
 
@@ -26,16 +27,20 @@ Wanted = list[tuple[str, list[int]]] | None
 async def handle(ctx: RequestContext, req: Any) -> Any:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
+    require_stable = version >= 7 and req.require_stable
     if version < 8:
         wanted = _wanted(req.topics)
-        error, fetched = _fetch(ctx, req.group_id, wanted, None, -1)
+        error, fetched = _fetch(ctx, req.group_id, wanted, None, -1, require_stable)
         if version < 2:  # no request-level error: every partition carries it
             if error != ErrorCode.none:
-                fetched = [FetchedTopic(t, tuple((p, None) for p in ps)) for t, ps in wanted or []]
-            return b.OffsetFetchResponse(topics=_topics(b, version, fetched, error))
+                fetched = [
+                    FetchedTopic(t, tuple(FetchedPartition(p, None, error) for p in ps))
+                    for t, ps in wanted or []
+                ]
+            return b.OffsetFetchResponse(topics=_topics(b, version, fetched))
         return b.OffsetFetchResponse(
             throttle_time=0,
-            topics=_topics(b, version, fetched if error == ErrorCode.none else [], error),
+            topics=_topics(b, version, fetched if error == ErrorCode.none else []),
             error_code=error,
         )
     groups = []
@@ -46,11 +51,12 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             _wanted(group.topics),
             group.member_id if version >= 9 else None,
             group.member_epoch if version >= 9 else -1,
+            require_stable,
         )
         groups.append(
             b.OffsetFetchResponseGroup(
                 group_id=group.group_id,
-                topics=_topics(b, version, fetched if error == ErrorCode.none else [], error),
+                topics=_topics(b, version, fetched if error == ErrorCode.none else []),
                 error_code=error,
             )
         )
@@ -64,7 +70,12 @@ def _wanted(topics: Any) -> Wanted:
 
 
 def _fetch(
-    ctx: RequestContext, group_id: str, wanted: Wanted, member_id: str | None, member_epoch: int
+    ctx: RequestContext,
+    group_id: str,
+    wanted: Wanted,
+    member_id: str | None,
+    member_epoch: int,
+    require_stable: bool,
 ) -> tuple[ErrorCode, list[FetchedTopic]]:
     if not group_id:
         return ErrorCode.invalid_group_id, []
@@ -72,11 +83,10 @@ def _fetch(
         shard = ctx.broker.group_coordinator.shard(group_id)
     except KafkaError as e:
         return e.code, []
-    return shard.fetch_offsets(group_id, wanted, member_id, member_epoch)
+    return shard.fetch_offsets(group_id, wanted, member_id, member_epoch, require_stable)
 
 
-def _topics(b: EntityBuilder, version: int, fetched: list[FetchedTopic], error: ErrorCode) -> tuple:
-    partition_error = error if version < 2 else ErrorCode.none
+def _topics(b: EntityBuilder, version: int, fetched: list[FetchedTopic]) -> tuple:
     topic_cls = b.OffsetFetchResponseTopics if version >= 8 else b.OffsetFetchResponseTopic
     partition_cls = (
         b.OffsetFetchResponsePartitions if version >= 8 else b.OffsetFetchResponsePartition
@@ -90,9 +100,9 @@ def _topics(b: EntityBuilder, version: int, fetched: list[FetchedTopic], error: 
                     committed_offset=-1 if o is None else o.offset,
                     committed_leader_epoch=-1 if o is None else o.leader_epoch,
                     metadata="" if o is None else o.metadata,
-                    error_code=partition_error,
+                    error_code=error,
                 )
-                for p, o in t.partitions
+                for p, o, error in t.partitions
             ),
         )
         for t in fetched

@@ -23,6 +23,8 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
+from dataplane.protocol.legacy import SCHEMAS as LEGACY_SCHEMAS
+
 _HEAD = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
 _SIZE = struct.Struct(">i")
 _SIZE_CORR = struct.Struct(">ii")
@@ -68,11 +70,14 @@ def write_uvarint(value: int) -> bytes:
 
 @cache
 def entity_class(api_key: int, version: int, kind: EntityType) -> Any:
-    """The kio dataclass of a request or response, or None if kio has no such version."""
+    """The kio dataclass of a request or response (or of a version Kafka 4 removed, see
+    `legacy`), or None if there is no such version."""
     name = api_key_map.get(api_key)
     if name is None:
         return None
     path = schema_name_map[name].get(version, {}).get(kind)
+    if path is None:
+        path = LEGACY_SCHEMAS.get((api_key, version), {}).get(kind)
     return resolve_name(path) if path else None
 
 

@@ -1,7 +1,8 @@
 """The group coordinator on real brokers: every version of the classic group and offset APIs
-(decoded with kio), Kafka's error semantics, the meta service's group registry, a real
-confluent-kafka group balancing a topic (and kafka-python committing), and a kill -9 of the
-coordinator's broker that the group survives with its committed offsets."""
+(decoded with kio; those Kafka 4 removed also with kafka-python's codec), Kafka's error
+semantics, the meta service's group registry, a real confluent-kafka group balancing a topic
+(and kafka-python committing), and a kill -9 of the coordinator's broker that the group
+survives with its committed offsets."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from dataplane.coordinator.runtime import partition_for
 from dataplane.handlers import SUPPORTED_VERSIONS
 from meta.client import MetaClient
 from tests.integration.conftest import start_cluster
-from tests.integration.kafka_wire import WireClient, builder
+from tests.integration.kafka_wire import WireClient, builder, request_bytes
 
 FIND, JOIN, SYNC, HEARTBEAT, LEAVE = 10, 11, 14, 12, 13
 COMMIT, FETCH, DESCRIBE, LIST, DELETE, OFFSET_DELETE = 8, 9, 15, 16, 42, 47
@@ -337,6 +338,102 @@ def test_offset_commit_and_fetch_every_version(cluster: LocalCluster) -> None:
         assert never.error_code in (ErrorCode.none, ErrorCode.not_coordinator)
         if never.error_code == ErrorCode.none:
             assert never.topics[0].partitions[0].committed_offset == -1
+
+
+def kafka_python_call(w: WireClient, version: int, request: Any, response: Any) -> Any:
+    """`request` (a kafka-python protocol object: another implementation of Kafka's JSON
+    messages) sent raw; the answer decoded by kafka-python's `response[version]`."""
+    w.sock.sendall(request_bytes(request.API_KEY, version, 9999, request.encode(), b"wire"))
+    frame = w.recv_frame()
+    assert struct.unpack_from(">i", frame)[0] == 9999
+    return response[version].decode(frame[4:])
+
+
+def test_offset_versions_kafka_4_removed_as_kafka_python_speaks_them(
+    cluster: LocalCluster,
+) -> None:
+    """OffsetCommit v0-v1 and OffsetFetch v0 (KIP-896 removed them from Kafka 4) encoded and
+    decoded by kafka-python's protocol classes, not by our schemas: v0 commits from outside any
+    group, v1 with the member's generation; and kafka-python's consumer told it talks to a
+    0.8.2 broker (OffsetCommit v1 and OffsetFetch v1 without ApiVersions)."""
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+    from kafka.protocol.consumer import (
+        OffsetCommitRequest,
+        OffsetCommitResponse,
+        OffsetFetchRequest,
+        OffsetFetchResponse,
+    )
+    from kafka.structs import OffsetAndMetadata
+
+    commit_topic = OffsetCommitRequest[1].OffsetCommitRequestTopic
+    commit_partition = commit_topic.OffsetCommitRequestPartition
+
+    def old_commit(w: WireClient, version: int, group: str, offsets: dict, **member: Any) -> dict:
+        partitions = [
+            commit_partition(partition_index=p, committed_offset=o, committed_metadata=m)
+            for p, (o, m) in offsets.items()
+        ]
+        request = OffsetCommitRequest[version](
+            group_id=group,
+            topics=[commit_topic(name="conf", partitions=partitions)],
+            **member,
+        )
+        r = kafka_python_call(w, version, request, OffsetCommitResponse)
+        return {p.partition_index: p.error_code for t in r.topics for p in t.partitions}
+
+    def old_fetch(w: WireClient, group: str) -> dict:
+        topic = OffsetFetchRequest[0].OffsetFetchRequestTopic
+        request = OffsetFetchRequest[0](
+            group_id=group, topics=[topic(name="conf", partition_indexes=[0, 1])]
+        )
+        r = kafka_python_call(w, 0, request, OffsetFetchResponse)
+        return {
+            p.partition_index: (p.committed_offset, p.metadata, p.error_code)
+            for t in r.topics
+            for p in t.partitions
+        }
+
+    group = "old-simple"
+    with WireClient(coordinator(cluster, group)[1]) as w:
+        assert old_commit(w, 0, group, {0: (11, "m11"), 1: (12, None)}) == {0: 0, 1: 0}
+        assert old_fetch(w, group) == {0: (11, "m11", 0), 1: (12, "", 0)}
+        assert fetched_offsets(fetch(w, 9, group, {"conf": [0, 1]})) == {
+            ("conf", 0): (11, "m11"),
+            ("conf", 1): (12, ""),
+        }
+
+    group = "old-member"
+    member = Member(coordinator(cluster, group)[1], group)
+    member.stable()
+    mine = {"member_id": member.member_id}
+    generation = member.generation
+    errors = old_commit(
+        member.w, 1, group, {0: (21, "a")}, generation_id_or_member_epoch=generation, **mine
+    )
+    assert errors == {0: ErrorCode.none}
+    stale = old_commit(
+        member.w, 1, group, {0: (22, "b")}, generation_id_or_member_epoch=generation - 1, **mine
+    )
+    assert stale == {0: ErrorCode.illegal_generation}
+    # v0 has no member id: refused while the group has members
+    assert old_commit(member.w, 0, group, {0: (23, "c")}) == {0: ErrorCode.unknown_member_id}
+    assert old_fetch(member.w, group)[0] == (21, "a", ErrorCode.none)
+    member.close()
+
+    c = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap,
+        group_id="kafka-python-0.8.2",
+        api_version=(0, 8, 2),
+        enable_auto_commit=False,
+    )
+    try:
+        tp = KTP("conf", 1)
+        c.assign([tp])
+        c.commit({tp: OffsetAndMetadata(7, "old client", -1)})
+        assert c.committed(tp) == 7
+    finally:
+        c.close()
 
 
 def test_describe_list_delete_every_version(cluster: LocalCluster) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 from dataplane.coordinator.base import GroupConfig, Reply
 from dataplane.coordinator.group import ClassicGroup, JoinRequest, JoinResult, SyncResult
@@ -119,7 +120,7 @@ class Harness:
     ) -> ErrorCode:
         return self.shard.heartbeat(group, member_id, instance, generation)
 
-    def commit(
+    def start_commit(
         self,
         member_id: str,
         generation: int,
@@ -129,22 +130,37 @@ class Harness:
         instance: str | None = None,
         version: int = 9,
         metadata: str = "",
-    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+        commit_timestamp: int = -1,
+    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode], Reply[ErrorCode] | None]:
+        """An OffsetCommit as the handler makes it: validated, then written; the reply
+        completes once the write is replicated (None: nothing to write)."""
         error, errors, records = self.shard.commit_offsets(
             group,
             member_id,
             instance,
             generation,
             version,
-            [CommitPartition(t, p, o, -1, metadata) for (t, p), o in offsets.items()],
+            [
+                CommitPartition(t, p, o, -1, metadata, commit_timestamp)
+                for (t, p), o in offsets.items()
+            ],
         )
-        if records:
-            self.services.append(group, records, True)
+        return error, errors, self.shard.store_offsets(group, records) if records else None
+
+    def commit(
+        self, member_id: str, generation: int, offsets: dict[tuple[str, int], int], **kw: Any
+    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+        """`start_commit` and the completion of its write: (error, partition errors), the
+        write's error as the group-level one if it failed."""
+        error, errors, stored = self.start_commit(member_id, generation, offsets, **kw)
+        self.services.run_pending()
+        if stored is not None and stored.done and stored.value != E.none:
+            return stored.value, errors
         return error, errors
 
     def committed(self, group: str = "g") -> dict[tuple[str, int], int]:
         _, fetched = self.shard.fetch_offsets(group, None)
-        return {(t.topic, p): o.offset for t in fetched for p, o in t.partitions if o}
+        return {(t.topic, p.partition): p.offset.offset for t in fetched for p in t.partitions}
 
     def group(self, group_id: str = "g") -> ClassicGroup:
         g = self.shard.groups[group_id]

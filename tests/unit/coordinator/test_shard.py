@@ -21,16 +21,16 @@ def test_fetch_offsets() -> None:
     h.commit("", -1, {("t", 0): 5, ("t", 2): 7, ("u", 0): 1})
     error, fetched = h.shard.fetch_offsets("g", [("t", [0, 1, 2]), ("x", [0])])
     assert error == E.none
-    got = {(t.topic, p): (o.offset if o else -1) for t in fetched for p, o in t.partitions}
+    got = {(t.topic, p): (o.offset if o else -1) for t in fetched for p, o, _ in t.partitions}
     assert got == {("t", 0): 5, ("t", 1): -1, ("t", 2): 7, ("x", 0): -1}
     _, every = h.shard.fetch_offsets("g", None)
-    assert {(t.topic, p) for t in every for p, _ in t.partitions} == {
+    assert {(t.topic, p.partition) for t in every for p in t.partitions} == {
         ("t", 0),
         ("t", 2),
         ("u", 0),
     }
     error, fetched = h.shard.fetch_offsets("missing", [("t", [0])])
-    assert error == E.none and fetched[0].partitions == ((0, None),)
+    assert error == E.none and fetched[0].partitions == ((0, None, E.none),)
 
 
 def test_offset_delete() -> None:

@@ -1,0 +1,32 @@
+"""Request and response schemas of the API versions Kafka 4 removed (KIP-896), which kio,
+generated from Kafka 4's JSON messages, does not have: OffsetCommit v0-v1 and OffsetFetch v0.
+
+`codec.entity_class` falls back on `SCHEMAS` (api key, version) -> {request|response: path}.
+A version whose layout Kafka's JSON declares identical to a later one kio has reuses kio's
+classes (OffsetCommitResponse: "Versions 1 and 2 are the same as version 0"; OffsetFetch v0
+differs from v1 only in where 0.8.1 brokers kept the offsets); the others are written here in
+kio's generated style from Kafka 3.x's OffsetCommitRequest.json.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kio.static.constants import EntityType
+
+_OWN = __name__  # the modules of this package
+
+SCHEMAS: Mapping[tuple[int, int], Mapping[EntityType, str]] = {
+    (8, 0): {
+        EntityType.request: f"{_OWN}.offset_commit_v0_request:OffsetCommitRequest",
+        EntityType.response: "kio.schema.offset_commit.v2.response:OffsetCommitResponse",
+    },
+    (8, 1): {
+        EntityType.request: f"{_OWN}.offset_commit_v1_request:OffsetCommitRequest",
+        EntityType.response: "kio.schema.offset_commit.v2.response:OffsetCommitResponse",
+    },
+    (9, 0): {
+        EntityType.request: "kio.schema.offset_fetch.v1.request:OffsetFetchRequest",
+        EntityType.response: "kio.schema.offset_fetch.v1.response:OffsetFetchResponse",
+    },
+}
