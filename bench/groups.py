@@ -35,7 +35,6 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -43,24 +42,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.produce_consume import try_or_say
 from cluster.local import LocalCluster, free_base_port
 from dataplane.config import BrokerConfig
+from tests.integration.conftest import wait_for
 
 _QUIET = logging.getLogger("bench.rdkafka")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
-
-
-def _wait(cond: Callable[[], object], timeout_s: float, what: str, every: float = 0.05) -> object:
-    """Poll ``cond`` until it is truthy or the deadline."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = cond()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not after {timeout_s:.0f}s")
-        time.sleep(every)
 
 
 def _admin(bootstrap: str) -> AdminClient:
@@ -80,7 +69,7 @@ def create_topic(bootstrap: str, name: str, partitions: int, rf: int) -> None:
             and all(p.leader >= 0 for p in md.partitions.values())
         )
 
-    _wait(ready, 60, f"{name}: leaders")
+    wait_for(ready, 60, f"{name}: leaders")
 
 
 # -- rebalance ---------------------------------------------------------------------------------
@@ -154,15 +143,15 @@ def rebalance(bootstrap: str, args: argparse.Namespace) -> dict[str, object]:
     try:
         t0 = time.monotonic()
         members = [GroupMember(bootstrap, topic, group, args) for _ in range(args.members)]
-        _wait(lambda: stable(members, args.partitions), 300, "the group to form")
+        wait_for(lambda: stable(members, args.partitions), 300, "the group to form")
         formed = max(m.changed for m in members) - t0
         for trial in range(args.trials):
             # One leaves (clean close: LeaveGroup), the group settles, a new one joins.
             members.pop(0).close()
-            _wait(lambda: stable(members, args.partitions), 300, "the group without one")
+            wait_for(lambda: stable(members, args.partitions), 300, "the group without one")
             t = time.monotonic()
             members.append(GroupMember(bootstrap, topic, group, args))
-            _wait(
+            wait_for(
                 lambda t=t: stable(members, args.partitions) and members[-1].changed > t,
                 300,
                 "the group with the newcomer",
@@ -237,14 +226,6 @@ def commit_throughput(bootstrap: str, args: argparse.Namespace) -> dict[str, obj
     return results
 
 
-def _try(what: str, fn: Callable[[], object]) -> object | None:
-    try:
-        return fn()
-    except Exception as e:
-        print(f"  {what}: n/a ({type(e).__name__}: {e})")
-        return None
-
-
 def setting(overrides: dict[str, str], name: str) -> str:
     """``name=value`` of a broker setting: the -o override, else the broker's default."""
     if name in overrides:
@@ -301,10 +282,10 @@ def main() -> None:
         stack.callback(cluster.stop)
         if "rebalance" not in skip:
             print(f"rebalance: {args.members} members, {args.partitions} partitions ...")
-            reb = _try("rebalance", lambda: rebalance(cluster.bootstrap, args))
+            reb = try_or_say("rebalance", lambda: rebalance(cluster.bootstrap, args))
         if "commit" not in skip:
             print(f"OffsetCommit: 1 and {args.clients} clients, {args.commit_s:g}s each ...")
-            commits = _try("commit", lambda: commit_throughput(cluster.bootstrap, args))
+            commits = try_or_say("commit", lambda: commit_throughput(cluster.bootstrap, args))
 
     how = f"{args.protocol} protocol" + (f", {args.assignor}" if args.protocol == "classic" else "")
     print(

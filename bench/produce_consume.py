@@ -64,9 +64,9 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> float:
     return time.perf_counter() - start
 
 
-def produce(bootstrap: str, topic: str, total_mb: int, acks: str = "1") -> float:
-    """MB/s from the first send to the last delivery report."""
-    producer = Producer(
+def bench_producer(bootstrap: str, acks: str, **extra: object) -> Producer:
+    """The benches' librdkafka producer: large batches, no compression, no idempotence."""
+    return Producer(
         {
             "bootstrap.servers": bootstrap,
             "acks": acks,
@@ -76,8 +76,14 @@ def produce(bootstrap: str, topic: str, total_mb: int, acks: str = "1") -> float
             "compression.type": "none",
             "enable.idempotence": False,
             "message.timeout.ms": 60_000,
+            **extra,
         }
     )
+
+
+def produce(bootstrap: str, topic: str, total_mb: int, acks: str = "1") -> float:
+    """MB/s from the first send to the last delivery report."""
+    producer = bench_producer(bootstrap, acks)
     value = b"x" * RECORD
     count = total_mb * MB // RECORD
     failed: list = []
@@ -149,6 +155,15 @@ class _Quiet:
 
     def log(self, _level: int, fmt: str, *args: object) -> None:
         self._sink.append(fmt % args if args else fmt)
+
+
+def try_or_say(what: str, fn: Callable[[], object]) -> object | None:
+    """fn(), or None after printing why it failed (a bench prints what it could measure)."""
+    try:
+        return fn()
+    except Exception as e:
+        print(f"  {what}: n/a ({type(e).__name__}: {e})")
+        return None
 
 
 def measure(fn: Callable[[], float]) -> float | str:

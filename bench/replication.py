@@ -35,16 +35,16 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.produce_consume import measure, produce
+from bench.produce_consume import bench_producer, measure, produce, try_or_say
 from cluster.local import LocalCluster, free_base_port
+from tests.integration.conftest import wait_for
 
 MB = 1_000_000
 RECORD = 1024
@@ -69,49 +69,23 @@ def create_topic(bootstrap: str, name: str, partitions: int, rf: int, min_isr: i
     admin = _admin(bootstrap)
     new = NewTopic(name, partitions, rf, config={"min.insync.replicas": str(min_isr)})
     admin.create_topics([new])[name].result(60)
-    _wait(lambda: _full_isr(admin, name, partitions, rf), 60, f"{name}: replicas in sync")
+    wait_for(lambda: _full_isr(admin, name, partitions, rf), 60, f"{name}: replicas in sync")
 
 
 def _full_isr(admin: AdminClient, topic: str, partitions: int, rf: int) -> bool:
-    md = admin.list_topics(topic, timeout=5).topics.get(topic)
+    try:
+        md = admin.list_topics(topic, timeout=5).topics.get(topic)
+    except KafkaException:  # no broker answered (yet)
+        return False
     if md is None or md.error is not None or len(md.partitions) != partitions:
         return False
     return all(p.leader >= 0 and len(p.isrs) >= rf for p in md.partitions.values())
 
 
-def _wait(cond: Callable[[], bool], timeout_s: float, what: str) -> None:
-    """Poll ``cond`` until true or the deadline."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        with contextlib.suppress(Exception):
-            if cond():
-                return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not after {timeout_s:.0f}s")
-        time.sleep(0.1)
-
-
-def _producer(bootstrap: str, acks: str, **extra: object) -> Producer:
-    return Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": acks,
-            "linger.ms": 5,
-            "batch.size": 1_000_000,
-            "queue.buffering.max.kbytes": 1_048_576,
-            "compression.type": "none",
-            "enable.idempotence": False,
-            "message.timeout.ms": 60_000,
-            "logger": _QUIET,
-            **extra,
-        }
-    )
-
-
 def latency(bootstrap: str, topic: str, mb_s: float, seconds: float) -> dict[str, float]:
     """Send-to-delivery latency (ms) of acks=all records sent at a fixed rate: by each moment,
     ``rate x elapsed`` records have been handed to the client, no more."""
-    producer = _producer(bootstrap, "all")
+    producer = bench_producer(bootstrap, "all", logger=_QUIET)
     value = b"x" * RECORD
     per_s = mb_s * MB / RECORD
     lat: list[float] = []
@@ -153,10 +127,10 @@ def failover(cluster: LocalCluster, trials: int) -> list[float]:
     bootstrap = cluster.bootstrap
     create_topic(bootstrap, "failover", 1, 3, 2)
     admin = _admin(bootstrap)
-    producer = _producer(bootstrap, "all", **{"linger.ms": 0})
+    producer = bench_producer(bootstrap, "all", logger=_QUIET, **{"linger.ms": 0})
     times: list[float] = []
     for trial in range(trials):
-        _wait(lambda: _full_isr(admin, "failover", 1, 3), 120, "failover: ISR back to 3")
+        wait_for(lambda: _full_isr(admin, "failover", 1, 3), 120, "failover: ISR back to 3")
         leader = admin.list_topics("failover", timeout=5).topics["failover"].partitions[0].leader
         took = _one_failover(cluster, producer, f"broker-{leader}")
         if took is None:
@@ -205,14 +179,6 @@ def _median(runs: list[float | str]) -> float | None:
     return statistics.median(done) if done else None
 
 
-def _try(what: str, fn: Callable[[], object]) -> object | None:
-    try:
-        return fn()
-    except Exception as e:
-        print(f"  {what}: n/a ({type(e).__name__}: {e})")
-        return None
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -249,7 +215,7 @@ def main() -> None:
         print("3 brokers, RF=3, min.insync.replicas=2 ...", flush=True)
         repl = _cluster(work / "repl", 3, 3, {**overrides, "min.insync.replicas": "2"})
         try:
-            ok = _try(
+            ok = try_or_say(
                 "topic",
                 lambda: create_topic(repl.bootstrap, "bench", args.partitions, 3, 2) or True,
             )
@@ -269,13 +235,13 @@ def main() -> None:
                 ]
             if ok and "latency" not in skip:
                 print(f"latency at {args.latency_mb_s:g} MB/s for {args.latency_s:g}s ...")
-                lat = _try(
+                lat = try_or_say(
                     "latency",
                     lambda: latency(repl.bootstrap, "bench", args.latency_mb_s, args.latency_s),
                 )
             if "failover" not in skip:
                 print(f"failover, {args.trials} trials ...", flush=True)
-                fo = _try("failover", lambda: failover(repl, args.trials))
+                fo = try_or_say("failover", lambda: failover(repl, args.trials))
         finally:
             for name in repl.nodes:  # nothing should be stopped, but never leave it so
                 repl.signal_node(name, signal.SIGCONT)

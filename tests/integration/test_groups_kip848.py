@@ -7,20 +7,21 @@ coordinator's broker, and a Java 4.3.0 consumer in the same kind of group."""
 from __future__ import annotations
 
 import itertools
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
 from cluster.local import LocalCluster
 from dataplane.coordinator.runtime import partition_for
 from dataplane.handlers import SUPPORTED_VERSIONS
-from tests.integration.conftest import start_cluster
+from tests.integration import groups
+from tests.integration.conftest import start_cluster, wait_for
+from tests.integration.groups import broker_ports, drain, produce
 from tests.integration.kafka_wire import WireClient, builder
 
 METADATA, COMMIT, FETCH, FIND, JOIN, API_VERSIONS, LIST = 3, 8, 9, 10, 11, 18, 16
@@ -28,22 +29,6 @@ HEARTBEAT, DESCRIBE = 68, 69
 PARTITIONS = 6
 OFFSETS_PARTITIONS = 10
 HEARTBEAT_INTERVAL_MS = 1000  # group.consumer.heartbeat.interval.ms of the test cluster
-RETRIABLE = {
-    ErrorCode.not_coordinator,
-    ErrorCode.coordinator_load_in_progress,
-    ErrorCode.coordinator_not_available,
-}
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 30, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -66,10 +51,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 @pytest.fixture(autouse=True)
 def _all_brokers_up(cluster: LocalCluster) -> Iterator[None]:
     yield
-    for name, node in cluster.nodes.items():
-        if node.proc is None or node.proc.poll() is not None:
-            cluster.start_node(name)
-    cluster.wait_ready()
+    cluster.start()  # starts again whatever a test stopped
 
 
 def new_topic(cluster: LocalCluster, prefix: str, partitions: int = PARTITIONS) -> str:
@@ -79,30 +61,14 @@ def new_topic(cluster: LocalCluster, prefix: str, partitions: int = PARTITIONS) 
     return name
 
 
-def ports(cluster: LocalCluster) -> list[int]:
-    return [n.port for n in cluster.nodes.values() if n.kind == "broker" and n.proc is not None]
-
-
 def coordinator(cluster: LocalCluster, group: str) -> tuple[int, int]:
     """(node id, port) of the group's coordinator, once it serves the group."""
 
-    def find() -> tuple[int, int] | None:
-        for port in ports(cluster):
-            try:
-                with WireClient(port, timeout=5) as w:
-                    r = w.call(FIND, 3, key=group, key_type=0)
-                if r.error_code != ErrorCode.none:
-                    return None
-                with WireClient(r.port, timeout=5) as w:  # loaded yet?
-                    d = w.call(DESCRIBE, 1, group_ids=(group,), include_authorized_operations=False)
-            except OSError:
-                continue
-            if d.groups[0].error_code in RETRIABLE:
-                return None
-            return r.node_id, r.port
-        return None
+    def probe(w: WireClient, group: str) -> int:
+        d = w.call(DESCRIBE, 1, group_ids=(group,), include_authorized_operations=False)
+        return d.groups[0].error_code
 
-    return wait_for(find, what=f"the coordinator of {group}")
+    return groups.coordinator(cluster, group, probe)
 
 
 def same_coordinator(group: str, prefix: str) -> str:
@@ -189,7 +155,7 @@ def describe(w: WireClient, *groups: str, version: int = 1) -> Any:
 
 
 def test_api_versions_advertise_both_apis(cluster: LocalCluster) -> None:
-    with WireClient(ports(cluster)[0]) as w:
+    with WireClient(broker_ports(cluster)[0]) as w:
         r = w.call(API_VERSIONS, 3, client_software_name="t", client_software_version="1")
     got = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
     assert got[HEARTBEAT] == SUPPORTED_VERSIONS[HEARTBEAT] == (0, 1)
@@ -274,7 +240,7 @@ def test_every_version_of_heartbeat_and_describe(cluster: LocalCluster) -> None:
             assert sorted(b.owned[0][1]) == [0, 1, 2, 3]
             assert describe(w, group).groups[0].group_epoch == 3
         # another broker is not the coordinator
-        other = next(p for p in ports(cluster) if p != port)
+        other = next(p for p in broker_ports(cluster) if p != port)
         with WireClient(other) as o:
             r = WireMember(o, group).join((topic,))
             assert r.error_code == ErrorCode.not_coordinator
@@ -400,13 +366,6 @@ def test_bad_input_gets_kafkas_errors(cluster: LocalCluster) -> None:
 # ---------------------------------------------------------------- real clients
 
 
-def produce(cluster: LocalCluster, topic: str, values: list[bytes]) -> None:
-    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
-    for v in values:
-        p.produce(topic, key=v, value=v)
-    assert p.flush(30) == 0
-
-
 def consumer(cluster: LocalCluster, group: str, **conf: Any) -> Consumer:
     return Consumer(
         {
@@ -420,11 +379,10 @@ def consumer(cluster: LocalCluster, group: str, **conf: Any) -> Consumer:
     )
 
 
-def poll_all(consumers: list[Consumer], got: list[list[bytes]] | None = None) -> None:
-    for i, c in enumerate(consumers):
-        m = c.poll(0.05)
-        if m is not None and m.error() is None and got is not None:
-            got[i].append(m.value())
+def poll_all(consumers: list[Consumer]) -> None:
+    """Serve each consumer's callbacks (rebalances) once."""
+    for c in consumers:
+        c.poll(0.05)
 
 
 def assignments(consumers: list[Consumer]) -> list[set[int]]:
@@ -440,16 +398,6 @@ def balanced(consumers: list[Consumer], partitions: int = PARTITIONS) -> list[se
         return None
     if max(map(len, got)) - min(map(len, got)) > 1:
         return None
-    return got
-
-
-def drain(consumers: list[Consumer], want: int, timeout: float = 60) -> list[list[bytes]]:
-    """What each consumer reads until `want` distinct values arrived (a record read again
-    after a rebalance, from the last committed offset, counts once)."""
-    got: list[list[bytes]] = [[] for _ in consumers]
-    deadline = time.monotonic() + timeout
-    while len({v for part in got for v in part}) < want and time.monotonic() < deadline:
-        poll_all(consumers, got)
     return got
 
 

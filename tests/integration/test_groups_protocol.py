@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import struct
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
@@ -21,17 +20,14 @@ from cluster.local import LocalCluster
 from dataplane.coordinator.runtime import partition_for
 from dataplane.handlers import SUPPORTED_VERSIONS
 from meta.client import MetaClient
-from tests.integration.conftest import start_cluster
+from tests.integration import groups
+from tests.integration.conftest import start_cluster, wait_for
+from tests.integration.groups import broker_ports, drain, produce
 from tests.integration.kafka_wire import WireClient, builder, request_bytes
 
 FIND, JOIN, SYNC, HEARTBEAT, LEAVE = 10, 11, 14, 12, 13
 COMMIT, FETCH, DESCRIBE, LIST, DELETE, OFFSET_DELETE = 8, 9, 15, 16, 42, 47
 OFFSETS_PARTITIONS = 10
-RETRIABLE = {
-    ErrorCode.not_coordinator,
-    ErrorCode.coordinator_load_in_progress,
-    ErrorCode.coordinator_not_available,
-}
 
 
 def versions(api_key: int) -> range:
@@ -45,16 +41,6 @@ def subscription(*topics: str) -> bytes:
     for t in topics:
         out += struct.pack(">h", len(t)) + t.encode()
     return out + struct.pack(">i", -1)
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 30, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 @pytest.fixture(scope="module")
@@ -78,36 +64,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 @pytest.fixture(autouse=True)
 def _all_brokers_up(cluster: LocalCluster) -> Iterator[None]:
     yield
-    for name, node in cluster.nodes.items():
-        if node.proc is None or node.proc.poll() is not None:
-            cluster.start_node(name)
-    cluster.wait_ready()
-
-
-def ports(cluster: LocalCluster) -> list[int]:
-    return [n.port for n in cluster.nodes.values() if n.kind == "broker" and n.proc is not None]
+    cluster.start()  # starts again whatever a test stopped
 
 
 def coordinator(cluster: LocalCluster, group: str) -> tuple[int, int]:
     """(node id, port) of the group's coordinator, once it serves the group."""
 
-    def find() -> tuple[int, int] | None:
-        for port in ports(cluster):
-            try:
-                with WireClient(port, timeout=5) as w:
-                    r = w.call(FIND, 3, key=group, key_type=0)
-            except OSError:
-                continue
-            if r.error_code != ErrorCode.none:
-                return None
-            with WireClient(r.port, timeout=5) as w:  # serving (loaded) yet?
-                hb = w.call(HEARTBEAT, 0, group_id=group, generation_id=-1, member_id="x")
-            if hb.error_code in RETRIABLE:
-                return None
-            return r.node_id, r.port
-        return None
+    def probe(w: WireClient, group: str) -> int:
+        return w.call(HEARTBEAT, 0, group_id=group, generation_id=-1, member_id="x").error_code
 
-    return wait_for(find, what=f"the coordinator of {group}")
+    return groups.coordinator(cluster, group, probe)
 
 
 class Member:
@@ -458,7 +424,7 @@ def test_describe_list_delete_every_version(cluster: LocalCluster) -> None:
             assert stable.authorized_operations > 0
     for v in versions(LIST):
         listed: dict[str, Any] = {}
-        for p in ports(cluster):  # like an admin client: every broker lists its own groups
+        for p in broker_ports(cluster):  # like an admin client: every broker lists its own groups
             with WireClient(p) as w:
                 r = w.call(LIST, v, states_filter=(), types_filter=())
                 assert r.error_code == ErrorCode.none
@@ -597,7 +563,7 @@ def test_bad_input_gets_kafkas_errors(cluster: LocalCluster) -> None:
     )
     assert big == {("conf", 0): ErrorCode.offset_metadata_too_large}
     # another broker is not the coordinator
-    other_port = next(p for p in ports(cluster) if p != port)
+    other_port = next(p for p in broker_ports(cluster) if p != port)
     with WireClient(other_port) as o:
         r = o.call(
             HEARTBEAT,
@@ -653,13 +619,6 @@ def test_group_registry_in_the_meta_service(cluster: LocalCluster) -> None:
 # ---------------------------------------------------------------- real clients
 
 
-def produce(cluster: LocalCluster, topic: str, values: list[bytes]) -> None:
-    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
-    for v in values:
-        p.produce(topic, key=v, value=v)
-    assert p.flush(30) == 0
-
-
 def consumer(cluster: LocalCluster, group: str, **conf: Any) -> Consumer:
     return Consumer(
         {
@@ -672,19 +631,6 @@ def consumer(cluster: LocalCluster, group: str, **conf: Any) -> Consumer:
         }
         | conf
     )
-
-
-def drain(consumers: list[Consumer], want: int, timeout: float = 60) -> list[list[bytes]]:
-    """What each consumer reads until `want` distinct values arrived (a record read again
-    after a rebalance, from the last committed offset, counts once)."""
-    got: list[list[bytes]] = [[] for _ in consumers]
-    deadline = time.monotonic() + timeout
-    while len({v for part in got for v in part}) < want and time.monotonic() < deadline:
-        for i, c in enumerate(consumers):
-            m = c.poll(0.1)
-            if m is not None and m.error() is None:
-                got[i].append(m.value())
-    return got
 
 
 def test_three_confluent_consumers_balance_six_partitions(cluster: LocalCluster) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -19,7 +19,7 @@ from cluster.local import LocalCluster
 from dataplane.replica import wire
 from meta.client import MetaClient
 from proto import replication_pb2
-from tests.integration.conftest import start_cluster
+from tests.integration.conftest import start_cluster, wait_for
 from tests.integration.kafka_wire import WireClient, builder
 from tests.unit.log.batches import make_batch, values_of
 
@@ -29,16 +29,6 @@ FAST = {
     "replica_lag_time_max_ms": 2000,
     "leader_imbalance_check_interval_seconds": 1,
 }
-
-
-def wait_for(check: Callable[[], object], timeout: float = 30, what: str = "condition") -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +44,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 def _all_brokers_up(cluster: LocalCluster) -> Iterator[None]:
     """Each test starts and ends with every node running."""
     yield
-    for name, node in cluster.nodes.items():
-        if node.proc is None or node.proc.poll() is not None:
-            cluster.start_node(name)
-    cluster.wait_ready()
+    cluster.start()  # starts again whatever a test stopped
     wait_for(lambda: len(admin(cluster).list_topics(timeout=5).brokers) == 3, what="3 live brokers")
 
 

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from meta.controller import NewTopic
 from meta.feed import ChangeFeed
 from meta.raft import MetaRaft
 from meta.state import CreateTopics, RegisterBroker
+from tests.integration.conftest import wait_for
 
 from .harness import free_ports
-
-
-def wait_for(check: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def start(address: str, data_dir: Path, feed: ChangeFeed) -> MetaRaft:
@@ -36,7 +28,7 @@ def test_state_survives_a_dump_and_a_restart(tmp_path: Path) -> None:
         raft.submit(RegisterBroker(1, "h", 9092, None, "", b"incarnation", False))
         create(raft, "before-dump")
         raft._sync.forceLogCompaction()  # normally every 5000 entries or 5 minutes
-        wait_for((tmp_path / "state.dump").exists, "the state dump")
+        wait_for((tmp_path / "state.dump").exists, 15, "the state dump")
         create(raft, "after-dump")
         state = raft.machine.state
         expected = (state.offset, dict(state.topics), dict(state.brokers))
@@ -47,7 +39,7 @@ def test_state_survives_a_dump_and_a_restart(tmp_path: Path) -> None:
     restarted = start(address, tmp_path, feed)
     try:
         machine = restarted.machine
-        wait_for(lambda: machine.state.offset == expected[0], "the journal replay")
+        wait_for(lambda: machine.state.offset == expected[0], 15, "the journal replay")
         assert (machine.state.topics, machine.state.brokers) == expected[1:]
         # The dump reset the change feed: a watcher from before it needs a snapshot.
         assert feed.since(0) is None
