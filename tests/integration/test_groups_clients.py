@@ -12,6 +12,10 @@ driver's ``group-consume`` (tests/integration/clients/README.md, "Consumer group
   a rebalance of the others;
 - KIP-848 (group.protocol=consumer) with confluent-kafka and Java 4.3.0, in one group while
   members come and go;
+- the consumer flows of the seeds with each client: the rebalance callbacks get the right
+  partitions (eager, and cooperative where the client has it), seek forward and back, pause
+  while new records arrive and resume, a manual commit of chosen offsets is what OffsetFetch
+  returns;
 - bad input through real clients: a commit with a stale generation (ILLEGAL_GENERATION), from
   a member the group no longer knows (UNKNOWN_MEMBER_ID), with an empty group id
   (INVALID_GROUP_ID).
@@ -21,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -35,17 +38,21 @@ from tests.integration.clients.group_member import (
     External,
     Member,
     broker_has_api,
+    check_paused,
     committed,
-    create_topic,
     describe,
     end_offsets,
     group_cluster,
+    keys,
+    names,
+    new_topic,
     overlaps,
     processed_keys,
     produce,
     topic_replicas,
     wait_committed,
     wait_exclusive,
+    wait_processed,
     wait_until,
 )
 
@@ -67,23 +74,32 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         yield c
 
 
-def names(prefix: str) -> tuple[str, str]:
-    tag = uuid.uuid4().hex[:6]
-    return f"{prefix}-{tag}", f"g-{prefix}-{tag}"
-
-
 def replication(cluster: object) -> int:
     return 1 if isinstance(cluster, External) else 3
 
 
-def keys(start: int, n: int) -> list[str]:
-    return [f"k{i}" for i in range(start, start + n)]
+def fresh(cluster: object, prefix: str, count: int = 0) -> tuple[str, str, set[str]]:
+    """A fresh topic with ``count`` records, a fresh group name, and the records' keys."""
+    topic, group, produced = new_topic(
+        cluster.bootstrap, prefix, PARTITIONS, count, replication(cluster)
+    )
+    return topic, group, set(produced)
+
+
+def start(
+    driver: str, cluster: object, topic: str, group: str, n: int, *opts: str, tag: str = ""
+) -> list[Member]:
+    """``n`` members of ``group``, named ``<driver><tag>-<i>``."""
+    return [
+        Member(driver, cluster.bootstrap, topic, group, *opts, name=f"{driver}{tag}-{i}")
+        for i in range(n)
+    ]
 
 
 def stop_all(members: list[Member]) -> None:
     for m in members:
         if m.alive():
-            m.stop()
+            assert m.stop() == 0, m.describe()
 
 
 def check_group_outcome(
@@ -106,18 +122,32 @@ def check_group_outcome(
     assert not overlaps(members), overlaps(members)
 
 
+def finish(
+    cluster: object,
+    topic: str,
+    group: str,
+    everyone: list[Member],
+    produced: set[str],
+    timeout: float = 90,
+) -> None:
+    """The end of a group's run: every produced record processed, the commits reach the log
+    end, the members still running stop cleanly, and check_group_outcome."""
+    wait_processed(everyone, produced, timeout)
+    ends = end_offsets(cluster.bootstrap, topic)
+    wait_committed(cluster.bootstrap, topic, group, ends, 60, everyone)
+    stop_all(everyone)
+    check_group_outcome(cluster, topic, group, everyone, produced)
+
+
 # -- three members: ownership, hand-over, nothing lost ------------------------------------------
 
 
 @pytest.mark.parametrize("driver", GROUP_DRIVERS)
 def test_members_share_hand_over_and_lose_nothing(cluster: object, driver: str) -> None:
-    topic, group = names(f"share-{driver}")
-    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
-    opts = (*FAST, *AT_LEAST_ONCE[driver], "--process-ms", "10")
-    members = [
-        Member(driver, cluster.bootstrap, topic, group, *opts, name=f"{driver}-{i}")
-        for i in range(3)
-    ]
+    topic, group, _ = fresh(cluster, f"share-{driver}")
+    members = start(
+        driver, cluster, topic, group, 3, *FAST, *AT_LEAST_ONCE[driver], "--process-ms", "10"
+    )
     try:
         owned = wait_exclusive(members, PARTITIONS, timeout=60, balanced=True)
         assert sorted(len(p) for p in owned.values()) == [2, 2, 2], owned
@@ -144,13 +174,7 @@ def test_members_share_hand_over_and_lose_nothing(cluster: object, driver: str) 
         else:
             second.kill()
         wait_exclusive([third], PARTITIONS, timeout=SESSION_TIMEOUT_S + 15)
-
-        wait_until(lambda: produced <= processed_keys(members), 90, "every record processed")
-        wait_committed(
-            cluster.bootstrap, topic, group, end_offsets(cluster.bootstrap, topic), 30, members
-        )
-        assert third.stop() == 0, third.describe()
-        check_group_outcome(cluster, topic, group, members, produced)
+        finish(cluster, topic, group, members, produced)
     finally:
         for m in members:
             m.close()
@@ -163,18 +187,12 @@ def test_members_share_hand_over_and_lose_nothing(cluster: object, driver: str) 
 def test_group_survives_coordinator_kill(cluster: object, driver: str) -> None:
     if isinstance(cluster, External):
         pytest.skip("needs a Rafka cluster to kill a broker of")
-    topic, group = names(f"coord-{driver}")
-    create_topic(cluster.bootstrap, topic, PARTITIONS, 3)
-    produced = set(produce(cluster.bootstrap, topic, keys(0, 200)))
-    opts = (*FAST, *AT_LEAST_ONCE[driver])
-    members = [
-        Member(driver, cluster.bootstrap, topic, group, *opts, name=f"{driver}-{i}")
-        for i in range(2)
-    ]
+    topic, group, produced = fresh(cluster, f"coord-{driver}", 200)
+    members = start(driver, cluster, topic, group, 2, *FAST, *AT_LEAST_ONCE[driver])
     coordinator = None
     try:
         wait_exclusive(members, PARTITIONS, timeout=60)
-        wait_until(lambda: produced <= processed_keys(members), 60, "every record processed")
+        wait_processed(members, produced, 60)
         before = wait_committed(
             cluster.bootstrap, topic, group, end_offsets(cluster.bootstrap, topic), 30, members
         )
@@ -185,10 +203,10 @@ def test_group_survives_coordinator_kill(cluster: object, driver: str) -> None:
         cluster.kill(f"broker-{coordinator}")
 
         more = set(produce(cluster.bootstrap, topic, keys(200, 200)))
-        wait_until(lambda: more <= processed_keys(members), 90, "records after the kill")
-        wait_committed(
-            cluster.bootstrap, topic, group, end_offsets(cluster.bootstrap, topic), 60, members
-        )
+        wait_processed(members, more, 90)
+        for m in members:
+            assert m.alive(), m.describe()
+        finish(cluster, topic, group, members, produced | more)
         assert describe(cluster.bootstrap, group).coordinator.id != coordinator
         # Offsets intact: nothing below what was committed before the kill is read again.
         again = [
@@ -198,10 +216,6 @@ def test_group_survives_coordinator_kill(cluster: object, driver: str) -> None:
             if r["t"] >= killed_at and r["offset"] < before[r["partition"]]
         ]
         assert not again, f"re-read below the committed offsets: {again[:5]}"
-        for m in members:
-            assert m.alive(), m.describe()
-        stop_all(members)
-        check_group_outcome(cluster, topic, group, members, produced | more)
     finally:
         for m in members:
             m.close()
@@ -217,11 +231,9 @@ STATIC_DRIVERS = ["confluent", "kafka-python", "aiokafka", "java-4.3.0"]
 
 @pytest.mark.parametrize("driver", STATIC_DRIVERS)
 def test_static_member_restart_does_not_rebalance(cluster: object, driver: str) -> None:
-    topic, group = names(f"static-{driver}")
-    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
-    produce(cluster.bootstrap, topic, keys(0, 60))
+    topic, group, _ = fresh(cluster, f"static-{driver}", 60)
 
-    def start(i: int) -> Member:
+    def static(i: int) -> Member:
         return Member(
             driver,
             cluster.bootstrap,
@@ -235,7 +247,7 @@ def test_static_member_restart_does_not_rebalance(cluster: object, driver: str) 
             name=f"{driver}-static-{i}",
         )
 
-    members = [start(i) for i in range(3)]
+    members = [static(i) for i in range(3)]
     restarted = None
     try:
         owned = wait_exclusive(members, PARTITIONS, timeout=60, balanced=True)
@@ -247,7 +259,7 @@ def test_static_member_restart_does_not_rebalance(cluster: object, driver: str) 
         # A static member's close() does not leave the group; its replacement, with the same
         # group.instance.id, is given the same partitions without a rebalance.
         assert members[0].stop() == 0, members[0].describe()
-        restarted = start(0)
+        restarted = static(0)
         got = restarted.wait_event("assigned", timeout=SESSION_TIMEOUT_S)
         assert set(got["owned"]) == owned[members[0].name], (got, owned)
         if generation is not None and got["generation"] is not None:
@@ -288,22 +300,25 @@ KIP848_DRIVERS = ["confluent", "java-4.3.0"]
 
 
 def needs_kip848(cluster: object) -> None:
-    """KIP-848 tests run once the broker lists ConsumerGroupHeartbeat (librdkafka would
-    otherwise wait for it silently, Java fails at once)."""
-    if not broker_has_api(cluster.bootstrap, CONSUMER_GROUP_HEARTBEAT):
-        pytest.skip("the broker has no ConsumerGroupHeartbeat (KIP-848) yet")
+    """Rafka lists ConsumerGroupHeartbeat in ApiVersions: without it librdkafka would wait for
+    it silently and Java fail at once, so a missing one fails here, saying so. A broker started
+    elsewhere (External) may lack KIP-848: those tests skip there."""
+    if broker_has_api(cluster.bootstrap, CONSUMER_GROUP_HEARTBEAT):
+        return
+    if isinstance(cluster, External):
+        pytest.skip(f"{cluster.bootstrap} has no ConsumerGroupHeartbeat (KIP-848)")
+    raise AssertionError(
+        "ApiVersions does not list ConsumerGroupHeartbeat (API key 68): Rafka's KIP-848 "
+        "handlers are not advertised"
+    )
 
 
 @pytest.mark.parametrize("driver", KIP848_DRIVERS)
 def test_kip848_members_share_and_hand_over(cluster: object, driver: str) -> None:
     needs_kip848(cluster)
-    topic, group = names(f"kip848-{driver}")
-    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    topic, group, _ = fresh(cluster, f"kip848-{driver}")
     opts = ("--protocol", "consumer", "--commit", "sync", "--process-ms", "10")
-    members = [
-        Member(driver, cluster.bootstrap, topic, group, *opts, name=f"{driver}-848-{i}")
-        for i in range(3)
-    ]
+    members = start(driver, cluster, topic, group, 3, *opts, tag="-848")
     try:
         owned = wait_exclusive(members, PARTITIONS, timeout=60, balanced=True)
         assert sorted(len(p) for p in owned.values()) == [2, 2, 2], owned
@@ -315,11 +330,7 @@ def test_kip848_members_share_and_hand_over(cluster: object, driver: str) -> Non
         assert members[0].stop() == 0, members[0].describe()
         wait_exclusive(members[1:], PARTITIONS, timeout=SESSION_TIMEOUT_S)
         assert time.monotonic() - t0 <= SESSION_TIMEOUT_S
-        wait_until(lambda: produced <= processed_keys(members), 90, "every record processed")
-        ends = end_offsets(cluster.bootstrap, topic)
-        wait_committed(cluster.bootstrap, topic, group, ends, 60, members)
-        stop_all(members)
-        check_group_outcome(cluster, topic, group, members, produced)
+        finish(cluster, topic, group, members, produced)
     finally:
         for m in members:
             m.close()
@@ -340,8 +351,7 @@ def test_members_joining_while_others_leave(cluster: object, protocol: str) -> N
     and nothing was lost."""
     if protocol == "consumer":
         needs_kip848(cluster)
-    topic, group = names(f"churn-{protocol}")
-    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    topic, group, _ = fresh(cluster, f"churn-{protocol}")
     drivers, protocol_opts = CHURN[protocol]
     timing = FAST if protocol == "classic" else ()
     opts = (*protocol_opts, *timing, "--commit", "sync", "--process-ms", "5")
@@ -373,15 +383,154 @@ def test_members_joining_while_others_leave(cluster: object, protocol: str) -> N
         # group.consumer.session.timeout.ms).
         owned = wait_exclusive(live, PARTITIONS, timeout=60, balanced=True)
         assert sorted(len(p) for p in owned.values()) == [2, 2, 2], owned
-        wait_until(lambda: produced <= processed_keys(everyone), 90, "every record processed")
         # A killed member's records come again to their new owner, which commits them.
-        ends = end_offsets(cluster.bootstrap, topic)
-        wait_committed(cluster.bootstrap, topic, group, ends, 60, everyone)
-        stop_all(live)
-        check_group_outcome(cluster, topic, group, everyone, produced)
+        finish(cluster, topic, group, everyone, produced)
     finally:
         for m in everyone:
             m.close()
+
+
+# -- the consumer flows of the seeds, with every client -------------------------------------
+
+FLOW_RECORDS = 120
+# Eager rebalancing: the range assignor (KafkaJS has roundrobin only). Incremental
+# (cooperative-sticky) where the client has it: not aiokafka, not KafkaJS.
+EAGER = {d: "range" for d in GROUP_DRIVERS} | {"kafkajs": "roundrobin"}
+COOPERATIVE_DRIVERS = ["confluent", "kafka-python", "java-4.3.0"]
+
+
+@pytest.fixture(scope="module")
+def flow_topic(cluster: object) -> tuple[str, dict[int, int]]:
+    """One topic of FLOW_RECORDS records that the flows below read, each test in a group of its
+    own; and its end offsets."""
+    topic, _, _ = fresh(cluster, "flows", FLOW_RECORDS)
+    return topic, end_offsets(cluster.bootstrap, topic)
+
+
+def flow_member(driver: str, cluster: object, topic: str, group: str, *opts: str) -> Member:
+    return Member(driver, cluster.bootstrap, topic, group, *FAST, *opts, name=driver)
+
+
+@pytest.mark.parametrize(
+    ("driver", "rebalancing"),
+    [(d, "eager") for d in GROUP_DRIVERS] + [(d, "cooperative") for d in COOPERATIVE_DRIVERS],
+)
+def test_rebalance_callbacks_get_the_partitions(
+    cluster: object, flow_topic: tuple, driver: str, rebalancing: str
+) -> None:
+    """The rebalance callbacks (on assign / on revoke; KafkaJS: around its join, see the
+    driver) get the partitions that move. Member a alone is assigned all six. b joins: eager,
+    all of a's are revoked and the new split assigned; cooperative, a gives up only what goes
+    to b, and b is assigned just that. b leaves: a is assigned b's partitions (eager: all six
+    again)."""
+    topic, _ = flow_topic
+    _, group = names(f"cb-{driver}")
+    assignor = EAGER[driver] if rebalancing == "eager" else "cooperative-sticky"
+    opts = (*AT_LEAST_ONCE[driver], "--assignor", assignor)
+    a = Member(driver, cluster.bootstrap, topic, group, *FAST, *opts, name="a")
+    b = None
+    try:
+        # (kafka-python may join before it knows the topic: an empty assignment, then a rejoin)
+        wait_exclusive([a], PARTITIONS, timeout=60)
+        assert a.of("assigned")[-1]["partitions"] == list(range(PARTITIONS)), a.of("assigned")
+        b = Member(driver, cluster.bootstrap, topic, group, *FAST, *opts, name="b")
+        owned = wait_exclusive([a, b], PARTITIONS, timeout=60, balanced=True)
+        revoked = {p for e in a.of("revoked") for p in e["partitions"]}
+        if rebalancing == "eager":
+            assert revoked == set(range(PARTITIONS)), a.of("revoked")
+            assert set(a.of("assigned")[-1]["partitions"]) == owned["a"], a.of("assigned")
+            assert set(b.of("assigned")[-1]["partitions"]) == owned["b"], b.of("assigned")
+        else:
+            assert revoked == owned["b"], (a.of("revoked"), owned)
+            assert {p for e in b.of("assigned") for p in e["partitions"]} == owned["b"]
+        seen = len(a.of("assigned"))
+        assert b.stop() == 0, b.describe()
+        wait_exclusive([a], PARTITIONS, timeout=SESSION_TIMEOUT_S)
+        back = {p for e in a.of("assigned")[seen:] for p in e["partitions"]}
+        want = set(range(PARTITIONS)) if rebalancing == "eager" else owned["b"]
+        assert back == want, a.of("assigned")[seen:]
+    finally:
+        for m in (a, b):
+            if m:
+                m.close()
+
+
+@pytest.mark.parametrize("driver", GROUP_DRIVERS)
+def test_seek_forward_and_back(cluster: object, flow_topic: tuple, driver: str) -> None:
+    """seek() at partition 2's first record to offset 5: it is read from 5 on. At partition
+    4's record ``back``, seek() back to offset 2: records 2 .. back - 1 come again, then the
+    rest. The other partitions are read once from the start."""
+    topic, ends = flow_topic
+    _, group = names(f"seek-{driver}")
+    back = ends[4] // 2
+    assert ends[2] > 5 and back > 2, ends
+    want = {p: list(range(end)) for p, end in ends.items() if end}
+    want[2] = list(range(5, ends[2]))
+    want[4] = [*range(back), *range(2, ends[4])]
+    seek = f"2:5,4:2@{back}"
+    m = flow_member(driver, cluster, topic, group, *AT_LEAST_ONCE[driver], "--seek", seek)
+    try:
+        m.wait_records(sum(map(len, want.values())), 60)
+        assert m.offsets() == want
+        seeks = sorted((e["partition"], e["offset"], e["at"]) for e in m.of("seek"))
+        assert seeks == [(2, 5, 0), (4, 2, back)], seeks
+    finally:
+        m.close()
+
+
+@pytest.mark.parametrize("driver", GROUP_DRIVERS)
+def test_paused_partition_holds_new_records_until_resumed(cluster: object, driver: str) -> None:
+    """pause() partition 1 once it is assigned (KafkaJS: at its first message, the docs' way:
+    that message comes again after the resume). Records produced while it is paused reach the
+    other partitions, none of partition 1's is processed; after resume() (when the test says
+    so) all of partition 1 comes, once each, in order."""
+    topic, group, first = new_topic(
+        cluster.bootstrap, f"pause-{driver}", PARTITIONS, 60, replication(cluster)
+    )
+    m = flow_member(driver, cluster, topic, group, *AT_LEAST_ONCE[driver], "--pause", "1")
+    try:
+        m.wait_event("paused", timeout=60)
+        more = produce(cluster.bootstrap, topic, keys(60, 60))
+        produced = first | more
+        assert any(p == 1 for p, _ in more.values()), more  # new records held back
+        wait_processed([m], [k for k, (p, _) in produced.items() if p != 1], 60)
+        assert 1 not in m.offsets(), m.offsets()[1]
+        m.tell("resume")
+        wait_processed([m], produced, 60)
+        check_paused(m, 1, end_offsets(cluster.bootstrap, topic)[1])
+    finally:
+        m.close()
+
+
+@pytest.mark.parametrize("driver", GROUP_DRIVERS)
+def test_manual_commit_is_what_offset_fetch_returns(
+    cluster: object, flow_topic: tuple, driver: str
+) -> None:
+    """Auto-commit off, every 7th record's offset + 1 committed by hand (a synchronous commit of
+    chosen offsets; KafkaJS commitOffsets): OffsetFetch returns exactly those, not the
+    positions, and a clean close adds nothing."""
+    topic, ends = flow_topic
+    _, group = names(f"manual-{driver}")
+    m = flow_member(driver, cluster, topic, group, "--commit", "offsets", "--commit-every", "7")
+    count = FLOW_RECORDS // 7
+
+    def manual(evs: list[dict]) -> list[dict] | None:
+        got = [e for e in evs if e["event"] == "commit" and e["via"] == "offsets"]
+        return got if len(got) >= count else None
+
+    try:
+        commits = m.wait_for(manual, 60, f"{count} manual commits")
+        assert len(commits) == count and all(e["error"] is None for e in commits), commits
+        want = {p: -1 for p in range(PARTITIONS)}
+        for e in commits:
+            for p, o in e["offsets"].items():
+                want[int(p)] = max(want[int(p)], o)
+        assert want != ends  # chosen offsets, not the positions
+        assert committed(cluster.bootstrap, topic, group) == want
+        assert m.stop() == 0, m.describe()
+        assert committed(cluster.bootstrap, topic, group) == want
+    finally:
+        m.close()
 
 
 # -- the drivers' admin commands ----------------------------------------------------------------
@@ -392,9 +541,7 @@ def test_describe_group_and_committed(cluster: object, driver: str) -> None:
     """describe-group and committed through each client's admin API agree with the group: one
     member owning every partition, the coordinator FindCoordinator names, the offsets the
     member committed."""
-    topic, group = names(f"admin-{driver}")
-    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
-    produce(cluster.bootstrap, topic, keys(0, 60))
+    topic, group, _ = fresh(cluster, f"admin-{driver}", 60)
     m = Member("confluent", cluster.bootstrap, topic, group, *FAST, "--commit", "sync")
     try:
         wait_exclusive([m], PARTITIONS, timeout=60)
@@ -443,8 +590,7 @@ def test_commit_with_stale_generation_or_unknown_member(cluster: object, driver:
     """A member's id with the generation it had before a rebalance: ILLEGAL_GENERATION; with
     its current generation: accepted; an id the group never saw: UNKNOWN_MEMBER_ID. The
     OffsetCommit is built and sent by the client library's own protocol layer."""
-    topic, group = names(f"stale-{driver}")
-    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    topic, group, _ = fresh(cluster, f"stale-{driver}")
     a = Member(driver, cluster.bootstrap, topic, group, *FAST, name=f"{driver}-a")
     b = None
     try:
@@ -486,8 +632,7 @@ def test_commit_from_outside_an_active_group(cluster: object, driver: str) -> No
     """A client that is not a member (generation -1, no member id: an admin client or an
     assign()ing consumer) commits to a group with members: UNKNOWN_MEMBER_ID. Once the group
     is empty the same commit is accepted."""
-    topic, group = names(f"outside-{driver}")
-    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    topic, group, _ = fresh(cluster, f"outside-{driver}")
     m = Member("confluent", cluster.bootstrap, topic, group, *FAST, name="member")
     try:
         m.wait_event("assigned", timeout=60)
@@ -505,9 +650,7 @@ def test_member_kicked_out_then_commits_gets_unknown_member(cluster: object) -> 
     """KafkaJS heartbeats between messages only: a member stuck in one message for longer
     than the session timeout is removed by the coordinator, and its commit afterwards is
     refused with UNKNOWN_MEMBER_ID (then KafkaJS rejoins and goes on)."""
-    topic, group = names("kicked")
-    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
-    produced = set(produce(cluster.bootstrap, topic, keys(0, 60)))
+    topic, group, produced = fresh(cluster, "kicked", 60)
     stall_ms = str((SESSION_TIMEOUT_S + 3) * 1000)
     m = Member(
         "kafkajs",
@@ -531,7 +674,7 @@ def test_member_kicked_out_then_commits_gets_unknown_member(cluster: object) -> 
         )
         assert bad[0]["error"] == "UNKNOWN_MEMBER_ID", bad
         # It rejoins as a new member and finishes the work.
-        wait_until(lambda: produced <= processed_keys([m]), 60, "every record processed")
+        wait_processed([m], produced, 60)
         ids = {e["member_id"] for e in m.of("assigned")}
         assert len(ids) == 2, ids
     finally:
@@ -540,8 +683,7 @@ def test_member_kicked_out_then_commits_gets_unknown_member(cluster: object) -> 
 
 @pytest.mark.parametrize("driver", ["kafka-python", "kafkajs", "java-4.3.0"])
 def test_commit_with_empty_group_id(cluster: object, driver: str) -> None:
-    topic, _ = names(f"nogroup-{driver}")
-    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    topic, _, _ = fresh(cluster, f"nogroup-{driver}")
     got = commit(driver, cluster, topic, "", "0:1")
     assert got["error"] == "INVALID_GROUP_ID", got
 
@@ -550,8 +692,7 @@ def test_commit_with_empty_group_id(cluster: object, driver: str) -> None:
 def test_join_with_empty_group_id(cluster: object, driver: str) -> None:
     """kafka-python and aiokafka send an empty group id as it is (librdkafka, Java and KafkaJS
     refuse it locally): the broker answers INVALID_GROUP_ID and the consumer fails."""
-    topic, _ = names(f"nogroup-join-{driver}")
-    create_topic(cluster.bootstrap, topic, PARTITIONS, replication(cluster))
+    topic, _, _ = fresh(cluster, f"nogroup-join-{driver}")
     m = Member(driver, cluster.bootstrap, topic, "", *FAST, name=f"{driver}-nogroup")
     try:
         err = m.wait_event("error", timeout=60)

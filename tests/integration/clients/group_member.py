@@ -2,9 +2,10 @@
 
 ``Member`` starts a driver's ``group-consume`` (README.md, "Consumer groups") with its stdin
 open, reads its JSON events as they come, and offers waits with deadlines on them (never
-sleeps); ``stop()`` closes stdin (a clean close: commit, leave the group) and ``kill()`` is
-kill -9. The functions below check what a set of members did: who owns which partition, that
-no two owned one at once, that every produced record was processed.
+sleeps); ``tell("resume")`` resumes what ``--pause`` paused, ``stop()`` closes stdin (a clean
+close: commit, leave the group) and ``kill()`` is kill -9. The functions below check what a set
+of members did: who owns which partition, that no two owned one at once, that every produced
+record was processed, that a paused partition delivered nothing until resumed.
 
 Small direct helpers (produce, end offsets, committed offsets, describe) use confluent-kafka
 in-process: they are the test's own view of the broker, not the client under test.
@@ -21,6 +22,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +115,13 @@ class Member:
     def records(self) -> list[dict]:
         return self.of("record")
 
+    def offsets(self) -> dict[int, list[int]]:
+        """partition -> offsets of its processed records, in processing order."""
+        out: dict[int, list[int]] = {}
+        for r in self.records():
+            out.setdefault(r["partition"], []).append(r["offset"])
+        return out
+
     def owned(self) -> set[int]:
         """Its partitions as of its last assignment event (empty before the first)."""
         last = [e for e in self.events if e["event"] in ("assigned", "revoked", "lost")]
@@ -163,7 +172,13 @@ class Member:
             lambda evs: sum(e["event"] == "record" for e in evs) >= n, timeout, f"{n} records"
         )
 
-    # -- stopping --------------------------------------------------------------------------
+    # -- telling, stopping ------------------------------------------------------------------
+
+    def tell(self, line: str) -> None:
+        """A line on its stdin: ``resume`` resumes the partitions --pause paused."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
 
     def stop(self, timeout: float = 60) -> int:
         """Clean stop: stdin closes, the member commits, leaves the group and exits."""
@@ -291,7 +306,62 @@ def processed_keys(members: Iterable[Member]) -> set[str]:
     return {r["key"] for m in members for r in m.records()}
 
 
+def wait_processed(members: list[Member], keys: Iterable[str], timeout: float) -> None:
+    """Waits until the members have processed every one of ``keys`` (at least once)."""
+    want = set(keys)
+    try:
+        wait_until(lambda: want <= processed_keys(members), timeout, "every record processed")
+    except AssertionError as e:
+        missing = sorted(want - processed_keys(members))
+        raise AssertionError(
+            f"{e}: {len(missing)} missing, e.g. {missing[:5]}\n"
+            + "\n".join(m.describe() for m in members)
+        ) from None
+
+
+def assert_read_once(m: Member, ends: dict[int, int]) -> None:
+    """Every partition's records were processed once each, in order, from 0 to its end."""
+    got = m.offsets()
+    for p, end in ends.items():
+        assert got.get(p, []) == list(range(end)), (p, got.get(p))
+
+
+def check_paused(m: Member, partition: int, end: int) -> tuple[dict, dict]:
+    """The member paused ``partition`` alone and resumed it later: none of its records was
+    processed before the resume, all of them after it (0 .. end - 1, once, in order). Returns
+    the ``paused`` and ``resumed`` events."""
+    evs = m.events
+    kinds = [e["event"] for e in evs]
+    assert "paused" in kinds and "resumed" in kinds, kinds
+    paused, resumed = evs[kinds.index("paused")], evs[kinds.index("resumed")]
+    assert paused["partitions"] == [partition] == resumed["partitions"], (paused, resumed)
+    early = [e for e in evs[: kinds.index("resumed")] if e["event"] == "record"]
+    assert all(e["partition"] != partition for e in early), early
+    assert m.offsets().get(partition) == list(range(end)), m.offsets().get(partition)
+    return paused, resumed
+
+
 # -- the test's own view of the broker (confluent-kafka in-process) -----------------------------
+
+
+def names(prefix: str) -> tuple[str, str]:
+    """A fresh topic name and a fresh group name."""
+    tag = uuid.uuid4().hex[:6]
+    return f"{prefix}-{tag}", f"g-{prefix}-{tag}"
+
+
+def keys(start: int, n: int) -> list[str]:
+    return [f"k{i}" for i in range(start, start + n)]
+
+
+def new_topic(
+    bootstrap: str, prefix: str, partitions: int, count: int, replication: int
+) -> tuple[str, str, dict[str, tuple[int, int]]]:
+    """A fresh topic holding ``count`` records ``keys(0, count)``, a fresh group name, and
+    where each record went (key -> (partition, offset))."""
+    topic, group = names(prefix)
+    create_topic(bootstrap, topic, partitions, replication)
+    return topic, group, produce(bootstrap, topic, keys(0, count)) if count else {}
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, replication: int = -1) -> None:

@@ -343,6 +343,20 @@ function parsePairs(spec) {
   return out
 }
 
+// "P:O[@A],...": partition -> {to: O, at: A} (at null: the partition's first message).
+function parseSeeks(spec) {
+  const out = new Map()
+  for (const item of (spec ?? '').split(',')) {
+    if (item.trim()) {
+      const [p, rest] = item.split(':')
+      const [to, at] = rest.split('@')
+      const seek = { to: parseInt(to, 10), at: at === undefined ? null : parseInt(at, 10) }
+      out.set(parseInt(p, 10), seek)
+    }
+  }
+  return out
+}
+
 const parseInts = spec =>
   new Set(
     (spec ?? '')
@@ -384,9 +398,8 @@ async function groupConsume(kafka, topic, opts) {
   const maxRecords = parseInt(opts['max-records'] ?? '0', 10)
   const durationMs = seconds(opts, 'duration', 0)
   const commitEvery = parseInt(opts['commit-every'] ?? '1', 10)
-  const seeks = parsePairs(opts.seek)
+  const seeks = parseSeeks(opts.seek)
   const pauseSet = parseInts(opts.pause)
-  const resumeAfter = parseInt(opts['resume-after'] ?? '0', 10)
   const resumeAfterMs = Number(opts['resume-after-ms'] ?? '0')
   const started = Date.now()
 
@@ -394,7 +407,6 @@ async function groupConsume(kafka, topic, opts) {
   let owned = []
   let pausedParts = []
   let pauseState = pauseSet.size ? 'pending' : 'done' // -> paused -> done
-  let sincePause = 0
   let resumePaused = null
   const inFlight = new Set()
   let maxInFlight = 0
@@ -456,16 +468,6 @@ async function groupConsume(kafka, topic, opts) {
       })
     }
   }
-  if (opts['stop-on-eof'] === 'true') {
-    let buffered = ''
-    process.stdin.on('data', chunk => {
-      buffered += chunk
-      if (buffered.split('\n').some(line => line.trim() === 'stop')) stop()
-    })
-    process.stdin.on('end', stop)
-  }
-  const timer = setInterval(() => done() && stop(), 100)
-
   const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
   const resumeNow = () => {
     if (pauseState !== 'paused') return
@@ -473,16 +475,30 @@ async function groupConsume(kafka, topic, opts) {
     resumePaused()
     event('resumed', { partitions: pausedParts })
   }
+  if (opts['stop-on-eof'] === 'true') {
+    // Lines on stdin: "stop" (as its end does), "resume" (the paused partition).
+    let buffered = ''
+    process.stdin.on('data', chunk => {
+      const lines = (buffered + chunk).split('\n')
+      buffered = lines.pop()
+      for (const line of lines) {
+        if (line.trim() === 'stop') stop()
+        if (line.trim() === 'resume') resumeNow()
+      }
+    })
+    process.stdin.on('end', stop)
+  }
+  const timer = setInterval(() => done() && stop(), 100)
 
   // One record; returns false when it was not processed (seek or pause: not resolved).
   async function handle(partition, message, pause) {
     const offset = Number(message.offset)
-    if (seeks.has(partition)) {
-      const target = seeks.get(partition)
+    const seek = seeks.get(partition)
+    if (seek && (seek.at === null || seek.at === offset)) {
       seeks.delete(partition)
-      event('seek', { partition, offset: target, at: offset })
-      if (target !== offset) {
-        consumer.seek({ topic, partition, offset: String(target) })
+      event('seek', { partition, offset: seek.to, at: offset })
+      if (seek.to !== offset) {
+        consumer.seek({ topic, partition, offset: String(seek.to) })
         return false
       }
     }
@@ -504,9 +520,6 @@ async function groupConsume(kafka, topic, opts) {
     inFlight.delete(partition)
     records++
     event('record', { partition, offset, key: bin(message.key), in_flight: inFlight.size + 1 })
-    if (pauseState === 'paused' && !pausedParts.includes(partition) && resumeAfterMs === 0) {
-      if (++sincePause >= resumeAfter) resumeNow()
-    }
     if (commit === 'offsets' && records % commitEvery === 0) {
       const offsets = { [partition]: offset + 1 }
       try {

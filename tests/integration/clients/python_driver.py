@@ -17,7 +17,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from drivers import EXIT_FAILED, EXIT_TOPIC_EXISTS, EXIT_UNSUPPORTED, EXIT_USAGE, record
@@ -315,6 +315,17 @@ def parse_pairs(spec: str | None) -> dict[int, int]:
     return out
 
 
+def parse_seeks(spec: str | None) -> dict[int, tuple[int, int | None]]:
+    """``"P:O[@A],..."`` -> {P: (O, A or None)}: seek P to O at its record A (None: its first)."""
+    out: dict[int, tuple[int, int | None]] = {}
+    for item in (spec or "").split(","):
+        if item.strip():
+            p, rest = item.split(":")
+            to, _, at = rest.partition("@")
+            out[int(p)] = (int(to), int(at) if at else None)
+    return out
+
+
 def parse_ints(spec: str | None) -> set[int]:
     return {int(x) for x in (spec or "").split(",") if x.strip()}
 
@@ -336,21 +347,22 @@ def error_name(e: BaseException | None) -> str | None:
 
 
 class Member:
-    """Client-independent part of group-consume: when to stop, the --seek and --pause/
-    --resume-after script, what was processed (next offset per partition) and the events."""
+    """Client-independent part of group-consume: when to stop, the --seek and --pause script
+    (resumed by a ``resume`` line on stdin), what was processed (next offset per partition) and
+    the events."""
 
     def __init__(self, a: argparse.Namespace) -> None:
         self.a = a
         self.stop = threading.Event()
+        self.resume_asked = threading.Event()
         self.started = time.monotonic()
         self.records = 0
         self.owned: set[int] = set()
         self.next: dict[int, int] = {}  # partition -> offset after the last processed record
-        self.seeks = parse_pairs(a.seek)  # partition -> offset, applied at its first record
+        self.seeks = parse_seeks(a.seek)
         self.pause = parse_ints(a.pause)
         self.paused: list[int] = []
         self.pause_state = "pending" if self.pause else "done"  # -> paused -> done
-        self.since_pause = 0
         if a.stop_on_eof == "true":
             threading.Thread(target=self._watch_stdin, daemon=True).start()
 
@@ -358,6 +370,8 @@ class Member:
         for line in sys.stdin:
             if line.strip() == "stop":
                 break
+            if line.strip() == "resume":
+                self.resume_asked.set()
         self.stop.set()
 
     def done(self) -> bool:
@@ -368,8 +382,16 @@ class Member:
             or (a.duration > 0 and time.monotonic() - self.started >= a.duration)
         )
 
-    def assigned(self, parts, owned, generation=None, member_id=None) -> list[int]:
-        """Reports an assignment; returns the partitions --pause wants paused now."""
+    def assigned(
+        self,
+        parts,
+        owned,
+        pause: Callable[[list[int]], None],
+        generation=None,
+        member_id=None,
+    ) -> None:
+        """Reports an assignment, and pauses (with the client's ``pause``) what --pause wants
+        paused once it is assigned."""
         self.owned = set(owned)
         event(
             "assigned",
@@ -381,8 +403,8 @@ class Member:
         if self.pause_state == "pending" and self.pause & set(parts):
             self.pause_state = "paused"
             self.paused = sorted(self.pause & set(parts))
-            return self.paused
-        return []
+            pause(self.paused)
+            event("paused", partitions=self.paused)
 
     def revoked(self, parts, owned, lost: bool = False) -> None:
         self.owned = set(owned)
@@ -391,14 +413,14 @@ class Member:
         event("lost" if lost else "revoked", partitions=sorted(parts), owned=sorted(owned))
 
     def seek_target(self, partition: int, offset: int) -> int | None:
-        """--seek: the offset to seek to when this is the partition's first record (None: no
-        seek). A seek to the record's own offset only reports it."""
-        target = self.seeks.pop(partition, None)
-        if target is not None:
-            event("seek", partition=partition, offset=target, at=offset)
-            if target == offset:
-                return None
-        return target
+        """--seek: the offset to seek to when this is the record the partition's seek waits
+        for (None: no seek). A seek to the record's own offset only reports it."""
+        target, at = self.seeks.get(partition, (None, None))
+        if target is None or at not in (None, offset):
+            return None
+        del self.seeks[partition]
+        event("seek", partition=partition, offset=target, at=offset)
+        return None if target == offset else target
 
     def stall_ms(self) -> float:
         """Processing time of the next record: --process-ms, plus --stall-ms for the
@@ -406,17 +428,18 @@ class Member:
         stall = self.a.stall_ms if self.records + 1 == self.a.stall_at else 0
         return self.a.process_ms + stall
 
-    def processed(self, partition: int, offset: int, key: bytes | None) -> bool:
-        """Records a processed record; True when --resume-after says: resume now."""
+    def processed(self, partition: int, offset: int, key: bytes | None) -> None:
         self.records += 1
         self.next[partition] = offset + 1
         event("record", partition=partition, offset=offset, key=s(key))
-        if self.pause_state == "paused" and partition not in self.paused:
-            self.since_pause += 1
-            if self.since_pause >= self.a.resume_after:
-                self.pause_state = "done"
-                return True
-        return False
+
+    def resume_if_asked(self, resume: Callable[[list[int]], None]) -> None:
+        """Resumes the paused partitions (with the client's ``resume``) once stdin said so;
+        called from the poll loop, the thread that owns the consumer."""
+        if self.pause_state == "paused" and self.resume_asked.is_set():
+            self.pause_state = "done"
+            resume(self.paused)
+            event("resumed", partitions=self.paused)
 
     def commit_due(self) -> bool:
         return self.a.commit == "offsets" and self.records % self.a.commit_every == 0
@@ -429,6 +452,19 @@ class Member:
 def commit_event(via: str, offsets: dict, error: str | None, errors: dict | None = None) -> None:
     fields = {"via": via, "offsets": {str(p): o for p, o in sorted(offsets.items())}}
     event("commit", **fields, error=error, partition_errors=errors or {})
+
+
+# The duration options (seconds), by their argparse names.
+DURATIONS = ["auto_commit_interval", "session_timeout", "heartbeat_interval", "max_poll_interval"]
+
+
+def ms_settings(a: argparse.Namespace, options: list[str], sep: str) -> dict[str, int]:
+    """The duration options given, in milliseconds, under the client's names for them:
+    ``session_timeout`` -> librdkafka's ``session.timeout.ms`` (sep "."), kafka-python's and
+    aiokafka's ``session_timeout_ms`` (sep "_")."""
+    return {
+        f"{o.replace('_', sep)}{sep}ms": int(getattr(a, o) * 1000) for o in options if getattr(a, o)
+    }
 
 
 def confluent_group(cmd: str, a: argparse.Namespace) -> None:
@@ -506,8 +542,7 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:
         # Offsets are stored for auto-commit only once a record is processed (at least once).
         "enable.auto.offset.store": False,
     }
-    if a.auto_commit_interval:
-        conf["auto.commit.interval.ms"] = int(a.auto_commit_interval * 1000)
+    conf |= ms_settings(a, ["auto_commit_interval", "max_poll_interval"], ".")
     if a.instance_id:
         conf["group.instance.id"] = a.instance_id
     if a.protocol == "consumer":
@@ -516,14 +551,9 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:
         if a.assignor:
             conf["group.remote.assignor"] = a.assignor
     else:
-        if a.session_timeout:
-            conf["session.timeout.ms"] = int(a.session_timeout * 1000)
-        if a.heartbeat_interval:
-            conf["heartbeat.interval.ms"] = int(a.heartbeat_interval * 1000)
+        conf |= ms_settings(a, ["session_timeout", "heartbeat_interval"], ".")
         if a.assignor:
             conf["partition.assignment.strategy"] = a.assignor
-    if a.max_poll_interval:
-        conf["max.poll.interval.ms"] = int(a.max_poll_interval * 1000)
 
     def on_commit(err: KafkaError | None, parts: list) -> None:
         if err is not None and err.code() == KafkaError._NO_OFFSET:
@@ -570,10 +600,12 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:
     def on_assign(consumer, parts) -> None:
         consumer.incremental_assign(parts) if cooperative else consumer.assign(parts)
         owned = assignment(consumer)
-        hit = m.assigned([tp.partition for tp in parts], owned, member_id=consumer.memberid())
-        if hit:
-            consumer.pause(tps(hit))
-            event("paused", partitions=hit)
+        m.assigned(
+            [tp.partition for tp in parts],
+            owned,
+            lambda ps: consumer.pause(tps(ps)),
+            member_id=consumer.memberid(),
+        )
 
     def on_revoke(consumer, parts, lost: bool = False) -> None:
         ps = [tp.partition for tp in parts]
@@ -589,6 +621,7 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:
         on_lost=lambda consumer, parts: on_revoke(consumer, parts, lost=True),
     )
     while not m.done():
+        m.resume_if_asked(lambda ps: c.resume(tps(ps)))
         msgs = c.consume(100, 0.2)
         skip: set[int] = set()
         processed_any = False
@@ -609,15 +642,12 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:
                 continue
             if m.stall_ms():
                 time.sleep(m.stall_ms() / 1000)
-            resume = m.processed(p, o, msg.key())
+            m.processed(p, o, msg.key())
             processed_any = True
             if a.commit == "auto":
                 c.store_offsets(msg)
             elif m.commit_due():
                 commit_sync({p: o + 1}, "offsets")
-            if resume:
-                c.resume(tps(m.paused))
-                event("resumed", partitions=m.paused)
             if m.done():
                 break
         if processed_any and a.commit == "sync":
@@ -641,6 +671,43 @@ def state_name(s: str) -> str:
         "COMPLETING_REBALANCING": "CompletingRebalance",
     }
     return fixed.get(s) or "".join(w.capitalize() for w in s.split("_"))
+
+
+def consumer_settings(a: argparse.Namespace, assignors: dict[str, type]) -> dict:
+    """kafka-python's and aiokafka's group consumer settings (the two share the names)."""
+    kw: dict = dict(
+        bootstrap_servers=a.bootstrap,
+        group_id=a.group,
+        auto_offset_reset=a.offset_reset,
+        enable_auto_commit=a.commit == "auto",
+    )
+    kw |= ms_settings(a, DURATIONS, "_")
+    if a.instance_id:
+        kw["group_instance_id"] = a.instance_id
+    if a.assignor:
+        kw["partition_assignment_strategy"] = (assignors[a.assignor],)
+    return kw
+
+
+def to_process(
+    m: Member, batches: dict, owns: Callable[[object], bool], seek: Callable[[object, int], None]
+) -> Iterator[tuple]:
+    """(partition, record) of a kafka-python or aiokafka poll that are to be processed. At a
+    stop, a partition's first unprocessed record is sought back to (auto-commit must not pass
+    it); at a --seek the rest of the partition's batch is from before it. ``owns``: whether the
+    partition is still assigned (the rebalance runs on another thread / task)."""
+    for part, msgs in batches.items():
+        for msg in msgs:
+            if m.done():
+                if owns(part):
+                    seek(part, msg.offset)
+                break
+            target = m.seek_target(part.partition, msg.offset)
+            if target is not None:
+                if owns(part):
+                    seek(part, target)
+                break
+            yield part, msg
 
 
 def kafka_python_group(cmd: str, a: argparse.Namespace) -> None:
@@ -673,25 +740,7 @@ def kafka_python_group(cmd: str, a: argparse.Namespace) -> None:
         assignors["cooperative-sticky"] = CooperativeStickyAssignor
     except ImportError:
         pass
-    kw: dict = dict(
-        bootstrap_servers=a.bootstrap,
-        group_id=a.group,
-        auto_offset_reset=a.offset_reset,
-        enable_auto_commit=a.commit == "auto",
-    )
-    if a.auto_commit_interval:
-        kw["auto_commit_interval_ms"] = int(a.auto_commit_interval * 1000)
-    if a.session_timeout:
-        kw["session_timeout_ms"] = int(a.session_timeout * 1000)
-    if a.heartbeat_interval:
-        kw["heartbeat_interval_ms"] = int(a.heartbeat_interval * 1000)
-    if a.max_poll_interval:
-        kw["max_poll_interval_ms"] = int(a.max_poll_interval * 1000)
-    if a.instance_id:
-        kw["group_instance_id"] = a.instance_id
-    if a.assignor:
-        kw["partition_assignment_strategy"] = [assignors[a.assignor]]
-    c = KafkaConsumer(**kw)
+    c = KafkaConsumer(**consumer_settings(a, assignors))
 
     def tp(p: int) -> TopicPartition:
         return TopicPartition(a.topic, p)
@@ -714,10 +763,13 @@ def kafka_python_group(cmd: str, a: argparse.Namespace) -> None:
         def on_partitions_assigned(self, assigned) -> None:
             gen, member_id = generation()
             owned = [x.partition for x in c.assignment()]
-            hit = m.assigned([x.partition for x in assigned], owned, gen, member_id)
-            if hit:
-                c.pause(*[tp(p) for p in hit])
-                event("paused", partitions=hit)
+            m.assigned(
+                [x.partition for x in assigned],
+                owned,
+                lambda ps: c.pause(*map(tp, ps)),
+                gen,
+                member_id,
+            )
 
         def on_partitions_revoked(self, revoked) -> None:
             # No commit here: kafka-python refuses a blocking commit on its IO thread.
@@ -736,28 +788,16 @@ def kafka_python_group(cmd: str, a: argparse.Namespace) -> None:
         commit_event("callback", {k.partition: v.offset for k, v in offsets.items()}, err)
 
     while not m.done():
+        m.resume_if_asked(lambda ps: c.resume(*map(tp, ps)))
         batches = c.poll(timeout_ms=200, max_records=100)
         processed_any = False
-        for part, msgs in batches.items():
-            for msg in msgs:
-                if m.done():
-                    if part in c.assignment():  # unprocessed: auto-commit must not pass it
-                        c.seek(part, msg.offset)
-                    break
-                target = m.seek_target(part.partition, msg.offset)
-                if target is not None:
-                    if part in c.assignment():  # else revoked meanwhile (IO thread)
-                        c.seek(part, target)
-                    break
-                if m.stall_ms():
-                    time.sleep(m.stall_ms() / 1000)
-                resume = m.processed(part.partition, msg.offset, msg.key)
-                processed_any = True
-                if m.commit_due():
-                    commit_sync({part.partition: msg.offset + 1}, "offsets")
-                if resume:
-                    c.resume(*[tp(p) for p in m.paused])
-                    event("resumed", partitions=m.paused)
+        for part, msg in to_process(m, batches, lambda x: x in c.assignment(), c.seek):
+            if m.stall_ms():
+                time.sleep(m.stall_ms() / 1000)
+            m.processed(part.partition, msg.offset, msg.key)
+            processed_any = True
+            if m.commit_due():
+                commit_sync({part.partition: msg.offset + 1}, "offsets")
         if processed_any and a.commit == "sync":
             commit_sync(m.to_commit(), "sync")
         elif processed_any and a.commit == "async":
@@ -857,25 +897,7 @@ async def aiokafka_group(cmd: str, a: argparse.Namespace) -> None:
         assignors["sticky"] = StickyPartitionAssignor
     except ImportError:
         pass
-    kw: dict = dict(
-        bootstrap_servers=a.bootstrap,
-        group_id=a.group,
-        auto_offset_reset=a.offset_reset,
-        enable_auto_commit=a.commit == "auto",
-    )
-    if a.auto_commit_interval:
-        kw["auto_commit_interval_ms"] = int(a.auto_commit_interval * 1000)
-    if a.session_timeout:
-        kw["session_timeout_ms"] = int(a.session_timeout * 1000)
-    if a.heartbeat_interval:
-        kw["heartbeat_interval_ms"] = int(a.heartbeat_interval * 1000)
-    if a.max_poll_interval:
-        kw["max_poll_interval_ms"] = int(a.max_poll_interval * 1000)
-    if a.instance_id:
-        kw["group_instance_id"] = a.instance_id
-    if a.assignor:
-        kw["partition_assignment_strategy"] = (assignors[a.assignor],)
-    c = AIOKafkaConsumer(**kw)
+    c = AIOKafkaConsumer(**consumer_settings(a, assignors))
 
     def tp(p: int) -> TopicPartition:
         return TopicPartition(a.topic, p)
@@ -893,15 +915,13 @@ async def aiokafka_group(cmd: str, a: argparse.Namespace) -> None:
         async def on_partitions_assigned(self, assigned) -> None:
             coord = c._coordinator
             owned = [x.partition for x in c.assignment()]
-            hit = m.assigned(
+            m.assigned(
                 [x.partition for x in assigned],
                 owned,
+                lambda ps: c.pause(*map(tp, ps)),
                 getattr(coord, "generation", None),
                 getattr(coord, "member_id", None),
             )
-            if hit:
-                c.pause(*[tp(p) for p in hit])
-                event("paused", partitions=hit)
 
         async def on_partitions_revoked(self, revoked) -> None:
             ps = [x.partition for x in revoked]
@@ -915,28 +935,16 @@ async def aiokafka_group(cmd: str, a: argparse.Namespace) -> None:
     c.subscribe([a.topic], listener=Listener())
     try:
         while not m.done():
+            m.resume_if_asked(lambda ps: c.resume(*map(tp, ps)))
             batches = await c.getmany(timeout_ms=200, max_records=100)
             processed_any = False
-            for part, msgs in batches.items():
-                for msg in msgs:
-                    if m.done():
-                        if part in c.assignment():  # unprocessed: auto-commit must not pass it
-                            c.seek(part, msg.offset)
-                        break
-                    target = m.seek_target(part.partition, msg.offset)
-                    if target is not None:
-                        if part in c.assignment():  # else revoked meanwhile (background)
-                            c.seek(part, target)
-                        break
-                    if m.stall_ms():
-                        await asyncio.sleep(m.stall_ms() / 1000)
-                    resume = m.processed(part.partition, msg.offset, msg.key)
-                    processed_any = True
-                    if m.commit_due():
-                        await commit_sync({part.partition: msg.offset + 1}, "offsets")
-                    if resume:
-                        c.resume(*[tp(p) for p in m.paused])
-                        event("resumed", partitions=m.paused)
+            for part, msg in to_process(m, batches, lambda x: x in c.assignment(), c.seek):
+                if m.stall_ms():
+                    await asyncio.sleep(m.stall_ms() / 1000)
+                m.processed(part.partition, msg.offset, msg.key)
+                processed_any = True
+                if m.commit_due():
+                    await commit_sync({part.partition: msg.offset + 1}, "offsets")
             if processed_any and a.commit in ("sync", "async"):
                 await commit_sync(m.to_commit(), "sync")
         if a.commit in ("sync", "async"):
@@ -1000,7 +1008,6 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=0)
     ap.add_argument("--seek", default=None)
     ap.add_argument("--pause", default=None)
-    ap.add_argument("--resume-after", type=int, default=0)
     ap.add_argument("--offset-reset", default="earliest", choices=["earliest", "latest"])
     ap.add_argument("--stop-on-eof", default="false", choices=["true", "false"])
     ap.add_argument("--offsets", default=None)

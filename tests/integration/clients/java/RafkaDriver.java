@@ -389,6 +389,20 @@ public final class RafkaDriver {
         return out;
     }
 
+    /** "P:O[@A],...": partition -> {O, A} (A = -1: at the partition's first record). */
+    static Map<Integer, long[]> parseSeeks(String spec) {
+        Map<Integer, long[]> out = new TreeMap<>();
+        if (spec == null) return out;
+        for (String item : spec.split(",")) {
+            if (item.isBlank()) continue;
+            String[] po = item.split(":");
+            String[] oa = po[1].split("@");
+            long at = oa.length > 1 ? Long.parseLong(oa[1].trim()) : -1;
+            out.put(Integer.parseInt(po[0].trim()), new long[] {Long.parseLong(oa[0].trim()), at});
+        }
+        return out;
+    }
+
     static String ints(Collection<Integer> xs) {
         StringBuilder sb = new StringBuilder("[");
         for (int x : new TreeSet<>(xs)) {
@@ -427,17 +441,18 @@ public final class RafkaDriver {
         final Map<String, String> o;
         final KafkaConsumer<byte[], byte[]> c;
         final AtomicBoolean stop = new AtomicBoolean();
+        final AtomicBoolean resumeAsked = new AtomicBoolean(); // a "resume" line on stdin
         final long started = System.nanoTime();
-        final int maxRecords, commitEvery, resumeAfter;
+        final int maxRecords, commitEvery;
         final double durationS, processMs, stallMs;
         final int stallAt;
-        final Map<Integer, Long> seeks;
+        final Map<Integer, long[]> seeks; // partition -> {offset, at which record (-1: first)}
         final Set<Integer> pause = new TreeSet<>();
         final Map<Integer, Long> next = new TreeMap<>(); // partition -> after last processed
         Set<Integer> owned = new TreeSet<>();
         List<Integer> paused = new ArrayList<>();
         String pauseState;
-        int records, sincePause;
+        int records;
 
         GroupMember(String bootstrap, String topic, Map<String, String> o) {
             this.topic = topic;
@@ -447,12 +462,11 @@ public final class RafkaDriver {
                 usage("bad --commit " + commit);
             maxRecords = Integer.parseInt(o.getOrDefault("max-records", "0"));
             commitEvery = Integer.parseInt(o.getOrDefault("commit-every", "1"));
-            resumeAfter = Integer.parseInt(o.getOrDefault("resume-after", "0"));
             durationS = Double.parseDouble(o.getOrDefault("duration", "0"));
             processMs = Double.parseDouble(o.getOrDefault("process-ms", "0"));
             stallAt = Integer.parseInt(o.getOrDefault("stall-at", "0"));
             stallMs = Double.parseDouble(o.getOrDefault("stall-ms", "0"));
-            seeks = parsePairs(o.get("seek"));
+            seeks = parseSeeks(o.get("seek"));
             for (String x : o.getOrDefault("pause", "").split(","))
                 if (!x.isBlank()) pause.add(Integer.parseInt(x.trim()));
             pauseState = pause.isEmpty() ? "done" : "pending";
@@ -590,8 +604,10 @@ public final class RafkaDriver {
                     try {
                         java.io.BufferedReader in = new java.io.BufferedReader(
                                 new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
-                        for (String line; (line = in.readLine()) != null; )
+                        for (String line; (line = in.readLine()) != null; ) {
                             if (line.trim().equals("stop")) break;
+                            if (line.trim().equals("resume")) resumeAsked.set(true);
+                        }
                     } catch (java.io.IOException e) { /* closed */ }
                     stop.set(true);
                 }, "stdin-eof");
@@ -600,6 +616,11 @@ public final class RafkaDriver {
             }
             c.subscribe(List.of(topic), this);
             while (!done()) {
+                if (pauseState.equals("paused") && resumeAsked.get()) {
+                    pauseState = "done";
+                    c.resume(tps(paused));
+                    event("resumed", "\"partitions\":" + ints(paused));
+                }
                 ConsumerRecords<byte[], byte[]> recs = c.poll(Duration.ofMillis(200));
                 boolean any = false;
                 for (TopicPartition part : recs.partitions()) {
@@ -608,12 +629,13 @@ public final class RafkaDriver {
                             c.seek(part, r.offset());
                             break;
                         }
-                        Long target = seeks.remove(part.partition());
-                        if (target != null) {
+                        long[] seek = seeks.get(part.partition());
+                        if (seek != null && (seek[1] < 0 || seek[1] == r.offset())) {
+                            seeks.remove(part.partition());
                             event("seek", "\"partition\":" + part.partition() + ",\"offset\":"
-                                    + target + ",\"at\":" + r.offset());
-                            if (target != r.offset()) {
-                                c.seek(part, target);
+                                    + seek[0] + ",\"at\":" + r.offset());
+                            if (seek[0] != r.offset()) {
+                                c.seek(part, seek[0]);
                                 break; // the rest of this batch is from before the seek
                             }
                         }
@@ -626,12 +648,6 @@ public final class RafkaDriver {
                                 + r.offset() + ",\"key\":" + bin(r.key()));
                         if (commit.equals("offsets") && records % commitEvery == 0)
                             commitSync(Map.of(part.partition(), r.offset() + 1), "offsets");
-                        if (pauseState.equals("paused") && !paused.contains(part.partition())
-                                && ++sincePause >= resumeAfter) {
-                            pauseState = "done";
-                            c.resume(tps(paused));
-                            event("resumed", "\"partitions\":" + ints(paused));
-                        }
                     }
                 }
                 if (any && commit.equals("sync")) {
