@@ -100,6 +100,7 @@ class Broker:
                 tg.start_soon(self.fetchers.run)
                 tg.start_soon(self.isr.run)
                 tg.start_soon(self.replicas.maintain_logs)
+                tg.start_soon(self.replicas.clean_logs)
                 tg.start_soon(self.group_coordinator.run)  # runs self.groups too
                 metrics.serve(self)
                 await tg.start(server.serve, self, self.listen_host, self.listen_port)

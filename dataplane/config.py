@@ -63,6 +63,32 @@ class BrokerConfig(KafkaSettings):
     log_retention_check_interval_ms: int = Field(
         300000, description="log.retention.check.interval.ms: how often retention runs."
     )
+    log_cleaner_enable: bool = Field(
+        True, description="log.cleaner.enable: compact topics with cleanup.policy=compact."
+    )
+    log_cleaner_backoff_ms: int = Field(
+        15000, description="log.cleaner.backoff.ms: the cleaner's sleep when no log needs it."
+    )
+    log_cleaner_min_cleanable_ratio: float = Field(
+        0.5,
+        description="log.cleaner.min.cleanable.ratio: a log is cleaned once its uncleaned bytes "
+        "exceed this share of it (topic: min.cleanable.dirty.ratio).",
+    )
+    log_cleaner_min_compaction_lag_ms: int = Field(
+        0,
+        description="log.cleaner.min.compaction.lag.ms: records stay uncompacted at least this "
+        "long (topic: min.compaction.lag.ms).",
+    )
+    log_cleaner_max_compaction_lag_ms: int = Field(
+        9223372036854775807,
+        description="log.cleaner.max.compaction.lag.ms: a record stays uncompacted at most this "
+        "long, whatever the ratio (topic: max.compaction.lag.ms).",
+    )
+    log_cleaner_delete_retention_ms: int = Field(
+        86400000,
+        description="log.cleaner.delete.retention.ms: tombstones are kept this long after their "
+        "first cleaning (topic: delete.retention.ms).",
+    )
     producer_id_expiration_ms: int = Field(
         86400000,
         description="producer.id.expiration.ms: idle idempotent producers are then forgotten.",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import anyio
 
-from dataplane.log.batch import batch_size_at
+from dataplane.log.batch import batch_size_at, header_at
 from dataplane.log.records import Record, build_batch, decode_records
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.topic_admin import NewTopic, create_topics
@@ -229,7 +229,9 @@ class CoordinatorRuntime(Generic[S]):
                 for record in decode_records(batch_records):
                     loaded.shard.replay(record)
                     count += 1
-                    offset = record.offset + 1
+                # past the batch's last offset: compaction may have removed its last records,
+                # or all of them (Kafka keeps such a batch, empty, for its producer state)
+                offset = header_at(batch_records, 0).last_offset + 1
             await anyio.sleep(0)
         if self._shards.get(partition.index) is loaded:
             loaded.ready.set()

@@ -46,6 +46,7 @@ ATTR_COMPRESSION_MASK = 0x07
 ATTR_LOG_APPEND_TIME = 0x08
 ATTR_TRANSACTIONAL = 0x10
 ATTR_CONTROL = 0x20
+ATTR_DELETE_HORIZON = 0x40  # KIP-534: baseTimestamp holds when the batch's tombstones may go
 
 NO_TIMESTAMP = -1
 
@@ -101,6 +102,11 @@ class BatchInfo(NamedTuple):
     def is_control(self) -> bool:
         return bool(self.attributes & ATTR_CONTROL)
 
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """Set by the log cleaner on batches it kept tombstones in (KIP-534), else None."""
+        return self.base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
+
 
 def header_at(buf: bytes | bytearray | memoryview, pos: int) -> BatchInfo:
     """The header fields of the batch at ``pos``, unchecked: for bytes already in the log."""
@@ -109,6 +115,44 @@ def header_at(buf: bytes | bytearray | memoryview, pos: int) -> BatchInfo:
     )
     size = length + LOG_OVERHEAD
     return BatchInfo(pos, size, base, delta, epoch, attrs, base_ts, max_ts, pid, pepoch, seq, count)
+
+
+def encode_batch(
+    payload: bytes,
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    record_count: int,
+) -> bytes:
+    """A whole v2 batch around ``payload`` (its records, compressed as ``attributes`` say),
+    with its length and CRC."""
+    header = bytearray(
+        HEADER.pack(
+            base_offset,
+            HEADER_SIZE - LOG_OVERHEAD + len(payload),
+            partition_leader_epoch,
+            MAGIC,
+            0,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            record_count,
+        )
+    )
+    crc = crc32c(payload, crc32c(memoryview(header)[_ATTRIBUTES_POS:]))
+    _UINT32.pack_into(header, _CRC_POS, crc)
+    return bytes(header) + payload
 
 
 def batch_size_at(buf: bytes | bytearray | memoryview, pos: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from dataplane.config import BrokerConfig
@@ -9,23 +10,26 @@ from dataplane.topic_configs import effective_topic_configs
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
-_NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE: "never" for flush.messages and flush.ms
+_NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE: "never" (flush.*, max.compaction.lag.ms)
 _MAX_SEGMENT_BYTES = 2**31 - 1  # positions are u32 in the index; Kafka caps segment.bytes at an int
 
-# LogConfig field -> the topic config that sets it
-_FIELDS = {
-    "segment_bytes": "segment.bytes",
-    "segment_ms": "segment.ms",
-    "index_interval_bytes": "index.interval.bytes",
-    "max_message_bytes": "max.message.bytes",
-    "flush_messages": "flush.messages",
-    "flush_ms": "flush.ms",
-    "message_timestamp_type": "message.timestamp.type",
-    "retention_ms": "retention.ms",
-    "retention_bytes": "retention.bytes",
-    "cleanup_policy": "cleanup.policy",
+# LogConfig field -> the topic config that sets it, and how its text value is read
+_FIELDS: dict[str, tuple[str, Callable[[str], object]]] = {
+    "segment_bytes": ("segment.bytes", int),
+    "segment_ms": ("segment.ms", int),
+    "index_interval_bytes": ("index.interval.bytes", int),
+    "max_message_bytes": ("max.message.bytes", int),
+    "flush_messages": ("flush.messages", int),
+    "flush_ms": ("flush.ms", int),
+    "message_timestamp_type": ("message.timestamp.type", str),
+    "retention_ms": ("retention.ms", int),
+    "retention_bytes": ("retention.bytes", int),
+    "cleanup_policy": ("cleanup.policy", str),
+    "delete_retention_ms": ("delete.retention.ms", int),
+    "min_compaction_lag_ms": ("min.compaction.lag.ms", int),
+    "max_compaction_lag_ms": ("max.compaction.lag.ms", int),
+    "min_cleanable_dirty_ratio": ("min.cleanable.dirty.ratio", float),
 }
-_TEXT_FIELDS = ("message_timestamp_type", "cleanup_policy")
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,12 @@ class LogConfig:
     message_timestamp_type: str = CREATE_TIME
     retention_ms: int = 7 * 24 * 3600 * 1000  # negative: no time limit
     retention_bytes: int = -1  # negative: no size limit
-    cleanup_policy: str = "delete"  # "compact" alone: keep every segment (no compaction yet)
+    cleanup_policy: str = "delete"  # "delete", "compact" or both (comma-separated)
+    # Compaction (cleaner.py); Kafka's topic configs of the same names.
+    delete_retention_ms: int = 24 * 3600 * 1000  # how long tombstones outlive their cleaning
+    min_compaction_lag_ms: int = 0  # records younger than this are not compacted yet
+    max_compaction_lag_ms: int = _NEVER  # a dirty record older than this forces a cleaning
+    min_cleanable_dirty_ratio: float = 0.5  # clean once dirty bytes / all bytes exceed this
 
     def __post_init__(self) -> None:
         if self.message_timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
@@ -54,14 +63,26 @@ class LogConfig:
         for name in ("flush_messages", "flush_ms"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name.replace('_', '.')} must be >= 1")
+        if not 0 <= self.min_cleanable_dirty_ratio <= 1:
+            raise ValueError(f"min.cleanable.dirty.ratio: {self.min_cleanable_dirty_ratio}")
 
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
 
+    @property
+    def compact(self) -> bool:
+        """cleanup.policy includes "compact": the log cleaner keeps the latest record per key."""
+        return "compact" in (p.strip() for p in self.cleanup_policy.split(","))
+
+    @property
+    def delete(self) -> bool:
+        """cleanup.policy includes "delete": retention.ms and retention.bytes apply."""
+        return "delete" in (p.strip() for p in self.cleanup_policy.split(","))
+
     @classmethod
     def from_configs(cls, broker: BrokerConfig, topic_configs: dict[str, str]) -> LogConfig:
         """The broker's defaults with the topic's overrides; other topic configs are ignored."""
         effective = effective_topic_configs(broker, topic_configs)
-        values = {field: effective[name].value for field, name in _FIELDS.items()}
-        return cls(**{f: v if f in _TEXT_FIELDS else int(v) for f, v in values.items()})  # type: ignore[arg-type]
+        values = {field: read(effective[name].value) for field, (name, read) in _FIELDS.items()}
+        return cls(**values)  # type: ignore[arg-type]

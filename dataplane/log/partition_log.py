@@ -10,13 +10,14 @@ recovery.py); after a clean close, nothing is.
 
 Threading: a PartitionLog is not thread-safe; the broker calls it from one thread at a time (or
 under its own lock). The shared background fsync thread only touches sealed segments, and every
-operation that deletes or truncates segments first waits for it.
+operation that deletes or truncates segments first waits for it. A compaction (cleaner.py) reads
+sealed segments from a worker thread through descriptors of its own; its results are swapped in
+by `swap_cleaned`, on the log's thread.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import time
 from bisect import bisect_right
@@ -25,12 +26,22 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
-from dataplane.log.batch import BatchInfo, assign_offsets, validate
+from dataplane.log.batch import BatchInfo, RecordError, assign_offsets, validate
+from dataplane.log.cleaner import (
+    CleanedGroup,
+    CleaningAborted,
+    CleaningJob,
+    discard_cleaned,
+    plan_cleaning,
+    swap_in,
+)
 from dataplane.log.epoch_cache import LeaderEpochCache
 from dataplane.log.errors import ErrorCode, LogError, UnexpectedAppendOffsetError
+from dataplane.log.index import CorruptIndexError
 from dataplane.log.log_config import LogConfig
+from dataplane.log.records import first_keyless_record
 from dataplane.log.recovery import load_segments
-from dataplane.log.segment import LogSegment
+from dataplane.log.segment import LogSegment, fsync_dir
 from dataplane.log.state_store import StateStore
 
 _MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries hold offsets relative to the segment base
@@ -41,15 +52,6 @@ log = logging.getLogger(__name__)
 
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make created or deleted file names durable too."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class AppendResult(NamedTuple):
@@ -175,6 +177,16 @@ class PartitionLog:
         self._recovery_point = offset
         self._store.put_int(self._prefix + "recovery-point", offset)
 
+    @property
+    def cleaner_checkpoint(self) -> int:
+        """Compaction: the offsets below this are clean (no key twice), the rest is dirty."""
+        return self._store.get_int(self._prefix + "cleaner-checkpoint", 0)
+
+    def _lower_cleaner_checkpoint(self, offset: int) -> None:
+        """After a truncation: what is appended from ``offset`` on again is dirty."""
+        if self.cleaner_checkpoint > offset:
+            self._store.put_int(self._prefix + "cleaner-checkpoint", offset)
+
     # -- appending ---------------------------------------------------------------------------
 
     def validate(
@@ -186,6 +198,12 @@ class PartitionLog:
         infos = validate(records, self.config.max_message_bytes, from_client=from_client)
         if not infos:
             raise LogError(ErrorCode.invalid_record, "no record batch to append")
+        if from_client and self.config.compact and first_keyless_record(records, infos) is not None:
+            raise RecordError(  # Kafka's LogValidator.validateKey
+                ErrorCode.invalid_record,
+                "Compacted topic cannot accept message without key in topic partition "
+                f"{self.directory.name}.",
+            )
         return infos
 
     def append_as_leader(
@@ -203,7 +221,7 @@ class PartitionLog:
         copied once. ``from_client=False`` is for the broker's own coordinators, which may write
         control batches. ``validated``: the headers `validate` returned for these same
         ``records``, which are then not checked again. Raises `RecordError` (a `LogError`) with
-        the Kafka error code.
+        the Kafka error code. A compacted topic refuses records without a key.
         """
         config = self.config
         infos = validated
@@ -222,13 +240,14 @@ class PartitionLog:
         return AppendResult(base_offset, infos[-1].last_offset, log_append_time, infos)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendResult:
-        """Append replicated batches as they are: they must be intact and continue the log."""
+        """Append replicated batches as they are: they must be intact and follow the log, with
+        gaps where the leader's log was compacted (as in Kafka)."""
         infos = validate(records, None, from_client=False)
         end = self.log_end_offset
         if not infos:
             return AppendResult(end, end - 1, -1, [])
         for info in infos:
-            if info.base_offset != end:
+            if info.base_offset < end:
                 raise UnexpectedAppendOffsetError(
                     f"partition {self._key}: batch at offset {info.base_offset}, log ends at {end}"
                 )
@@ -283,7 +302,7 @@ class PartitionLog:
     def _fsync_sealed(self, segment: LogSegment, end_offset: int) -> None:
         """Background: make a rolled segment durable, then move the recovery point past it."""
         segment.fsync()
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         if end_offset > self._recovery_point:
             self._set_recovery_point(end_offset)
 
@@ -394,6 +413,7 @@ class PartitionLog:
             return
         self._wait_for_fsync()
         self._set_recovery_point(min(self._recovery_point, offset))
+        self._lower_cleaner_checkpoint(offset)
         while self._bases[-1] >= offset and len(self._segments) > 1:
             self._segments.pop().delete()
             self._bases.pop()
@@ -409,6 +429,7 @@ class PartitionLog:
         self._wait_for_fsync()
         self._set_log_start_offset(offset)
         self._set_recovery_point(offset)
+        self._lower_cleaner_checkpoint(offset)
         self._epochs.clear()
         for segment in self._segments:
             segment.delete()
@@ -435,9 +456,9 @@ class PartitionLog:
         """Delete the oldest segments that are past retention.ms, that put the log over
         retention.bytes, or that lie wholly below the log start offset; never the active one.
         Returns the number of segments deleted. A compacted-only topic (cleanup.policy=compact)
-        keeps its segments: its records live until compaction replaces them."""
+        keeps its segments (but those below the log start): compaction shrinks them instead."""
         config = self.config
-        deletes = "delete" in config.cleanup_policy
+        deletes = config.delete
         excess = sum(s.size for s in self._segments) - config.retention_bytes
         count = 0
         for segment, next_base in zip(self._segments, self._bases[1:], strict=False):
@@ -458,6 +479,65 @@ class PartitionLog:
                 self._epochs.truncate_from_start(self._bases[0])
         return count
 
+    # -- compaction (cleaner.py) ---------------------------------------------------------------
+
+    def plan_cleaning(
+        self, now_ms: int, upper_bound: int, producer_last_offsets: dict[int, int]
+    ) -> CleaningJob | None:
+        """The compaction this log needs now, or None (not compacted, or not dirty enough).
+        ``upper_bound``: the high watermark; ``producer_last_offsets``: each idempotent
+        producer's last offset, whose batch is kept even if emptied."""
+        if self._closed or not self.config.compact:
+            return None
+        return plan_cleaning(
+            self.directory,
+            self.config,
+            self._segments,
+            self._log_start_offset,
+            self.cleaner_checkpoint,
+            upper_bound,
+            now_ms,
+            producer_last_offsets,
+        )
+
+    def swap_cleaned(self, job: CleaningJob, cleaned: CleanedGroup) -> None:
+        """Put a cleaned group in place of its segments (between reads and appends: the files
+        are renamed and the segment list changed with no await in between). Raises
+        `CleaningAborted`, removing the cleaned files, if the log is closed or no longer holds
+        the segments the job read (truncation, retention)."""
+        segments = self._segments
+        first = next((i for i, s in enumerate(segments) if s is job.pending[0].segment), None)
+        if (
+            self._closed
+            or first is None
+            or first + len(job.pending) >= len(segments)
+            or any(
+                segments[first + k] is not source.segment or source.segment.size != source.size
+                for k, source in enumerate(job.pending)
+            )
+        ):
+            discard_cleaned(self.directory, cleaned.base_offset)
+            raise CleaningAborted(f"partition {self._key}: the log changed during its cleaning")
+        self._wait_for_fsync()
+        swap_in(self.directory, cleaned)
+        replaced = slice(first, first + len(cleaned.sources))
+        for segment in segments[replaced]:
+            segment.close()  # its files are gone; its descriptor was still serving reads
+        new = LogSegment.open(
+            self.directory, cleaned.base_offset, self.config.index_interval_bytes, _wall_clock_ms()
+        )
+        try:
+            new.load()
+        except CorruptIndexError:
+            new.recover()
+        segments[replaced] = [new]
+        self._bases[replaced] = [new.base_offset]
+        job.swapped(cleaned)
+
+    def finish_cleaning(self, job: CleaningJob) -> None:
+        """Every group of ``job`` swapped in: the log is clean up to its end offset."""
+        self._store.put_int(self._prefix + "cleaner-checkpoint", job.end_offset)
+
     def close(self) -> None:
         """Clean close: fsync, record the recovery point and mark the log clean (no scan on the
         next open). Closing twice is harmless."""
@@ -468,7 +548,7 @@ class PartitionLog:
         active = self._segments[-1]
         active.seal()
         active.fsync()
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         self._set_recovery_point(self.log_end_offset)
         for segment in self._segments:
             segment.close()

@@ -1,9 +1,10 @@
-"""Record-level encoding and decoding, off the produce and fetch paths.
+"""Record-level encoding and decoding, off the fetch path.
 
-Produce and fetch never come here. ListOffsets by timestamp needs each record's timestamp and
-offset (`record_timestamps` walks the varint headers without copying keys and values); the
-coordinators read and write whole records of their internal topics (`decode_records`,
-`build_batch`).
+Fetch never comes here, nor produce but to a compacted topic (every record needs a key,
+`first_keyless_record`). ListOffsets by timestamp needs each record's timestamp and offset
+(`record_timestamps`); the coordinators read and write whole records of their internal topics
+(`decode_records`, `build_batch`); the log cleaner rewrites batches keeping some of their records
+as they were encoded (`raw_records`, `encode_record`, `compress`).
 """
 
 from __future__ import annotations
@@ -13,14 +14,20 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import cramjam
-from crc32c import crc32c
 
-from dataplane.log.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, Compression, header_at
+from dataplane.log.batch import HEADER_SIZE, BatchInfo, Compression, encode_batch, header_at
 
 # Java producers frame snappy the xerial way: this header, then [length i32][raw snappy block]...
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER_SIZE = 16
+_XERIAL_VERSIONS = struct.pack(">ii", 1, 1)  # version, compatible version
 _BLOCK_LENGTH = struct.Struct(">i")
+# Kafka's LZ4 framing (KafkaLZ4BlockOutputStream): the LZ4 frame magic, FLG (version 1,
+# independent blocks, no checksums), BD (64 KiB blocks) and the descriptor's checksum byte.
+_LZ4_FRAME_HEADER = bytes.fromhex("04224d18604082")
+_LZ4_BLOCK = 64 << 10
+_LZ4_UNCOMPRESSED = 0x80000000  # high bit of a block's length: stored as is
+_LZ4_BLOCK_LENGTH = struct.Struct("<I")
 
 
 def _unxerial(data: bytes) -> bytes:
@@ -50,6 +57,48 @@ def _decompress(codec: int, data: bytes) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
+def _xerial(data: bytes) -> bytes:
+    """One block in Java's snappy framing (what Java producers send)."""
+    block = bytes(cramjam.snappy.compress_raw(data))
+    return _XERIAL_MAGIC + _XERIAL_VERSIONS + _BLOCK_LENGTH.pack(len(block)) + block
+
+
+def _lz4_frame(data: bytes) -> bytes:
+    """An LZ4 frame as Kafka's own producer writes it, which every client reads (cramjam's
+    frame links its blocks, which Kafka's reader does not support)."""
+    out = [_LZ4_FRAME_HEADER]
+    for start in range(0, len(data), _LZ4_BLOCK):
+        raw = data[start : start + _LZ4_BLOCK]
+        block = bytes(cramjam.lz4.compress_block(raw, store_size=False))
+        if len(block) >= len(raw):
+            out += [_LZ4_BLOCK_LENGTH.pack(len(raw) | _LZ4_UNCOMPRESSED), raw]
+        else:
+            out += [_LZ4_BLOCK_LENGTH.pack(len(block)), block]
+    out.append(_LZ4_BLOCK_LENGTH.pack(0))  # end mark
+    return b"".join(out)
+
+
+def is_xerial(payload: bytes | memoryview) -> bool:
+    """Whether a snappy payload uses Java's framing (to write it back the same way)."""
+    return bytes(payload[: len(_XERIAL_MAGIC)]) == _XERIAL_MAGIC
+
+
+def compress(codec: int, data: bytes, *, xerial: bool = False) -> bytes:
+    """Records compressed with ``codec`` in the framing clients read; ``xerial`` for snappy in
+    Java's framing rather than a raw block."""
+    if codec == Compression.NONE:
+        return data
+    if codec == Compression.GZIP:
+        return bytes(cramjam.gzip.compress(data))
+    if codec == Compression.SNAPPY:
+        return _xerial(data) if xerial else bytes(cramjam.snappy.compress_raw(data))
+    if codec == Compression.LZ4:
+        return _lz4_frame(data)
+    if codec == Compression.ZSTD:
+        return bytes(cramjam.zstd.compress(data))
+    raise ValueError(f"unknown compression codec {codec}")
+
+
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     """A zigzag varint (Kafka's signed varint and varlong) at ``pos``: (value, next position)."""
     raw = shift = 0
@@ -70,6 +119,24 @@ class Record(NamedTuple):
     headers: tuple[tuple[str, bytes | None], ...]
 
 
+class RawRecord(NamedTuple):
+    """One record of a batch as encoded, with what the log cleaner decides on."""
+
+    offset_delta: int
+    timestamp_delta: int
+    key: bytes | None
+    is_tombstone: bool  # a null value
+    data: bytes  # the batch's records, decompressed
+    body_start: int  # where the key field starts in ``data``
+    value_start: int
+    end: int
+
+    @property
+    def body(self) -> bytes:
+        """Key, value and headers as encoded: what `encode_record` puts back."""
+        return self.data[self.body_start : self.end]
+
+
 def _bytes_at(data: bytes, pos: int) -> tuple[bytes | None, int]:
     length, pos = _varint(data, pos)
     if length < 0:
@@ -77,18 +144,30 @@ def _bytes_at(data: bytes, pos: int) -> tuple[bytes | None, int]:
     return data[pos : pos + length], pos + length
 
 
-def decode_records(batch: bytes) -> Iterator[Record]:
-    """Every record of one whole batch (decompressed), with absolute offsets and timestamps."""
-    info = header_at(batch, 0)
-    data = _decompress(info.compression, batch[HEADER_SIZE : info.size])
+def raw_records(batch: bytes | memoryview, info: BatchInfo | None = None) -> Iterator[RawRecord]:
+    """Every record of one whole batch (decompressed), keys decoded, values left in place.
+    ``info``: the batch's header, if the caller has it."""
+    if info is None:
+        info = header_at(batch, 0)
+    data = _decompress(info.compression, bytes(batch[HEADER_SIZE : info.size]))
     pos = 0
     for _ in range(info.record_count):
         length, pos = _varint(data, pos)
         end = pos + length
         ts_delta, p = _varint(data, pos + 1)  # skip the record's attributes byte
-        offset_delta, p = _varint(data, p)
-        key, p = _bytes_at(data, p)
-        value, p = _bytes_at(data, p)
+        offset_delta, body = _varint(data, p)
+        key, value_pos = _bytes_at(data, body)
+        value_length = _varint(data, value_pos)[0]
+        yield RawRecord(offset_delta, ts_delta, key, value_length < 0, data, body, value_pos, end)
+        pos = end
+
+
+def decode_records(batch: bytes) -> Iterator[Record]:
+    """Every record of one whole batch (decompressed), with absolute offsets and timestamps."""
+    info = header_at(batch, 0)
+    for raw in raw_records(batch, info):
+        data = raw.data
+        value, p = _bytes_at(data, raw.value_start)
         count, p = _varint(data, p)
         headers = []
         for _ in range(count):
@@ -96,10 +175,20 @@ def decode_records(batch: bytes) -> Iterator[Record]:
             header_value, p = _bytes_at(data, p)
             headers.append(((name or b"").decode(), header_value))
         timestamp = (
-            info.max_timestamp if info.is_log_append_time else info.base_timestamp + ts_delta
+            info.max_timestamp
+            if info.is_log_append_time
+            else info.base_timestamp + raw.timestamp_delta
         )
-        yield Record(info.base_offset + offset_delta, timestamp, key, value, tuple(headers))
-        pos = end
+        yield Record(info.base_offset + raw.offset_delta, timestamp, raw.key, value, tuple(headers))
+
+
+def first_keyless_record(records: bytes | memoryview, infos: list[BatchInfo]) -> int | None:
+    """Index in ``infos`` of the first batch holding a record without a key, or None."""
+    for i, info in enumerate(infos):
+        batch = memoryview(records)[info.position : info.position + info.size]
+        if any(raw.key is None for raw in raw_records(batch, info)):
+            return i
+    return None
 
 
 def zigzag_varint(value: int) -> bytes:
@@ -118,6 +207,12 @@ def bytes_field(value: bytes | None) -> bytes:
     return zigzag_varint(-1) if value is None else zigzag_varint(len(value)) + value
 
 
+def encode_record(offset_delta: int, timestamp_delta: int, body: bytes) -> bytes:
+    """One record: its length, attributes (none), deltas, then ``body`` (key, value, headers)."""
+    record = b"\x00" + zigzag_varint(timestamp_delta) + zigzag_varint(offset_delta) + body
+    return zigzag_varint(len(record)) + record
+
+
 def build_batch(
     records: Sequence[tuple[bytes | None, bytes | None]],
     timestamp: int,
@@ -130,36 +225,22 @@ def build_batch(
     """An uncompressed RecordBatch v2 of (key, value) records, all stamped `timestamp`, as a
     producer would send it (base offset 0; the log assigns offsets)."""
     body = b"".join(
-        zigzag_varint(len(r)) + r
-        for r in (
-            b"\x00"
-            + zigzag_varint(0)
-            + zigzag_varint(i)
-            + bytes_field(key)
-            + bytes_field(value)
-            + zigzag_varint(0)
-            for i, (key, value) in enumerate(records)
-        )
+        encode_record(i, 0, bytes_field(key) + bytes_field(value) + zigzag_varint(0))
+        for i, (key, value) in enumerate(records)
     )
-    header = bytearray(
-        HEADER.pack(
-            0,
-            HEADER_SIZE - LOG_OVERHEAD + len(body),
-            -1,
-            2,
-            0,
-            attributes,
-            len(records) - 1,
-            timestamp,
-            timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            len(records),
-        )
+    return encode_batch(
+        body,
+        base_offset=0,
+        partition_leader_epoch=-1,
+        attributes=attributes,
+        last_offset_delta=len(records) - 1,
+        base_timestamp=timestamp,
+        max_timestamp=timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        record_count=len(records),
     )
-    struct.pack_into(">I", header, 17, crc32c(bytes(header[21:]) + body))
-    return bytes(header) + body
 
 
 def record_timestamps(batch: bytes) -> Iterator[tuple[int, int]]:

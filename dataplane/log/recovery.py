@@ -8,6 +8,7 @@ So, unless the log was closed cleanly, every segment from the one holding the re
 is re-read batch by batch (lengths, CRC, increasing offsets) and its indexes are rebuilt; the log
 is cut at the first bad batch and any later segment is deleted, with a WARNING. Trusted segments
 only get their index files sanity-checked; a missing or garbage index is rebuilt from the log.
+First of all, a compaction that a crash interrupted is rolled back or completed (cleaner.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import logging
 from bisect import bisect_right
 from pathlib import Path
 
+from dataplane.log.cleaner import finish_interrupted_cleaning
 from dataplane.log.index import CorruptIndexError
 from dataplane.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 
@@ -60,6 +62,7 @@ def load_segments(
 
     ``clean`` (the log was closed cleanly) skips the batch scan entirely.
     """
+    finish_interrupted_cleaning(directory, index_interval_bytes, partition, now_ms)
     bases = _segment_bases(directory)
     segments = [LogSegment.open(directory, b, index_interval_bytes, now_ms) for b in bases]
     first_unsafe = len(segments) if clean else max(bisect_right(bases, recovery_point) - 1, 0)

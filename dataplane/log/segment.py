@@ -8,6 +8,9 @@ headers (61 bytes read per batch) up to the target. Nothing on these paths decod
 The in-memory state (size, next offset, max timestamp) is recomputed on open, either from the
 indexes plus the few batches after the last index entry (`load`), or from a full checked scan that
 also rebuilds the indexes (`recover`).
+
+The log cleaner writes a segment's replacement under a temporary suffix (Kafka's ``.cleaned``,
+then ``.swap``) appended to all three file names.
 """
 
 from __future__ import annotations
@@ -41,6 +44,24 @@ def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
     return directory / f"{base_offset:020d}{suffix}"
 
 
+def segment_files(directory: Path, base_offset: int, suffix: str = "") -> list[Path]:
+    """A segment's three files (under a temporary ``suffix``), the log last: renaming its log is
+    what makes a cleaned segment current, so it is renamed after its indexes."""
+    return [
+        segment_path(directory, base_offset, name + suffix)
+        for name in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
+    ]
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make created, renamed or deleted file names durable too."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _write_all(fd: int, data: bytes | bytearray | memoryview, start: int) -> None:
     """Write all of ``data`` at the end of the file; on failure cut the file back to ``start`` so
     that no partial batch is left for a later append to land after."""
@@ -65,11 +86,16 @@ class LogSegment:
         now_ms: int,
         *,
         create: bool,
+        suffix: str = "",
     ) -> None:
         self.base_offset = base_offset
-        self.path = segment_path(directory, base_offset, LOG_SUFFIX)
-        self.offset_index = offset_index(segment_path(directory, base_offset, INDEX_SUFFIX))
-        self.time_index = time_index(segment_path(directory, base_offset, TIME_INDEX_SUFFIX))
+        self.path = segment_path(directory, base_offset, LOG_SUFFIX + suffix)
+        self.offset_index = offset_index(
+            segment_path(directory, base_offset, INDEX_SUFFIX + suffix)
+        )
+        self.time_index = time_index(
+            segment_path(directory, base_offset, TIME_INDEX_SUFFIX + suffix)
+        )
         flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if create else 0)
         self._fd = os.open(self.path, flags, 0o644)
         if create:
@@ -82,17 +108,31 @@ class LogSegment:
 
     @classmethod
     def create(
-        cls, directory: Path, base_offset: int, index_interval_bytes: int, now_ms: int
+        cls,
+        directory: Path,
+        base_offset: int,
+        index_interval_bytes: int,
+        now_ms: int,
+        *,
+        suffix: str = "",
     ) -> LogSegment:
         """A new, empty segment (replacing any file of the same name)."""
-        return cls(directory, base_offset, index_interval_bytes, now_ms, create=True)
+        return cls(directory, base_offset, index_interval_bytes, now_ms, create=True, suffix=suffix)
 
     @classmethod
     def open(
-        cls, directory: Path, base_offset: int, index_interval_bytes: int, now_ms: int
+        cls,
+        directory: Path,
+        base_offset: int,
+        index_interval_bytes: int,
+        now_ms: int,
+        *,
+        suffix: str = "",
     ) -> LogSegment:
         """An existing segment; call `load` or `recover` before using it."""
-        return cls(directory, base_offset, index_interval_bytes, now_ms, create=False)
+        return cls(
+            directory, base_offset, index_interval_bytes, now_ms, create=False, suffix=suffix
+        )
 
     def _reset_state(self) -> None:
         self.next_offset = self.base_offset

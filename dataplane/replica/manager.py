@@ -16,6 +16,7 @@ import anyio
 
 from dataplane.config import BrokerConfig
 from dataplane.log import LogConfig, PartitionLog, StateStore
+from dataplane.log.cleaner import CleaningAborted, CleaningJob
 from dataplane.metadata_cache import MetadataCache, TopicInfo
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.fetcher import ReplicaFetchers
@@ -45,6 +46,7 @@ class ReplicaManager:
         self.cache = cache
         self.root = Path(config.log_dirs)
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self._uncleanable: set[tuple[bytes, int]] = set()  # compaction failed (Kafka's too)
         # Called after every leadership change of a local replica (coordinators load/unload).
         self.leadership_listeners: list[Callable[[Partition], None]] = []
         cache.topic_listeners.append(self._on_topic_change)
@@ -169,6 +171,82 @@ class ReplicaManager:
                 if deleted:
                     log.info("%r: retention deleted %d segment(s)", partition, deleted)
                 partition.producers.remove_expired(now)
+
+    async def clean_logs(self) -> None:
+        """Kafka's log cleaner (log.cleaner.enable): compact the filthiest compacted log, one at a
+        time; sleep log.cleaner.backoff.ms when none needs it. Each replica compacts its own log."""
+        if not self.config.log_cleaner_enable:
+            log.info(
+                "log.cleaner.enable=false: compacted topics are not compacted and keep growing"
+            )
+            return
+        while True:
+            found = self._filthiest_log()
+            if found is None or not await self._clean(*found):
+                await anyio.sleep(self.config.log_cleaner_backoff_ms / 1000)
+
+    def _filthiest_log(self) -> tuple[Partition, CleaningJob] | None:
+        """The compacted log with the largest share of dirty bytes among those that need a
+        cleaning (Kafka's grabFilthiestCompactedLog)."""
+        best: tuple[Partition, CleaningJob] | None = None
+        now = now_ms()
+        for partition in list(self.partitions.values()):
+            uncleanable = (partition.topic_id, partition.index) in self._uncleanable
+            if uncleanable or not partition.log.config.compact:
+                continue
+            producers = {
+                pid: entry.batches[-1].last_offset
+                for pid, entry in partition.producers.producers.items()
+                if entry.batches
+            }
+            job = partition.log.plan_cleaning(now, partition.high_watermark, producers)
+            if job is not None and (best is None or job.ratio > best[1].ratio):
+                best = (partition, job)
+        return best
+
+    async def _clean(self, partition: Partition, job: CleaningJob) -> bool:
+        """Run ``job``: the heavy work in a worker thread, each swap here, between requests.
+        Returns whether it completed."""
+        plog = partition.log
+        try:
+            await anyio.to_thread.run_sync(job.build_offset_map, abandon_on_cancel=True)
+            for group in job.groups:
+                cleaned = await anyio.to_thread.run_sync(
+                    job.clean_group, group, abandon_on_cancel=True
+                )
+                plog.swap_cleaned(job, cleaned)
+            plog.finish_cleaning(job)
+        except CleaningAborted as e:
+            log.info("%r: cleaning abandoned (%s); it is retried later", partition, e)
+            return False
+        except Exception:
+            if self.partitions.get((partition.topic, partition.index)) is not partition:
+                log.info("%r: removed while it was being cleaned", partition)
+                return False
+            log.exception(
+                "%r: cleaning failed; this log is no longer compacted until the broker restarts "
+                "(check the disk and the log directory %s)",
+                partition,
+                plog.directory,
+            )
+            self._uncleanable.add((partition.topic_id, partition.index))
+            return False
+        finally:
+            job.stop()  # a worker abandoned by a cancellation stops at its next batch
+        log.info(
+            "%r: cleaned %d segment(s) below offset %d in %.2fs: %d -> %d bytes, %d of %d "
+            "records kept (dirty ratio was %.2f)",
+            partition,
+            job.segments_cleaned,
+            job.end_offset,
+            job.elapsed_s,
+            job.bytes_before,
+            job.bytes_after,
+            job.records_kept,
+            job.records_read,
+            job.ratio,
+        )
+        return True
 
     def close(self) -> None:
         for partition in self.partitions.values():

@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 import cramjam
 from crc32c import crc32c
 
+from dataplane.log import records
 from dataplane.log.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, Compression
-from dataplane.log.records import bytes_field, zigzag_varint
-
-
-def encode_record(
-    offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes
-) -> bytes:
-    body = (
-        b"\x00"
-        + zigzag_varint(timestamp_delta)
-        + zigzag_varint(offset_delta)
-        + bytes_field(key)
-        + bytes_field(value)
-        + zigzag_varint(0)  # no headers
-    )
-    return zigzag_varint(len(body)) + body
+from dataplane.log.records import bytes_field, encode_record, zigzag_varint
 
 
 def _xerial(data: bytes) -> bytes:
@@ -35,20 +23,20 @@ def _xerial(data: bytes) -> bytes:
 
 
 def compress(codec: Compression, data: bytes, *, xerial: bool = False) -> bytes:
-    if codec == Compression.NONE:
-        return data
-    if codec == Compression.GZIP:
-        return bytes(cramjam.gzip.compress(data))
-    if codec == Compression.SNAPPY:
-        return _xerial(data) if xerial else bytes(cramjam.snappy.compress_raw(data))
+    """As clients send it: Java's snappy framing in 32 KiB blocks, LZ4 in a frame of linked,
+    checksummed blocks (cramjam's, not the broker's own framing); the rest as the broker
+    writes it."""
+    if codec == Compression.SNAPPY and xerial:
+        return _xerial(data)
     if codec == Compression.LZ4:
         return bytes(cramjam.lz4.compress(data))
-    return bytes(cramjam.zstd.compress(data))
+    return records.compress(codec, data)
 
 
 def make_batch(
-    values: list[bytes],
+    values: Sequence[bytes | None],
     *,
+    keys: Sequence[bytes | None] | None = None,
     timestamps: list[int] | None = None,
     base_offset: int = 0,
     codec: Compression = Compression.NONE,
@@ -62,12 +50,14 @@ def make_batch(
     record_count: int | None = None,
     last_offset_delta: int | None = None,
 ) -> bytes:
-    """One batch as a producer sends it; the keyword overrides build deliberately bad ones."""
+    """One batch as a producer sends it (no keys unless given; a None value is a tombstone);
+    the keyword overrides build deliberately bad ones."""
     timestamps = timestamps if timestamps is not None else [1_000 + i for i in range(len(values))]
+    keys = keys if keys is not None else [None] * len(values)
     base_ts = timestamps[0] if timestamps else -1
     records = b"".join(
-        encode_record(i, ts - base_ts, None, v)
-        for i, (v, ts) in enumerate(zip(values, timestamps, strict=True))
+        encode_record(i, ts - base_ts, bytes_field(k) + bytes_field(v) + zigzag_varint(0))
+        for i, (k, v, ts) in enumerate(zip(keys, values, timestamps, strict=True))
     )
     payload = compress(codec, records, xerial=xerial)
     attributes = int(codec) | extra_attributes

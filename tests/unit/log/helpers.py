@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataplane.log import PartitionLog, validate
+from dataplane.log.cleaner import CleaningJob
+from dataplane.log.records import decode_records
 from tests.unit.log.batches import make_batch, values_of
 
 
@@ -47,3 +49,35 @@ def crash(log: PartitionLog) -> None:
     for segment in log._segments:
         segment.close()
     log._closed = True
+
+
+def records_in(data: bytes) -> list[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of every record of whole batches."""
+    return [
+        (r.offset, r.key, r.value)
+        for info in validate(data, None, from_client=False)
+        for r in decode_records(data[info.position : info.position + info.size])
+    ]
+
+
+def run_cleaning(job: CleaningJob, log: PartitionLog) -> CleaningJob:
+    """What the broker's cleaner task does with a job, in this thread."""
+    job.build_offset_map()
+    for group in job.groups:
+        log.swap_cleaned(job, job.clean_group(group))
+    log.finish_cleaning(job)
+    return job
+
+
+def clean(
+    log: PartitionLog,
+    now_ms: int = 10_000,
+    *,
+    upper_bound: int | None = None,
+    producers: dict[int, int] | None = None,
+) -> CleaningJob | None:
+    """Compact ``log`` as the broker would (the high watermark at the log end unless given);
+    None if it needs no cleaning."""
+    bound = log.log_end_offset if upper_bound is None else upper_bound
+    job = log.plan_cleaning(now_ms, bound, producers or {})
+    return None if job is None else run_cleaning(job, log)
