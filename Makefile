@@ -10,6 +10,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m spark.connector.shim  # the kafka.DefaultSource jar, against the pyspark just installed
 	rm -f $(VENV)/.installed-*; touch $(STAMP)
 
 run: $(STAMP)

@@ -17,23 +17,39 @@ from .source import KafkaDataSource
 
 SHIM_CLASS = "kafka.DefaultSource"
 
-__all__ = ["SHIM_CLASS", "KafkaDataSource", "kafka_provider", "register"]
+__all__ = ["SHIM_CLASS", "KafkaDataSource", "kafka_provider", "lookup_provider", "register"]
 
 
-def kafka_provider(spark: Any) -> str | None:
-    """The class Spark resolves format("kafka") to (DataSource.lookupDataSource), or None when
-    nothing provides it."""
+# The conditions of DataSource.lookupDataSource's "no provider found" errors: the one it raises
+# for "kafka", and the general one.
+_NOT_FOUND = {"KAFKA_DATA_SOURCE_NOT_ENABLED", "DATA_SOURCE_NOT_FOUND"}
+
+
+def lookup_provider(spark: Any, name: str) -> str | None:
+    """The class Spark resolves format(name) to (DataSource.lookupDataSource), or None when
+    nothing provides it. Any other failure (a provider class that does not load, such as a shim
+    built against another Spark) is raised."""
+    from py4j.java_gateway import is_instance_of
+    from py4j.protocol import Py4JJavaError
+
     jvm = spark._jvm
     conf = spark._jsparkSession.sessionState().conf()
     try:
-        cls = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
-            "kafka", conf
+        cls = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(name, conf)
+    except Py4JJavaError as e:
+        err = e.java_exception
+        throwable = is_instance_of(
+            spark.sparkContext._gateway, err, "org.apache.spark.SparkThrowable"
         )
-    except Exception as e:  # py4j wraps the JVM's AnalysisException / ClassNotFoundException
-        if "kafka" in str(e).lower():
+        if throwable and err.getCondition() in _NOT_FOUND:
             return None
         raise
     return str(cls.getName())
+
+
+def kafka_provider(spark: Any) -> str | None:
+    """The class Spark resolves format("kafka") to, or None when nothing provides it."""
+    return lookup_provider(spark, "kafka")
 
 
 def register(spark: Any, force: bool = False) -> str:

@@ -171,22 +171,126 @@ def librdkafka_config(params: Mapping[str, str], role: str) -> dict[str, Any]:
     return conf
 
 
-def check_config(conf: Mapping[str, Any], role: str) -> None:
-    """Construct (and drop) a client with `conf` so an unknown or bad setting fails here, with
-    the option named, rather than inside a task."""
+# The Java producer's defaults that librdkafka does not share: keys are partitioned with murmur2,
+# so records land where the official connector would put them, and acks=all.
+_PRODUCER_DEFAULTS = {"partitioner": "murmur2_random", "acks": "all"}
+
+# Settings the idempotent producer cannot work with: (setting, conflicts(value), the Java
+# producer's ConfigException message when idempotence was asked for explicitly).
+_IDEMPOTENCE_CONFLICTS: tuple[tuple[str, Callable[[int], bool], str], ...] = (
+    (
+        "retries",
+        lambda n: n == 0,
+        "Must set retries to non-zero when using the idempotent producer.",
+    ),
+    (
+        "acks",
+        lambda n: n != -1,
+        "Must set acks to all in order to use the idempotent producer. Otherwise we cannot "
+        "guarantee idempotence.",
+    ),
+    (
+        "max.in.flight.requests.per.connection",
+        lambda n: n > 5,
+        "Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent "
+        "producer.",
+    ),
+)
+
+
+def _setting_int(key: str, raw: str) -> int:
+    text = raw.strip()
+    if key == "acks" and text.lower() == "all":
+        return -1
+    try:
+        return int(text)
+    except ValueError:
+        raise IllegalArgumentException(
+            f"Kafka option 'kafka.{key}' is not valid: Invalid configuration value for "
+            f"'{key}': {raw}"
+        ) from None
+
+
+def producer_config(params: Mapping[str, str]) -> dict[str, Any]:
+    """The sink's librdkafka configuration: the kafka.* options over the Java producer's
+    defaults, with idempotence decided as the Java producer of Spark's connector (Kafka 3.x)
+    decides it. It is on unless `enable.idempotence=false`; a conflicting `acks`, `retries`
+    or `max.in.flight.requests.per.connection` turns it off quietly when idempotence was not
+    asked for, and is an error naming the setting when `enable.idempotence=true` was."""
+    lowered = {k.lower(): str(v) for k, v in params.items()}
+    asked = lowered.get("enable.idempotence")
+    if asked is not None and asked.strip().lower() not in ("true", "false"):
+        raise IllegalArgumentException(
+            f"Kafka option 'kafka.enable.idempotence' is not valid: Invalid value {asked} for "
+            "configuration enable.idempotence: Expected value to be either true or false"
+        )
+    idempotent = asked is None or asked.strip().lower() == "true"
+    if idempotent:
+        for key, conflicts, message in _IDEMPOTENCE_CONFLICTS:
+            raw = lowered.get(key)
+            if raw is None or not conflicts(_setting_int(key, raw)):
+                continue
+            if asked is not None:
+                raise IllegalArgumentException(
+                    f"Kafka option 'kafka.{key}' is not valid with kafka.enable.idempotence="
+                    f"true: {message}"
+                )
+            log.info("Idempotence will be disabled because %s is set to %s.", key, raw.strip())
+            idempotent = False
+    return {
+        **_PRODUCER_DEFAULTS,
+        **librdkafka_config(params, "producer"),
+        "enable.idempotence": idempotent,
+    }
+
+
+def _role_config(params: Mapping[str, str], role: str) -> dict[str, Any]:
+    return producer_config(params) if role == "producer" else librdkafka_config(params, role)
+
+
+def _client_error(conf: Mapping[str, Any], role: str) -> str | None:
+    """Why librdkafka refuses `conf` for `role`, or None. The client is made without
+    bootstrap.servers, so it never connects, and silent (log_level 0: no warning about that)."""
     from confluent_kafka import Consumer, KafkaException, Producer
 
+    conf = {k: v for k, v in conf.items() if k != "bootstrap.servers"} | {"log_level": 0}
     try:
         if role == "producer":
-            Producer(dict(conf))
+            Producer(conf)
         else:
-            c = Consumer({"group.id": "rafka-spark-config-check", **conf})
-            c.close()
+            Consumer({"group.id": "rafka-spark-config-check", **conf}).close()
     except (KafkaException, ValueError, TypeError) as e:
-        text = str(e.args[0] if e.args else e)
-        m = re.search(r'property:? "?([\w.]+)', text)
-        name = f"'kafka.{m.group(1)}'" if m else "kafka.*"
-        raise IllegalArgumentException(f"Kafka option {name} is not valid: {text}") from None
+        err = e.args[0] if e.args else e
+        return str(err.str() if hasattr(err, "str") else err).strip()
+    return None
+
+
+def _fixed_without(params: Mapping[str, str], key: str, role: str) -> bool:
+    rest = {k: v for k, v in params.items() if k != key}
+    try:
+        return _client_error(_role_config(rest, role), role) is None
+    except IllegalArgumentException:
+        return False
+
+
+def client_config(params: Mapping[str, str], role: str) -> dict[str, Any]:
+    """The librdkafka configuration of `role` for the kafka.* options (prefix removed),
+    checked by making (and dropping) a client, so that a bad setting fails where the DataFrame
+    is defined rather than inside a task. The error names the options at fault as the user
+    wrote them (librdkafka names its own, renamed or aliased, properties): those whose removal
+    makes the configuration valid."""
+    conf = _role_config(params, role)
+    error = _client_error(conf, role)
+    if error is None:
+        return conf
+    culprits = [f"'kafka.{k}'" for k in sorted(params) if _fixed_without(params, k, role)]
+    if len(culprits) == 1:
+        raise IllegalArgumentException(f"Kafka option {culprits[0]} is not valid: {error}")
+    if culprits:
+        raise IllegalArgumentException(
+            f"Kafka options {', '.join(culprits)} are not valid together: {error}"
+        )
+    raise IllegalArgumentException(f"The kafka.* options are not valid: {error}")
 
 
 def retry(fn: Callable[[], T], retries: int, interval_ms: int, what: str) -> T:
@@ -301,21 +405,29 @@ class OffsetReader:
         what: str,
         markers: bool = False,
     ) -> dict[tuple[str, int], int]:
-        """Concrete offsets for `tps` from an OffsetSpec (KafkaOffsetReaderAdmin.fetch*).
-        markers: a timestamp without a matching offset gives -1 (latest) rather than the
-        latest offset now."""
-        if spec.kind == "earliest":
-            return self.earliest(tps)
-        if spec.kind == "latest":
-            return self.latest(tps)
-        if spec.kind == "offsets":
+        """Offsets for `tps` from an OffsetSpec (KafkaOffsetReaderAdmin.fetch*). Where the spec
+        means the earliest or the latest offset ("earliest", "latest", -2 or -1 in offsets
+        JSON, a timestamp without a match under strategy latest), they are fetched, or with
+        `markers` left as -2 / -1 for the caller to pin (`pin`)."""
+        if spec.kind in ("earliest", "latest"):
+            marked = dict.fromkeys(tps, EARLIEST if spec.kind == "earliest" else LATEST)
+        elif spec.kind == "offsets":
             self.check_all_specified(spec, tps, what)
-            out = dict(spec.offsets)
-            need_earliest = [tp for tp, off in out.items() if off == EARLIEST]
-            need_latest = [tp for tp, off in out.items() if off == LATEST]
-            out.update(self.earliest(need_earliest))
-            out.update(self.latest(need_latest))
-            return out
+            marked = dict(spec.offsets)
+        else:
+            marked = self._timestamp_offsets(spec, tps, starting)
+        return marked if markers else self.pin(marked)
+
+    def pin(self, offsets: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """`offsets` with -2 (earliest) and -1 (latest) replaced by the offsets they are now."""
+        out = dict(offsets)
+        out.update(self.earliest([tp for tp, off in offsets.items() if off == EARLIEST]))
+        out.update(self.latest([tp for tp, off in offsets.items() if off == LATEST]))
+        return out
+
+    def _timestamp_offsets(
+        self, spec: OffsetSpec, tps: list[tuple[str, int]], starting: bool
+    ) -> dict[tuple[str, int], int]:
         if spec.kind == "timestamps":
             if set(spec.offsets) != set(tps):
                 position = "starting" if starting else "ending"
@@ -332,14 +444,13 @@ class OffsetReader:
             stamps = {tp: spec.timestamp for tp in tps}
         found = self.for_timestamps(stamps)
         missing = [tp for tp, off in found.items() if off < 0]
-        if missing:
-            if starting and spec.no_match == "error":
-                tp = missing[0]
-                raise IllegalArgumentException(
-                    f"No offset matched from request of topic-partition {tp[0]}-{tp[1]} and "
-                    f"timestamp {stamps[tp]}."
-                )
-            found.update(dict.fromkeys(missing, LATEST) if markers else self.latest(missing))
+        if missing and starting and spec.no_match == "error":
+            tp = missing[0]
+            raise IllegalArgumentException(
+                f"No offset matched from request of topic-partition {tp[0]}-{tp[1]} and "
+                f"timestamp {stamps[tp]}."
+            )
+        found.update(dict.fromkeys(missing, LATEST))
         return found
 
 

@@ -1,6 +1,8 @@
 """Build the `kafka.DefaultSource` jar (java/kafka/DefaultSource.java) against the installed
 pyspark's jars with javac, once per (source, pyspark version): the class extends a
-Spark-internal class, so it is compiled where it runs.
+Spark-internal class, so it is compiled where it runs. The install step (the Makefile's venv
+recipe) builds it; `spark.session.rafka_spark_session` builds it on first use if it is missing
+(another pyspark, a changed source, an install by hand).
 
     python -m spark.connector.shim      # builds if needed and prints the jar's path
 """
@@ -89,5 +91,19 @@ def build_jar(force: bool = False) -> Path:
     return jar
 
 
+def main() -> int:
+    try:
+        print(build_jar(force="--force" in sys.argv))
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
+        print(
+            f"error: Rafka's kafka.DefaultSource shim jar was not built: {e}. format('kafka') "
+            "needs it where Spark's official connector is not installed: install a JDK 17 "
+            "(javac, jar) and run `python -m spark.connector.shim`.",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    print(build_jar(force="--force" in sys.argv))
+    sys.exit(main())

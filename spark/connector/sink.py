@@ -10,6 +10,7 @@ writes its records again.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import (
     BinaryType,
     DataType,
+    DoubleType,
     IntegerType,
     StringType,
     StructType,
@@ -29,7 +31,7 @@ from pyspark.sql.types import (
 )
 
 from . import options as opts
-from .client import check_config, librdkafka_config
+from .client import client_config
 from .source import HEADERS_TYPE
 
 
@@ -67,6 +69,30 @@ def validate_write_schema(schema: StructType, topic: str | None) -> None:
     _expect(schema, "value", [StringType(), BinaryType()], "Required attribute 'value' not found")
     _expect(schema, "headers", [HEADERS_TYPE], None)
     _expect(schema, "partition", [IntegerType()], None)
+    _expect(schema, "timestamp", [DoubleType(), TimestampType()], None)
+
+
+def _timestamps_ms(column: Any, data_type: DataType) -> list[int | None]:
+    """The record timestamps (ms) of a `timestamp` column, as the official sink takes them: a
+    timestamp, or a double of seconds cast to one, with the microseconds truncated."""
+    import pyarrow as pa
+
+    if data_type == DoubleType():
+        micros = [
+            None if s is None or not math.isfinite(s) else int(s * 1_000_000)
+            for s in column.to_pylist()
+        ]
+    else:
+        micros = column.cast(pa.int64()).to_pylist()
+    out: list[int | None] = []
+    for us in micros:
+        ms = None if us is None else -(-us // 1000) if us < 0 else us // 1000  # Java's `/`
+        if ms is not None and ms < 0:
+            raise KafkaWriteException(
+                f"Invalid timestamp: {ms}. Timestamp should always be non-negative or null."
+            )
+        out.append(ms)
+    return out
 
 
 @dataclass
@@ -81,18 +107,11 @@ class _KafkaWriterBase:
         self.topic = topic.strip() if topic is not None else None
         validate_write_schema(schema, self.topic)
         self.fields = set(schema.fieldNames())
-        self.has_ts = any(
-            f.name == "timestamp" and f.dataType == TimestampType() for f in schema.fields
-        )
-        # The Java producer's defaults (murmur2 partitioning of keys, idempotence, acks=all),
-        # so records land where the official connector would put them and a retried request
-        # after a leader change is not written twice.
-        self.conf = {
-            "partitioner": "murmur2_random",
-            "enable.idempotence": True,
-            "acks": "all",
-        } | librdkafka_config(opts.kafka_params(options), "producer")
-        check_config(self.conf, "producer")
+        self.ts_type = next((f.dataType for f in schema.fields if f.name == "timestamp"), None)
+        # The Java producer's defaults (murmur2 partitioning of keys, acks=all, idempotence
+        # unless the options conflict with it), so records land where the official connector
+        # would put them and a retried request after a leader change is not written twice.
+        self.conf = client_config(opts.kafka_params(options), "producer")
 
     def write(self, iterator: Iterator[Any]) -> KafkaCommitMessage:
         from confluent_kafka import Producer
@@ -113,7 +132,11 @@ class _KafkaWriterBase:
                 topics = cols.get("topic") if self.topic is None else None
                 parts = cols.get("partition") if "partition" in self.fields else None
                 headers = cols.get("headers") if "headers" in self.fields else None
-                stamps = cols.get("timestamp") if self.has_ts else None
+                stamps = (
+                    None
+                    if self.ts_type is None
+                    else _timestamps_ms(batch.column("timestamp"), self.ts_type)
+                )
                 for i, value in enumerate(values):
                     topic = self.topic if topics is None else topics[i]
                     if topic is None:
@@ -130,7 +153,7 @@ class _KafkaWriterBase:
                     if headers is not None and headers[i]:
                         kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
                     if stamps is not None and stamps[i] is not None:
-                        kwargs["timestamp"] = int(stamps[i].timestamp() * 1000)
+                        kwargs["timestamp"] = stamps[i]
                     while True:
                         try:
                             producer.produce(topic, **kwargs)

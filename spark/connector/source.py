@@ -46,8 +46,8 @@ from pyspark.sql.types import (
 )
 
 from . import options as opts
-from .client import OffsetReader, check_config, librdkafka_config, retry
-from .options import IllegalArgumentException, KafkaDataLossException
+from .client import OffsetReader, client_config, librdkafka_config, retry
+from .options import IllegalArgumentException, KafkaDataLossException, TopicPartition
 
 log = logging.getLogger("rafka.spark")
 
@@ -287,8 +287,11 @@ def read_range(ctx: _ReadContext, part: KafkaInputPartition) -> Iterator[Any]:
                 cols["key"].append(m.key())
                 cols["value"].append(m.value())
                 cols["offset"].append(off)
-                cols["timestamp"].append(ts * 1000 if ts_type != 0 else None)
-                # librdkafka: 1 create time, 2 log append time, 0 none; Java ids: 0, 1, -1
+                # A record without a timestamp has -1 (librdkafka's and the Java client's
+                # NO_TIMESTAMP): epoch - 1 ms, as the official connector's
+                # java.sql.Timestamp(-1) gives. Types: librdkafka 1 create time, 2 log append
+                # time, 0 none; Java ids 0, 1, -1.
+                cols["timestamp"].append(ts * 1000)
                 cols["timestampType"].append(ts_type - 1 if ts_type else -1)
                 if ctx.include_headers:
                     hs = m.headers()
@@ -342,7 +345,7 @@ class KafkaBatchReader(DataSourceReader):
         self.min_partitions = opts.parse_int(options, "minpartitions")
         self.max_records = opts.parse_int(options, "maxrecordsperpartition")
         self.offset_reader = _offset_reader(options)
-        check_config(librdkafka_config(self.ctx.params, "consumer"), "consumer")
+        client_config(self.ctx.params, "consumer")
 
     def partitions(self) -> list[InputPartition]:
         try:
@@ -396,41 +399,33 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.min_partitions = opts.parse_int(options, "minpartitions")
         self.max_offsets_per_trigger = opts.parse_int(options, "maxoffsetspertrigger")
         self.offset_reader = _offset_reader(options)
-        self.latest: dict[tuple[str, int], int] | None = None
-        self.available_now_target: dict[tuple[str, int], int] | None = None
-        check_config(librdkafka_config(self.ctx.params, "consumer"), "consumer")
+        self.initial: dict[TopicPartition, int] | None = None
+        # Partitions whose initial offset is the latest one when the query started.
+        self.initial_latest: set[TopicPartition] = set()
+        self.latest: dict[TopicPartition, int] | None = None
+        self.available_now_target: dict[TopicPartition, int] | None = None
+        client_config(self.ctx.params, "consumer")
+
+    def _initial_offsets(self) -> dict[TopicPartition, int]:
+        """Where a new query starts, resolved at the first call, when the query starts, as the
+        official connector's initialOffset does: "latest", "earliest" and timestamps become
+        offsets then, so records produced before the first micro-batch are read. Spark asks
+        again (when planning batch 0 and when running it) on this same reader, and gets the
+        same offsets. (The official connector also writes them to <checkpoint>/sources; a
+        Python source does not see its checkpoint: see `partitions` for a restart before
+        batch 0 commits.)"""
+        if self.initial is None:
+            tps = self.offset_reader.topic_partitions(self.strategy)
+            marked = self.offset_reader.resolve(
+                self.start_spec, tps, True, "startingOffsets", markers=True
+            )
+            self.initial_latest = {tp for tp, off in marked.items() if off == opts.LATEST}
+            self.initial = self.offset_reader.pin(marked)
+            log.info("initial offsets: %s", self.initial)
+        return self.initial
 
     def initialOffset(self) -> dict:
-        """Where a new query starts. Spark calls this more than once (when planning batch 0
-        and again when running it, and again if the query restarts before batch 0 commits),
-        so "latest" and "earliest" stay symbolic (-1 / -2) here and are pinned by
-        latestOffset(): batch 0's end offsets, journaled in the checkpoint, then fix where
-        the query starts. (The official connector pins them in <checkpoint>/sources instead;
-        a Python source does not see its checkpoint.)"""
-        spec = self.start_spec
-        tps = self.offset_reader.topic_partitions(self.strategy)
-        if spec.kind == "latest":
-            start = dict.fromkeys(tps, opts.LATEST)
-        elif spec.kind == "earliest":
-            start = dict.fromkeys(tps, opts.EARLIEST)
-        elif spec.kind == "offsets":
-            self.offset_reader.check_all_specified(spec, tps, "startingOffsets")
-            start = dict(spec.offsets)
-        else:  # timestamps: their offsets do not move; no match means "latest"
-            start = self.offset_reader.resolve(spec, tps, True, "startingOffsets", markers=True)
-        return opts.offsets_json(start)
-
-    def _pin(
-        self, start: dict[tuple[str, int], int], latest: dict[tuple[str, int], int]
-    ) -> dict[tuple[str, int], int]:
-        """Start offsets with -1 (latest) and -2 (earliest) replaced by real offsets."""
-        out = dict(start)
-        for tp, off in start.items():
-            if off == opts.LATEST:
-                out[tp] = latest.get(tp, 0)
-        earliest = [tp for tp, off in start.items() if off == opts.EARLIEST]
-        out.update(self.offset_reader.earliest(earliest))
-        return out
+        return opts.offsets_json(self._initial_offsets())
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.max_offsets_per_trigger is not None:
@@ -438,6 +433,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
+        self._initial_offsets()  # a new query's start comes first, as in the official one
         tps = self.offset_reader.topic_partitions(self.strategy)
         self.available_now_target = self.offset_reader.latest(tps)
 
@@ -447,7 +443,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             latest = dict(self.available_now_target)
         else:
             latest = self._fetch_latest(begin)
-        begin = self._pin(begin, latest)
         self.latest = latest
         lost = set(begin) - set(latest)
         if lost:
@@ -456,16 +451,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 "PARTITIONS_DELETED",
                 f"Partitions {_fmt_tps(lost)} have been deleted.",
             )
-        # Partitions that appeared since `start` are read from their beginning (offset 0; if
-        # that is gone, read_range reports the data loss).
-        until = dict(latest)
         if isinstance(limit, ReadMaxRows):
-            until = self._rate_limit(limit.max_rows, begin, latest)
+            # Partitions that appeared since `start` are read from their earliest offset.
+            new = [tp for tp in latest if tp not in begin]
+            begin = {**self.offset_reader.earliest(new), **begin}
+            return opts.offsets_json(self._rate_limit(limit.max_rows, begin, latest))
         # A log end behind what was already read (a truncated log) stays as it is:
         # partitions() reports the data loss, and the next batch starts from the new end.
-        return opts.offsets_json(until)
+        return opts.offsets_json(latest)
 
-    def _fetch_latest(self, begin: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    def _fetch_latest(self, begin: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Latest offsets; re-fetched while some partition reports less than what was already
         read, as the official connector does (a new leader's high watermark can lag behind for
         a moment after a failover)."""
@@ -474,7 +469,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         while True:
             latest = reader.latest(reader.topic_partitions(self.strategy))
             behind = [tp for tp, off in begin.items() if tp in latest and latest[tp] < off]
-            # (symbolic starts, -1 and -2, are never behind)
             if not behind or attempt >= reader.retries:
                 return latest
             attempt += 1
@@ -483,15 +477,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     @staticmethod
     def _rate_limit(
-        limit: int, begin: dict[tuple[str, int], int], latest: dict[tuple[str, int], int]
-    ) -> dict[tuple[str, int], int]:
+        limit: int, begin: dict[TopicPartition, int], latest: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
         """KafkaMicroBatchStream.rateLimit: share `limit` records among partitions in
         proportion to their backlog, giving each partition with a backlog at least one."""
-        sizes = {}
-        for tp, end in latest.items():
-            size = end - begin.get(tp, 0)
-            if size > 0:
-                sizes[tp] = size
+        sizes = {
+            tp: end - begin[tp] for tp, end in latest.items() if tp in begin and end > begin[tp]
+        }
         total = sum(sizes.values())
         if total < 1:
             return dict(latest)
@@ -502,19 +494,25 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             prorate = limit * (sizes[tp] / total)
             n = int(-(-prorate // 1)) if prorate < 1 else int(prorate)
-            out[tp] = min(end, begin.get(tp, 0) + n)
+            out[tp] = min(end, begin[tp] + n)
         return out
 
     def reportLatestOffset(self) -> dict | None:
         return None if self.latest is None else opts.offsets_json(self.latest)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        begin = opts.offsets_from_json(start)
         until = opts.offsets_from_json(end)
-        # A symbolic start (batch 0): "latest" is where latestOffset() pinned it, the end.
-        begin = self._pin(opts.offsets_from_json(start), until)
+        if begin == self.initial:
+            self._replayed_first_batch(begin, until)
+        new = [tp for tp in until if tp not in begin]
+        if new:
+            begin.update(self._added_partitions(new))
         ranges = []
         for tp, e in sorted(until.items()):
-            s = begin.get(tp, 0)
+            if tp not in begin:
+                continue  # no initial offset: reported by _added_partitions
+            s = begin[tp]
             if e < s:
                 _data_loss(
                     self.ctx,
@@ -524,6 +522,56 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             ranges.append((tp[0], tp[1], s, e))
         return list(split_ranges(ranges, self.min_partitions, None))
+
+    def _replayed_first_batch(
+        self, begin: dict[TopicPartition, int], until: dict[TopicPartition, int]
+    ) -> None:
+        """Batch 0 from this run's initial offsets. If a query started at "latest" stopped
+        before batch 0 committed, Spark replays batch 0 up to the end it journaled, but from
+        the initial offsets of the restarted run (the official connector keeps the first
+        run's in its checkpoint): where the latest offset has moved past that end, batch 0
+        is replayed empty and the query goes on from its end."""
+        for tp in sorted(self.initial_latest):
+            if tp in until and begin[tp] > until[tp]:
+                log.warning(
+                    "%s-%s: the query restarted before its first micro-batch committed; that "
+                    "batch ended at offset %d, before the latest offset %d this run started "
+                    "from, so it is replayed without the records it had read",
+                    tp[0],
+                    tp[1],
+                    until[tp],
+                    begin[tp],
+                )
+                begin[tp] = until[tp]
+
+    def _added_partitions(self, new: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """Partitions that appeared since the previous batch start at their earliest offset;
+        one that does not start at 0 (or has none) is data loss, as in the official
+        connector."""
+        from confluent_kafka import KafkaException
+
+        try:
+            found = self.offset_reader.earliest(new)
+        except KafkaException as e:
+            log.warning("no earliest offsets for added partitions %s: %s", _fmt_tps(new), e)
+            found = {}
+        missing = set(new) - set(found)
+        if missing:
+            _data_loss(
+                self.ctx,
+                "INITIAL_OFFSET_NOT_FOUND_FOR_PARTITIONS",
+                f"Cannot find initial offsets for partitions {_fmt_tps(missing)}. They may "
+                "have been deleted.",
+            )
+        for tp, off in sorted(found.items()):
+            if off != 0:
+                _data_loss(
+                    self.ctx,
+                    "ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO",
+                    f"Added partition {tp[0]}-{tp[1]} starts from {off} instead of 0.",
+                )
+        log.info("partitions added: %s", found)
+        return found
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, KafkaInputPartition)

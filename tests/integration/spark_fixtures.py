@@ -19,6 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -75,11 +76,17 @@ def wait_until(
         time.sleep(interval)
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 6, rf: int = 3) -> str:
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int = 6,
+    rf: int = 3,
+    configs: dict[str, str] | None = None,
+) -> str:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, rf)])[name].result(30)
+    admin.create_topics([NewTopic(name, partitions, rf, config=configs or {})])[name].result(30)
 
     def ready() -> bool:
         md = admin.list_topics(name, timeout=10).topics[name]
@@ -135,6 +142,19 @@ def consume_all(bootstrap: str, topic: str, timeout: float = 30.0) -> list[Any]:
         assert not ends, f"did not reach the end of {topic}: {ends}"
     finally:
         c.close()
+    return out
+
+
+def window_results(
+    bootstrap: str, topic: str
+) -> list[tuple[tuple[datetime, str], tuple[int, int, int]]]:
+    """The order pipeline's results topic, a record a line: ((window start, store), (orders,
+    items, revenue_cents)), records a replayed micro-batch wrote twice included."""
+    out = []
+    for m in consume_all(bootstrap, topic):
+        v = json.loads(m.value())
+        start = datetime.fromisoformat(v["window_start"].replace("Z", "+00:00"))
+        out.append(((start, v["store"]), (v["orders"], v["items"], v["revenue_cents"])))
     return out
 
 

@@ -1,10 +1,15 @@
 """The order pipeline (spark/pipeline) on PySpark in local mode against a 3-broker Rafka cluster:
 the batch job's exact aggregates, and the streaming job's micro-batches through a stop and a
-restart from its checkpoint."""
+restart from its checkpoint, and through kill -9 of the job and a restart."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,7 +17,15 @@ from typing import Any
 from spark.pipeline.events import Order, expected_aggregates, make_orders, produce_orders
 from spark.pipeline.jobs import run_batch, start_streaming, stop_gracefully
 
-from .spark_fixtures import consume_all, create_topic, spark, unique, wait_until
+from .spark_fixtures import (
+    REPO,
+    consume_all,
+    create_topic,
+    spark,
+    unique,
+    wait_until,
+    window_results,
+)
 
 __all__ = ["spark"]  # the fixture
 
@@ -174,10 +187,112 @@ def test_streaming_job_microbatches_restart(spark: Any, cluster: Any, tmp_path: 
         previous = wm
 
     # The results topic has each window once, with the Parquet values.
-    records = consume_all(bootstrap, results_topic)
-    keys = [m.key().decode() for m in records]
-    assert len(keys) == len(set(keys)) == 36
-    for m in records:
-        v = json.loads(m.value())
-        start = datetime.fromisoformat(v["window_start"].replace("Z", "+00:00"))
-        assert (v["orders"], v["items"], v["revenue_cents"]) == expected[(start, v["store"])]
+    results = window_results(bootstrap, results_topic)
+    assert len(results) == 36
+    assert set(results) == set(final(range(6)).items())
+
+
+def _checkpoint_progress(checkpoint: Path) -> tuple[int, int, bool]:
+    """(last micro-batch in the offset log, records its end offsets cover, whether it was
+    committed), from Spark's checkpoint files (offsets/<n>: "v1", metadata, the source's
+    offsets JSON; commits/<n>)."""
+    batch = max(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
+    lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
+    offsets = json.loads(lines[2])
+    covered = sum(off for parts in offsets.values() for off in parts.values())
+    return batch, covered, (checkpoint / "commits" / str(batch)).exists()
+
+
+class _PipelineJob:
+    """`python -m spark.pipeline stream` in a child process of its own process group (its
+    JVM and Python workers with it), logging to a file."""
+
+    def __init__(self, log: Path, args: list[str]) -> None:
+        self.log = log
+        with open(log, "w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "spark.pipeline", *args],
+                cwd=REPO,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def alive(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the job exited ({self.proc.returncode}): {self.tail()}")
+        return True
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
+
+    def kill(self) -> None:
+        """kill -9 of the whole job: driver, JVM, Python workers."""
+        with contextlib.suppress(ProcessLookupError):  # the group is gone already
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
+
+def test_streaming_job_killed_and_restarted(spark: Any, cluster: Any, tmp_path: Path) -> None:
+    """The streaming job (its own process, as `python -m spark.pipeline stream`) is killed with
+    SIGKILL in the middle of its run, right after a micro-batch wrote its Parquet output, and
+    restarted from its checkpoint: every window is in the Parquet output exactly once (a batch
+    that did not commit is replayed and overwrites its output) and in the results topic."""
+    bootstrap = cluster.bootstrap
+    topic = create_topic(bootstrap, unique("orders"), partitions=6, rf=3)
+    results_topic = create_topic(bootstrap, unique("order-stats"), partitions=3, rf=3)
+    out, checkpoint = tmp_path / "stream", tmp_path / "checkpoint"
+    run = _StreamRun(spark, out)
+    orders = make_orders(1200, 0, 360, seed=13)  # 6 minutes x 6 stores
+    expected = _values(expected_aggregates(orders, 60))
+    assert len(expected) == 36
+    produce_orders(bootstrap, topic, orders)
+    args = ["--bootstrap", bootstrap, "--topic", topic, "stream", "--output", str(out)]
+    args += ["--checkpoint", str(checkpoint), "--results-topic", results_topic]
+    args += ["--trigger", "500 milliseconds"]
+
+    # 150 orders (45 s of event time) a micro-batch: the first windows close in batch 2 of 8.
+    job = _PipelineJob(tmp_path / "run1.log", [*args, "--max-offsets-per-trigger", "150"])
+    try:
+        wait_until(
+            lambda: job.alive() and any(out.glob("batch_id=*/_SUCCESS")),
+            180,
+            0.02,
+            "the job's first Parquet output",
+        )
+    finally:
+        job.kill()
+    batch, covered, committed = _checkpoint_progress(checkpoint)
+    assert covered < len(orders), "the job had read everything before it was killed"
+    print(
+        f"killed in batch {batch} ({'committed' if committed else 'not committed'}), {covered} read"
+    )
+
+    # An order 20 minutes later moves the watermark past every window above.
+    closing = Order("o-closing", "berlin", "sku-1", 1, 1, datetime(2026, 1, 1, 0, 20, tzinfo=UTC))
+    produce_orders(bootstrap, topic, [closing])
+    job = _PipelineJob(tmp_path / "run2.log", args)
+    try:
+
+        def complete() -> bool:
+            """Every window in the Parquet output, and the job idle: its last micro-batch
+            (Parquet, then the results topic) committed."""
+            job.alive()
+            try:
+                batches = run.batches()
+            except Exception as e:  # a batch directory being overwritten while listed
+                raise AssertionError(f"output being written: {e}") from None
+            windows = {k for rows in batches.values() for k in rows}
+            return windows >= set(expected) and _checkpoint_progress(checkpoint)[2]
+
+        wait_until(complete, 180, 0.5, "every window in the output")
+    finally:
+        job.kill()
+
+    batches = run.batches()
+    rows = [(k, v) for b in batches.values() for k, v in b.items()]
+    assert len(rows) == len(dict(rows)) == 36, "a window was emitted twice"
+    assert dict(rows) == expected
+    # At least once in the results topic (a replayed batch writes its records again), with the
+    # Parquet values.
+    assert set(window_results(bootstrap, results_topic)) == set(expected.items())

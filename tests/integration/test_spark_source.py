@@ -9,17 +9,19 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from spark.connector import SHIM_CLASS, kafka_provider
+from spark.connector import SHIM_CLASS, kafka_provider, lookup_provider
 from spark.connector.client import librdkafka_config, parse_jaas
 from spark.connector.options import IllegalArgumentException
-from spark.connector.source import split_ranges
+from spark.connector.source import SCHEMA, KafkaStreamReader, split_ranges
 
+from .conftest import start_cluster
 from .spark_fixtures import (
     FAKE_MARKER,
     FAKE_PROVIDER,
@@ -65,6 +67,37 @@ def _row(topic: str, p: int, j: int, headers: bool = False) -> tuple:
         hs = r.get("headers")
         row += (tuple(hs) if hs else None,)
     return row
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """conftest's 3-broker cluster, with retention enforced every 200 ms: the data-loss tests
+    age records out of a topic (`aged_topic`)."""
+    c = start_cluster(tmp_path_factory.mktemp("cluster"), log_retention_check_interval_ms=200)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def aged_topic(bootstrap: str, name: str) -> str:
+    """A 1-partition topic whose records v0..v4 were written and v0..v3 aged out: retention
+    keeps only its active segment (one record a segment), so its earliest offset is 4."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.admin import OffsetSpec as Spec
+
+    create_topic(bootstrap, name, 1, 1, {"segment.bytes": "14", "retention.bytes": "1"})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for i in range(5):  # one produce request, so one segment, a record
+        produce(bootstrap, name, [{"value": f"v{i}".encode(), "partition": 0}])
+    tp = TopicPartition(name, 0)
+
+    def earliest() -> int:
+        return admin.list_offsets({tp: Spec.earliest()})[tp].result().offset
+
+    wait_until(lambda: earliest() == 4, 30, 0.2, f"retention to age out {name}'s first records")
+    return name
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +151,27 @@ def test_format_kafka_resolves_to_rafka_source(spark: Any, cluster: Any, topic: 
     ]
     df = _read(spark, cluster.bootstrap, subscribe=topic, includeHeaders="true")
     assert df.schema.fields[-1].dataType.simpleString() == "array<struct<key:string,value:binary>>"
+
+
+def test_provider_lookup_failures(spark: Any, tmp_path: Path) -> None:
+    """No provider at all is None; a provider class that does not load (here `brokenkafka`,
+    whose superclass is missing, as a shim built against another Spark would be) is an error,
+    not "no provider"."""
+    assert lookup_provider(spark, "no-such-source") is None
+    src = tmp_path / "src" / "brokenkafka"
+    src.mkdir(parents=True)
+    (src / "Missing.java").write_text("package brokenkafka;\npublic class Missing {}\n")
+    (src / "DefaultSource.java").write_text(
+        "package brokenkafka;\npublic class DefaultSource extends Missing {}\n"
+    )
+    classes = tmp_path / "classes"
+    subprocess.run(["javac", "-d", str(classes), *map(str, src.glob("*.java"))], check=True)
+    (classes / "brokenkafka" / "Missing.class").unlink()
+    jar = tmp_path / "brokenkafka.jar"
+    subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "."], check=True)
+    spark.sql(f"ADD JAR '{jar}'")
+    with pytest.raises(Exception, match="NoClassDefFoundError: brokenkafka/Missing"):
+        lookup_provider(spark, "brokenkafka")
 
 
 def test_official_connector_wins_when_present(tmp_path: Path) -> None:
@@ -190,6 +244,17 @@ def test_batch_timestamps(spark: Any, cluster: Any, topic: str) -> None:
     df = _read(spark, b, subscribe=topic, startingOffsetsByTimestamp=json.dumps(by_ts))
     assert _rows(df) == {_row(topic, p, j) for p in range(PARTS) for j in range(p, PER_PART)}
 
+    # Partition p up to offset p + 2 (exclusive); partition 5's end timestamp matches no offset,
+    # which for an end means the latest offset.
+    end_ts = {str(p): T0 + (p + 2) * 1000 + p for p in range(PARTS - 1)}
+    end_ts[str(PARTS - 1)] = T0 + 3_600_000
+    df = _read(spark, b, subscribe=topic, endingOffsetsByTimestamp=json.dumps({topic: end_ts}))
+    expected = {_row(topic, p, j) for p in range(PARTS - 1) for j in range(p + 2)}
+    assert _rows(df) == expected | {_row(topic, PARTS - 1, j) for j in range(PER_PART)}
+    with pytest.raises(Exception, match="timestamp based ending offsets don't match"):
+        subset = json.dumps({topic: {"0": T0}})
+        _read(spark, b, subscribe=topic, endingOffsetsByTimestamp=subset).collect()
+
     # No offset at or after the timestamp: an error by default, the end with strategy latest.
     late = str(T0 + 3_600_000)
     with pytest.raises(Exception, match="No offset matched from request of topic-partition"):
@@ -230,6 +295,20 @@ def test_offset_ranges_split_across_tasks(spark: Any, cluster: Any, topic: str) 
     capped = _read(spark, b, subscribe=topic, maxRecordsPerPartition="3")
     assert capped.rdd.getNumPartitions() == PARTS * 4  # 10 records -> 3+3+2+2
     assert _rows(capped) == everything
+
+
+def test_batch_fail_on_data_loss(spark: Any, cluster: Any) -> None:
+    """A batch read whose starting offset has aged out: KAFKA_DATA_LOSS by default; with
+    failOnDataLoss=false it reads from the earliest offset left."""
+    b = cluster.bootstrap
+    aged = aged_topic(b, unique("aged"))
+    from_zero = json.dumps({aged: {"0": 0}})
+    with pytest.raises(Exception, match=r"KAFKA_DATA_LOSS\.COULD_NOT_READ_OFFSET_RANGE"):
+        _read(spark, b, subscribe=aged, startingOffsets=from_zero).collect()
+    df = _read(spark, b, subscribe=aged, startingOffsets=from_zero, failOnDataLoss="false")
+    assert [(bytes(r.value), r.offset) for r in df.collect()] == [(b"v4", 4)]
+    df = _read(spark, b, subscribe=aged)  # earliest: nothing lost
+    assert [(bytes(r.value), r.offset) for r in df.collect()] == [(b"v4", 4)]
 
 
 def test_split_ranges_like_the_official_calculator() -> None:
@@ -325,6 +404,11 @@ BAD_READS = [
         "Kafka option 'kafka.security.protocol' is not valid",
     ),
     (
+        # librdkafka calls it fetch.wait.max.ms; the error names the option given
+        {"subscribe": "a", "kafka.fetch.max.wait.ms": "soon"},
+        "Kafka option 'kafka.fetch.max.wait.ms' is not valid",
+    ),
+    (
         {"subscribe": "a", "kafka.sasl.jaas.config": "nonsense"},
         "Kafka option 'sasl.jaas.config' is not a JAAS login module configuration",
     ),
@@ -396,9 +480,44 @@ def test_bad_sink_options(spark: Any, cluster: Any) -> None:
             "partition attribute unsupported type string. partition must be a(n) int",
         ),
         (
+            ("value string, timestamp string", ("v", "2026")),
+            {"topic": "t"},
+            "timestamp attribute unsupported type string. timestamp must be a(n) double or "
+            "timestamp",
+        ),
+        (
             ("value string", ("v",)),
             {"topic": "t", "kafka.value.serializer": "x"},
             "Kafka option 'value.serializer' is not supported",
+        ),
+        (
+            # librdkafka's name for it is queue.buffering.max.ms
+            ("value string", ("v",)),
+            {"topic": "t", "kafka.linger.ms": "-5"},
+            "Kafka option 'kafka.linger.ms' is not valid",
+        ),
+        (
+            ("value string", ("v",)),
+            {"topic": "t", "kafka.delivery.timeout.ms": "1000", "kafka.linger.ms": "2000"},
+            "Kafka options 'kafka.delivery.timeout.ms', 'kafka.linger.ms' are not valid together",
+        ),
+        (
+            # Idempotence asked for explicitly, with a setting it cannot work with: the Java
+            # producer's ConfigException.
+            ("value string", ("v",)),
+            {"topic": "t", "kafka.enable.idempotence": "true", "kafka.acks": "1"},
+            "Kafka option 'kafka.acks' is not valid with kafka.enable.idempotence=true: Must "
+            "set acks to all in order to use the idempotent producer.",
+        ),
+        (
+            ("value string", ("v",)),
+            {
+                "topic": "t",
+                "kafka.enable.idempotence": "true",
+                "kafka.max.in.flight.requests.per.connection": "10",
+            },
+            "Kafka option 'kafka.max.in.flight.requests.per.connection' is not valid with "
+            "kafka.enable.idempotence=true",
         ),
     ]
     for (ddl, row), options, message in cases:
@@ -559,6 +678,128 @@ def test_stream_starting_offsets(spark: Any, cluster: Any, topic: str, tmp_path:
     finally:
         q.stop()
     assert rows == {_row(topic, p, j) for p in range(PARTS) for j in (8, 9)}
+
+
+def test_stream_latest_is_pinned_when_the_query_starts(cluster: Any) -> None:
+    """startingOffsets "latest" means the latest offsets when the query starts (its
+    initialOffset), as in the official connector: records produced after that and before the
+    first micro-batch is planned are read. Driven as Spark drives the stream reader (one reader
+    for the query run), without Spark's timing in the way."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    b = cluster.bootstrap
+    t = create_topic(b, unique("early"), 2, 3)
+    produce(b, t, [{"value": b"before", "partition": p} for p in range(2)])
+    reader = KafkaStreamReader({"kafka.bootstrap.servers": b, "subscribe": t}, SCHEMA)
+    try:
+        start = reader.initialOffset()  # the query starts
+        assert start == {t: {"0": 1, "1": 1}}
+        produce(b, t, [{"value": f"early{p}".encode(), "partition": p} for p in range(2)])
+        # Spark asks again when it plans batch 0 and when it runs it.
+        assert reader.initialOffset() == start
+        end = reader.latestOffset(start, ReadAllAvailable())
+        assert end == {t: {"0": 2, "1": 2}}
+        values = [
+            v
+            for part in reader.partitions(start, end)
+            for batch in reader.read(part)
+            for v in batch.column("value").to_pylist()
+        ]
+    finally:
+        reader.stop()
+    assert sorted(values) == [b"early0", b"early1"]
+
+
+def test_stream_restart_before_first_batch_commits(
+    spark: Any, cluster: Any, tmp_path: Path
+) -> None:
+    """A query from "latest" that dies in batch 0 (journaled, not committed) restarts while
+    newer records exist: batch 0 is replayed (from this run's initial offsets, past its
+    journaled end) without a false data-loss error, and what followed it is read once."""
+    b = cluster.bootstrap
+    t = create_topic(b, unique("first"), 2, 3)
+    ck = tmp_path / "first"
+
+    def fail(_batch: Any, batch_id: int) -> None:
+        raise RuntimeError(f"batch {batch_id} fails on purpose")
+
+    q = (
+        _stream(spark, b, subscribe=t)
+        .writeStream.foreachBatch(fail)
+        .option("checkpointLocation", str(ck))
+        .start()
+    )
+    try:
+        with pytest.raises(Exception, match="batch 0 fails on purpose"):
+            q.awaitTermination(60)
+    finally:
+        q.stop()
+    assert (ck / "offsets" / "0").exists() and not (ck / "commits" / "0").exists()
+
+    produce(b, t, [{"value": f"after{p}".encode(), "partition": p} for p in range(2)])
+    seen: list = []
+    q = _collecting_query(_stream(spark, b, subscribe=t), ck, seen)
+    try:
+        produce(b, t, [{"value": f"later{p}".encode(), "partition": p} for p in range(2)])
+        wait_until(lambda: len(seen) >= 4 or not q.isActive, 60, what="the restarted query")
+        q.processAllAvailable()
+        assert q.isActive, q.exception()
+    finally:
+        q.stop()
+    assert sorted(bytes(r.value) for _, r in seen) == [b"after0", b"after1", b"later0", b"later1"]
+
+
+def test_stream_added_partitions_start_at_earliest(
+    spark: Any, cluster: Any, tmp_path: Path
+) -> None:
+    """Partitions that appear while a query is down are read from their earliest offset; one
+    whose earliest offset is not 0 (records aged out) is data loss: the query fails with
+    failOnDataLoss, and reads what is left without."""
+    b = cluster.bootstrap
+    prefix = unique("grow")
+    first = create_topic(b, f"{prefix}-a", 1, 3)
+    produce(b, first, [{"value": b"a0"}])
+    runs: dict[str, list] = {"true": [], "false": []}
+
+    def start(fail: str) -> Any:
+        df = _stream(
+            spark,
+            b,
+            subscribePattern=f"{prefix}-.*",
+            startingOffsets="earliest",
+            failOnDataLoss=fail,
+        )
+        return _collecting_query(df, tmp_path / fail, runs[fail])
+
+    for fail in runs:
+        q = start(fail)
+        try:
+            q.processAllAvailable()
+        finally:
+            q.stop()
+    aged_topic(b, f"{prefix}-b")  # earliest offset 4
+    fresh = create_topic(b, f"{prefix}-c", 1, 3)
+    produce(b, fresh, [{"value": b"c0"}, {"value": b"c1"}])
+
+    strict = start("true")
+    try:
+        with pytest.raises(Exception, match="ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO") as e:
+            strict.awaitTermination(60)
+        assert f"Added partition {prefix}-b-0 starts from 4 instead of 0" in str(e.value)
+    finally:
+        strict.stop()
+    lenient = start("false")
+    try:
+        lenient.processAllAvailable()
+        assert lenient.isActive, lenient.exception()
+    finally:
+        lenient.stop()
+    assert sorted((r.topic, bytes(r.value), r.offset) for _, r in runs["false"]) == [
+        (first, b"a0", 0),
+        (f"{prefix}-b", b"v4", 4),
+        (fresh, b"c0", 0),
+        (fresh, b"c1", 1),
+    ]
 
 
 def _collecting_query(df: Any, checkpoint: Path, sink: list) -> Any:
@@ -730,6 +971,55 @@ def test_sink_batch_and_stream(spark: Any, cluster: Any, topic: str, tmp_path: P
     assert {(bytes(r.key), r.partition) for r in copied} == {
         (k, java_partition(k, PARTS)) for k, _ in ((bytes(r.key), 0) for r in copied)
     }
+
+
+def test_sink_producer_settings(spark: Any, cluster: Any) -> None:
+    """kafka.* producer settings the idempotent producer cannot work with, given without
+    asking for idempotence: the Java producer turns idempotence off, and so does this sink."""
+    b = cluster.bootstrap
+    out = create_topic(b, unique("acks"), 1, 3)
+    settings = [{"kafka.acks": "1"}, {"kafka.max.in.flight.requests.per.connection": "10"}]
+    for i, extra in enumerate(settings):
+        w = spark.createDataFrame([(f"v{i}",)], "value string").write.format("kafka")
+        w = w.option("kafka.bootstrap.servers", b).option("topic", out).mode("append")
+        for k, v in extra.items():
+            w = w.option(k, v)
+        w.save()
+    assert sorted(bytes(r.value) for r in _read(spark, b, subscribe=out).collect()) == [
+        b"v0",
+        b"v1",
+    ]
+
+
+def test_sink_timestamp_column(spark: Any, cluster: Any) -> None:
+    """The sink's `timestamp` column (a timestamp, or a double of seconds) sets the record
+    timestamp to the millisecond, microseconds truncated; null leaves it to the producer (now).
+    A record without a timestamp (-1) reads as 1 ms before the epoch, as the official source's
+    java.sql.Timestamp(-1)."""
+    b = cluster.bootstrap
+    # Records months apart would roll a segment, and the module's fast retention would then
+    # delete the older one (retention.ms is 7 days): keep them all.
+    out = create_topic(b, unique("stamped"), 1, 3, {"retention.ms": "-1"})
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [("a", t0 + timedelta(microseconds=1_234_567)), ("b", None)]
+    spark.createDataFrame(rows, "value string, timestamp timestamp").write.format("kafka").option(
+        "kafka.bootstrap.servers", b
+    ).option("topic", out).mode("append").save()
+    spark.createDataFrame(
+        [("c", t0.timestamp() + 2.5)], "value string, timestamp double"
+    ).write.format("kafka").option("kafka.bootstrap.servers", b).option("topic", out).mode(
+        "append"
+    ).save()
+    produce(b, out, [{"value": b"d", "timestamp": -1}])
+    written_by = datetime.now(UTC)
+    got = {
+        bytes(r.value): (r.timestamp.replace(tzinfo=UTC), r.timestampType)
+        for r in _read(spark, b, subscribe=out).collect()
+    }
+    assert got[b"a"] == (t0 + timedelta(milliseconds=1234), 0)
+    assert got[b"c"] == (t0 + timedelta(milliseconds=2500), 0)
+    assert got[b"d"] == (datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=UTC), 0)
+    assert written_by - timedelta(minutes=5) < got[b"b"][0] <= written_by
 
 
 def java_partition(key: bytes, partitions: int) -> int:
