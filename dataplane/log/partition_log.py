@@ -348,24 +348,39 @@ class PartitionLog:
     def read(self, offset: int, max_bytes: int, upper_bound: int, min_one_batch: bool) -> bytes:
         """Whole batches as stored, from the one holding ``offset``, up to ``max_bytes`` (but at
         least one batch if ``min_one_batch``, KIP-74), none whose base offset is >= ``upper_bound``
-        (the high watermark or the log end). Stays within one segment, as Kafka does.
+        (the high watermark or the log end).
+
+        A read that reaches the end of a segment with budget left goes on into the next one.
+        Kafka stops at the segment's end; after compaction a segment may end with an emptied
+        batch (kept for its producer's state), and a fetch answered with nothing but such
+        batches makes librdkafka double its fetch size each time, then fail with
+        MSG_SIZE_TOO_LARGE after enough of them in a row.
 
         Raises `LogError` OFFSET_OUT_OF_RANGE outside [log_start_offset, log_end_offset].
         """
         if not self._log_start_offset <= offset <= self.log_end_offset:
             raise self._out_of_range(offset)
-        if offset >= upper_bound:
-            return b""
+        chunks: list[bytes] = []
+        size = 0
         for segment in self._segments[bisect_right(self._bases, offset) - 1 :]:
+            if offset >= upper_bound:
+                break
             first = segment.translate(offset)
             if first is None:
                 continue  # past this segment's end: the next one holds the offset
             if first.base_offset >= upper_bound:
-                return b""
-            limit = max(max_bytes, first.size) if min_one_batch else max_bytes
+                break
+            limit = max_bytes - size
+            if min_one_batch and not chunks:
+                limit = max(limit, first.size)
             end = segment.read_end(first, first.position + limit, upper_bound)
-            return segment.read(first.position, end)
-        return b""
+            if end > first.position:
+                chunks.append(segment.read(first.position, end))
+                size += end - first.position
+            if end < segment.size:
+                break  # stopped by the budget or the upper bound, not by the segment's end
+            offset = segment.next_offset
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def batches_from(self, offset: int) -> Iterator[BatchInfo]:
         """Headers of the batches from the one holding ``offset`` (or from the log start, if

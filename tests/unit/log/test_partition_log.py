@@ -92,9 +92,12 @@ def test_roll_by_size(open_log: OpenLog) -> None:
     assert len(segments) > 5
     assert all(p.stat().st_size <= 2_000 for p in log.directory.glob("*.log"))
     assert read_all(log) == b"".join(written)
-    # a read stays within the segment holding the offset
-    first_segment = log.read(0, 1 << 20, log.log_end_offset, True)
-    assert len(first_segment) == (log.directory / segments[0]).stat().st_size
+    # a read goes on into the next segments while its budget lasts, whole batches only
+    assert log.read(0, 1 << 20, log.log_end_offset, True) == b"".join(written)
+    first = (log.directory / segments[0]).stat().st_size
+    two = first + (log.directory / segments[1]).stat().st_size
+    assert log.read(0, first, log.log_end_offset, True) == read_all(log)[:first]
+    assert len(log.read(0, two - 1, log.log_end_offset, True)) < two
 
 
 def test_append_larger_than_segment_goes_into_a_fresh_segment(open_log: OpenLog) -> None:
