@@ -20,6 +20,7 @@ from dataplane.config import BrokerConfig
 from dataplane.coordinator.runtime import InternalTopic
 from dataplane.coordinator.service import GroupCoordinator
 from dataplane.log import StateStore
+from dataplane.malloc import tune_for_large_buffers
 from dataplane.metadata_cache import MetadataCache
 from dataplane.producer_ids import ProducerIdManager
 from dataplane.replica.fetcher import ReplicaFetchers
@@ -194,4 +195,5 @@ class Broker:
 
 def run_broker(config: BrokerConfig) -> None:
     """Entry point of `rafka broker`."""
+    tune_for_large_buffers()
     anyio.run(Broker(config).run)
