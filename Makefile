@@ -31,6 +31,8 @@ bench: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) bench/produce_consume.py $(ARGS)
 	$(PY) bench/replication.py
+	$(PY) bench/groups.py
+	$(PY) bench/spark.py
 
 proto: $(STAMP)
 	$(PY) -m proto.generate
