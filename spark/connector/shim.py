@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -63,32 +64,30 @@ def build_jar(force: bool = False) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if jar.exists() and not force:
             return jar
-        javac, jar_tool = shutil.which("javac"), shutil.which("jar")
-        if javac is None or jar_tool is None:
-            raise RuntimeError("javac and jar (a JDK, 17 here) are needed to build the shim")
         with tempfile.TemporaryDirectory() as tmp:
-            classes = Path(tmp) / "classes"
-            subprocess.run(
-                [
-                    javac,
-                    "-nowarn",
-                    "--release",
-                    "17",
-                    "-cp",
-                    f"{pyspark_jars()}/*",
-                    "-d",
-                    str(classes),
-                    *map(str, SOURCES),
-                ],
-                check=True,
-            )
             tmp_jar = Path(tmp) / jar.name
-            subprocess.run([jar_tool, "cf", str(tmp_jar), "-C", str(classes), "."], check=True)
+            compile_jar(SOURCES, Path(tmp) / "classes", tmp_jar)
             shutil.move(str(tmp_jar), jar)
         for old in jar.parent.glob("rafka-spark-kafka-*.jar"):
             if old != jar:
                 old.unlink()
     return jar
+
+
+def compile_jar(
+    sources: Iterable[Path], classes: Path, jar: Path, resources: dict[str, str] | None = None
+) -> None:
+    """javac `sources` against pyspark's jars into `classes`, add `resources` (path -> text)
+    and pack it all into `jar`."""
+    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
+    if javac is None or jar_tool is None:
+        raise RuntimeError("javac and jar (a JDK, 17 here) are needed to build the shim")
+    command = [javac, "-nowarn", "--release", "17", "-cp", f"{pyspark_jars()}/*", "-d"]
+    subprocess.run([*command, str(classes), *map(str, sources)], check=True)
+    for name, text in (resources or {}).items():
+        (classes / name).parent.mkdir(parents=True, exist_ok=True)
+        (classes / name).write_text(text)
+    subprocess.run([jar_tool, "cf", str(jar), "-C", str(classes), "."], check=True)
 
 
 def main() -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -40,11 +41,20 @@ def start_cluster(tmp: Path, brokers: int = 3, metas: int = 3, **overrides: str)
     return cluster
 
 
+@contextmanager
+def running_cluster(
+    tmp: Path, brokers: int = 3, metas: int = 3, **overrides: str
+) -> Iterator[LocalCluster]:
+    """`start_cluster`, stopped when the block ends however it ends (module fixtures)."""
+    cluster = start_cluster(tmp, brokers, metas, **overrides)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A 3-meta, 3-broker cluster shared by a test module."""
-    c = start_cluster(tmp_path_factory.mktemp("cluster"))
-    try:
+    with running_cluster(tmp_path_factory.mktemp("cluster")) as c:
         yield c
-    finally:
-        c.stop()

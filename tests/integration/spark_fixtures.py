@@ -13,8 +13,6 @@ from __future__ import annotations
 import atexit
 import functools
 import json
-import shutil
-import subprocess
 import sys
 import time
 import uuid
@@ -212,32 +210,17 @@ public class KafkaSourceProvider implements DataSourceRegister, RelationProvider
 
 
 def build_fake_official_jar(workdir: Path) -> Path:
-    from spark.connector.shim import pyspark_jars
+    from spark.connector.shim import compile_jar
 
     src = workdir / "src" / "org" / "apache" / "spark" / "sql" / "kafka010"
     src.mkdir(parents=True)
     (src / "KafkaSourceProvider.java").write_text(_FAKE_SOURCE)
-    classes = workdir / "classes"
-    services = classes / "META-INF" / "services"
-    subprocess.run(
-        [
-            "javac",
-            "-nowarn",
-            "--release",
-            "17",
-            "-cp",
-            f"{pyspark_jars()}/*",
-            "-d",
-            str(classes),
-            str(src / "KafkaSourceProvider.java"),
-        ],
-        check=True,
-    )
-    services.mkdir(parents=True)
-    (services / "org.apache.spark.sql.sources.DataSourceRegister").write_text(FAKE_PROVIDER + "\n")
     jar = workdir / "fake-spark-sql-kafka-0-10.jar"
-    subprocess.run(
-        [shutil.which("jar") or "jar", "cf", str(jar), "-C", str(classes), "."], check=True
+    compile_jar(
+        [src / "KafkaSourceProvider.java"],
+        workdir / "classes",
+        jar,
+        {"META-INF/services/org.apache.spark.sql.sources.DataSourceRegister": FAKE_PROVIDER + "\n"},
     )
     return jar
 

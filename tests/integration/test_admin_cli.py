@@ -11,16 +11,13 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from cluster.local import LocalCluster
-from tests.integration.conftest import start_cluster, wait_for
+from tests.integration.conftest import running_cluster, wait_for
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = start_cluster(tmp_path_factory.mktemp("admin"), brokers=3, metas=1)
-    try:
+    with running_cluster(tmp_path_factory.mktemp("admin"), brokers=3, metas=1) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def rafka(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess:

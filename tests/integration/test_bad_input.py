@@ -18,7 +18,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
 from cluster.local import LocalCluster
-from tests.integration.conftest import start_cluster
+from tests.integration.conftest import running_cluster
 from tests.integration.kafka_wire import WireClient, encode
 
 MAX_REQUEST = 1 << 20
@@ -26,15 +26,12 @@ MAX_REQUEST = 1 << 20
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = start_cluster(
+    with running_cluster(
         tmp_path_factory.mktemp("bad"), brokers=1, metas=1, socket_request_max_bytes=MAX_REQUEST
-    )
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic("ok", 1, 1)])["ok"].result(30)
-    try:
+    ) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("ok", 1, 1)])["ok"].result(30)
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def _connect(cluster: LocalCluster) -> WireClient:

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.local import LocalCluster
 from tests.integration.clients.group_member import committed
-from tests.integration.conftest import start_cluster, wait_for
+from tests.integration.conftest import running_cluster, wait_for
 
 SETTINGS = {
     "log_cleaner_backoff_ms": 200,
@@ -34,11 +34,8 @@ Record = tuple[int, bytes | None, bytes | None]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = start_cluster(tmp_path_factory.mktemp("compaction"), **SETTINGS)
-    try:
+    with running_cluster(tmp_path_factory.mktemp("compaction"), **SETTINGS) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def _admin(cluster: LocalCluster) -> AdminClient:

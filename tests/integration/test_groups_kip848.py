@@ -20,7 +20,7 @@ from cluster.local import LocalCluster
 from dataplane.coordinator.runtime import partition_for
 from dataplane.handlers import SUPPORTED_VERSIONS
 from tests.integration import groups
-from tests.integration.conftest import start_cluster, wait_for
+from tests.integration.conftest import running_cluster, wait_for
 from tests.integration.groups import broker_ports, drain, produce
 from tests.integration.kafka_wire import WireClient, builder
 
@@ -33,7 +33,7 @@ HEARTBEAT_INTERVAL_MS = 1000  # group.consumer.heartbeat.interval.ms of the test
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = start_cluster(
+    with running_cluster(
         tmp_path_factory.mktemp("kip848"),
         brokers=3,
         metas=1,
@@ -41,11 +41,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         offsets_topic_num_partitions=OFFSETS_PARTITIONS,
         group_consumer_heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
         group_consumer_session_timeout_ms=15_000,
-    )
-    try:
+    ) as c:
         yield c
-    finally:
-        c.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,7 @@ from dataplane.coordinator.runtime import partition_for
 from dataplane.handlers import SUPPORTED_VERSIONS
 from meta.client import MetaClient
 from tests.integration import groups
-from tests.integration.conftest import start_cluster, wait_for
+from tests.integration.conftest import running_cluster, wait_for
 from tests.integration.groups import broker_ports, drain, produce
 from tests.integration.kafka_wire import WireClient, builder, request_bytes
 
@@ -45,20 +45,17 @@ def subscription(*topics: str) -> bytes:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = start_cluster(
+    with running_cluster(
         tmp_path_factory.mktemp("groups"),
         brokers=3,
         metas=1,
         group_initial_rebalance_delay_ms=0,
         offsets_topic_num_partitions=OFFSETS_PARTITIONS,
-    )
-    admin = AdminClient({"bootstrap.servers": c.bootstrap})
-    for f in admin.create_topics([NewTopic("conf", 2, 3), NewTopic("six", 6, 3)]).values():
-        f.result(30)
-    try:
+    ) as c:
+        admin = AdminClient({"bootstrap.servers": c.bootstrap})
+        for f in admin.create_topics([NewTopic("conf", 2, 3), NewTopic("six", 6, 3)]).values():
+            f.result(30)
         yield c
-    finally:
-        c.stop()
 
 
 @pytest.fixture(autouse=True)

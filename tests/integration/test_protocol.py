@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from cluster.local import LocalCluster
 from dataplane.handlers import SUPPORTED_VERSIONS
 from dataplane.log.batch import HEADER
-from tests.integration.conftest import start_cluster
+from tests.integration.conftest import running_cluster
 from tests.integration.kafka_wire import WireClient, builder
 from tests.unit.log.batches import make_batch, values_of
 
@@ -38,14 +38,13 @@ def versions(api_key: int) -> range:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = start_cluster(tmp_path_factory.mktemp("protocol"), brokers=2, metas=1, num_partitions=2)
-    admin = AdminClient({"bootstrap.servers": c.bootstrap})
-    for f in admin.create_topics([NewTopic("conf", 2, 1), NewTopic("limits", 2, 1)]).values():
-        f.result(30)
-    try:
+    with running_cluster(
+        tmp_path_factory.mktemp("protocol"), brokers=2, metas=1, num_partitions=2
+    ) as c:
+        admin = AdminClient({"bootstrap.servers": c.bootstrap})
+        for f in admin.create_topics([NewTopic("conf", 2, 1), NewTopic("limits", 2, 1)]).values():
+            f.result(30)
         yield c
-    finally:
-        c.stop()
 
 
 def leader_port(cluster: LocalCluster, topic: str, partition: int) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from cluster.local import LocalCluster
 from dataplane.replica import wire
 from meta.client import MetaClient
 from proto import replication_pb2
-from tests.integration.conftest import start_cluster, wait_for
+from tests.integration.conftest import running_cluster, start_cluster, wait_for
 from tests.integration.kafka_wire import WireClient, builder
 from tests.unit.log.batches import make_batch, values_of
 
@@ -33,11 +33,8 @@ FAST = {
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = start_cluster(tmp_path_factory.mktemp("replication"), **FAST)
-    try:
+    with running_cluster(tmp_path_factory.mktemp("replication"), **FAST) as c:
         yield c
-    finally:
-        c.stop()
 
 
 @pytest.fixture(autouse=True)

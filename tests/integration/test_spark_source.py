@@ -21,7 +21,7 @@ from spark.connector.client import librdkafka_config, parse_jaas
 from spark.connector.options import IllegalArgumentException
 from spark.connector.source import SCHEMA, KafkaStreamReader, split_ranges
 
-from .conftest import start_cluster
+from .conftest import running_cluster
 from .spark_fixtures import (
     FAKE_MARKER,
     FAKE_PROVIDER,
@@ -73,11 +73,10 @@ def _row(topic: str, p: int, j: int, headers: bool = False) -> tuple:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """conftest's 3-broker cluster, with retention enforced every 200 ms: the data-loss tests
     age records out of a topic (`aged_topic`)."""
-    c = start_cluster(tmp_path_factory.mktemp("cluster"), log_retention_check_interval_ms=200)
-    try:
+    with running_cluster(
+        tmp_path_factory.mktemp("cluster"), log_retention_check_interval_ms=200
+    ) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def aged_topic(bootstrap: str, name: str) -> str:
