@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 from kio.schema.errors import ErrorCode
 
-from cluster.kafka_client import KafkaConnection, builder, split_address
+from cluster.kafka_client import KafkaConnection, builder
 
 METADATA, CREATE_TOPICS, DELETE_TOPICS, FIND_COORDINATOR = 3, 19, 20, 10
 DESCRIBE_GROUPS, CONSUMER_GROUP_DESCRIBE, OFFSET_FETCH, LIST_OFFSETS = 15, 69, 9, 2
@@ -66,10 +66,20 @@ class TopicInfo:
 
 
 @dataclass
+class BrokerInfo:
+    host: str
+    port: int
+    rack: str | None
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}" + (f" (rack {self.rack})" if self.rack else "")
+
+
+@dataclass
 class ClusterInfo:
     cluster_id: str
     controller: int
-    brokers: dict[int, str]  # node id -> host:port (rack)
+    brokers: dict[int, BrokerInfo]
     topics: list[TopicInfo]
 
 
@@ -105,7 +115,7 @@ def metadata(bootstrap: str, topics: Iterable[str] | None = None) -> ClusterInfo
         ]
         out.append(TopicInfo(t.name, str(t.topic_id), t.is_internal, parts))
     brokers = {
-        br.node_id: f"{br.host}:{br.port}" + (f" (rack {br.rack})" if br.rack else "")
+        br.node_id: BrokerInfo(br.host, br.port, br.rack)
         for br in sorted(r.brokers, key=lambda br: br.node_id)
     }
     return ClusterInfo(r.cluster_id or "", r.controller_id, brokers, out)
@@ -192,14 +202,15 @@ class GroupListing:
 def list_groups(bootstrap: str, meta: str) -> list[GroupListing]:
     """Every group of the registry, with state and type from its coordinator when it answers."""
     registry = quorum(meta, with_groups=True).groups
-    info = metadata(bootstrap, [OFFSETS_TOPIC]) if registry else None
-    leaders = {p.partition: p.leader for t in (info.topics if info else []) for p in t.partitions}
+    if not registry:
+        return []
+    info = metadata(bootstrap, [OFFSETS_TOPIC])
+    leaders = {p.partition: p.leader for t in info.topics for p in t.partitions}
     listed: dict[str, tuple[str, str]] = {}
-    for node in {leaders.get(p, -1) for _, p in registry} - {-1}:
-        address = info.brokers.get(node, "") if info else ""
+    for node in {leaders.get(p, -1) for _, p in registry} & info.brokers.keys():
+        broker = info.brokers[node]
         try:
-            host, port = split_address(address.split(" ")[0])
-            with KafkaConnection(port, host, timeout=10) as c:
+            with KafkaConnection(broker.port, broker.host, timeout=10) as c:
                 r = c.call(LIST_GROUPS, 5, states_filter=(), types_filter=())
         except OSError:
             continue  # its groups show with an unknown state
@@ -358,7 +369,7 @@ def log_end_offsets(bootstrap: str, partitions: list[tuple[str, int]]) -> dict:
     b = builder(LIST_OFFSETS, 7)
     out = {}
     for node, tps in by_leader.items():
-        host, port = split_address(info.brokers[node].split(" ")[0])
+        broker = info.brokers[node]
         topics: dict[str, list[int]] = {}
         for t, p in tps:
             topics.setdefault(t, []).append(p)
@@ -372,7 +383,7 @@ def log_end_offsets(bootstrap: str, partitions: list[tuple[str, int]]) -> dict:
             )
             for t, ps in topics.items()
         )
-        with KafkaConnection(port, host) as c:
+        with KafkaConnection(broker.port, broker.host) as c:
             r = c.call(LIST_OFFSETS, 7, replica_id=-1, isolation_level=0, topics=request)
         for t in r.topics:
             for p in t.partitions:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from dataplane.config import BrokerConfig
 from dataplane.topic_configs import effective_topic_configs
@@ -70,15 +71,20 @@ class LogConfig:
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
 
+    @cached_property
+    def _policies(self) -> frozenset[str]:
+        return frozenset(p.strip() for p in self.cleanup_policy.split(","))
+
     @property
     def compact(self) -> bool:
-        """cleanup.policy includes "compact": the log cleaner keeps the latest record per key."""
-        return "compact" in (p.strip() for p in self.cleanup_policy.split(","))
+        """cleanup.policy includes "compact": the log cleaner keeps the latest record per key
+        (read on every produce to the log: parsed once)."""
+        return "compact" in self._policies
 
     @property
     def delete(self) -> bool:
         """cleanup.policy includes "delete": retention.ms and retention.bytes apply."""
-        return "delete" in (p.strip() for p in self.cleanup_policy.split(","))
+        return "delete" in self._policies
 
     @classmethod
     def from_configs(cls, broker: BrokerConfig, topic_configs: dict[str, str]) -> LogConfig:

@@ -15,9 +15,12 @@ from cluster.local import LocalCluster, free_base_port
 T = TypeVar("T")
 
 
-def wait_for(check: Callable[[], T], timeout: float = 30, what: str = "condition") -> T:
-    """Poll `check` until it returns something truthy, and return that; fail after `timeout`
-    seconds naming `what` (tests wait for a state this way, never by sleeping)."""
+def wait_for(
+    check: Callable[[], T], timeout: float = 30, what: str = "condition", interval: float = 0.05
+) -> T:
+    """Poll `check` every `interval` seconds until it returns something truthy, and return
+    that; fail after `timeout` seconds naming `what` (tests wait for a state this way, never by
+    sleeping)."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -25,7 +28,7 @@ def wait_for(check: Callable[[], T], timeout: float = 30, what: str = "condition
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(0.05)
+        time.sleep(interval)
 
 
 def start_cluster(tmp: Path, brokers: int = 3, metas: int = 3, **overrides: str) -> LocalCluster:

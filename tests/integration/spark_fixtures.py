@@ -16,12 +16,13 @@ import json
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+
+from tests.integration.conftest import wait_for
 
 T = TypeVar("T")
 
@@ -55,25 +56,6 @@ def unique(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
-def wait_until(
-    check: Callable[[], T], timeout: float = 60.0, interval: float = 0.2, what: str = ""
-) -> T:
-    """Poll `check` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        try:
-            result = check()
-            if result:
-                return result
-            last = result
-        except AssertionError as e:
-            last = e
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}: {last!r}")
-        time.sleep(interval)
-
-
 def create_topic(
     bootstrap: str,
     name: str,
@@ -94,7 +76,7 @@ def create_topic(
             and all(p.leader >= 0 for p in md.partitions.values())
         )
 
-    wait_until(ready, 30, what=f"topic {name} to have leaders")
+    wait_for(ready, 30, f"topic {name} to have leaders")
     return name
 
 

@@ -53,8 +53,8 @@ from tests.integration.clients.group_member import (
     wait_committed,
     wait_exclusive,
     wait_processed,
-    wait_until,
 )
+from tests.integration.conftest import wait_for
 
 PARTITIONS = 6
 
@@ -251,7 +251,7 @@ def test_static_member_restart_does_not_rebalance(cluster: object, driver: str) 
     restarted = None
     try:
         owned = wait_exclusive(members, PARTITIONS, timeout=60, balanced=True)
-        wait_until(lambda: len(processed_keys(members)) == 60, 60, "the first records")
+        wait_for(lambda: len(processed_keys(members)) == 60, 60, "the first records")
         others = members[1:]
         seen = {m.name: len(m.events) for m in others}
         generation = members[0].of("assigned")[-1]["generation"]
@@ -268,7 +268,7 @@ def test_static_member_restart_does_not_rebalance(cluster: object, driver: str) 
         # The others keep working (new records reach them) and see no rebalance: no
         # assignment callback at all for three heartbeat intervals.
         produce(cluster.bootstrap, topic, keys(60, 60))
-        wait_until(lambda: len(processed_keys([*members, restarted])) == 120, 60, "new records")
+        wait_for(lambda: len(processed_keys([*members, restarted])) == 120, 60, "new records")
 
         def rebalanced() -> list[dict]:
             return [

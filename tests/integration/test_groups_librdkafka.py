@@ -23,8 +23,8 @@ from tests.integration.clients.group_member import (
     new_topic,
     wait_committed,
     wait_processed,
-    wait_until,
 )
+from tests.integration.conftest import wait_for
 
 PARTITIONS = 6
 COUNT = 120
@@ -66,7 +66,7 @@ def test_commit_callback(cluster: object, topic: tuple, mode: str) -> None:
                         best[int(p)] = max(best.get(int(p), -1), o)
             return best
 
-        wait_until(lambda: reported() == ends, 30, f"on_commit with the end offsets {ends}")
+        wait_for(lambda: reported() == ends, 30, f"on_commit with the end offsets {ends}")
         assert not [e for e in m.of("commit") if e["error"]], m.of("commit")
         assert committed(cluster.bootstrap, name, group) == ends
     finally:

@@ -14,8 +14,9 @@ from confluent_kafka.admin import AdminClient
 
 from spark.pipeline.events import Order, expected_aggregates, make_orders, produce_orders
 from spark.pipeline.jobs import start_streaming, stop_gracefully
+from tests.integration.conftest import wait_for
 
-from .spark_fixtures import create_topic, spark, unique, wait_until, window_results
+from .spark_fixtures import create_topic, spark, unique, window_results
 
 __all__ = ["spark"]  # the fixture
 
@@ -56,18 +57,18 @@ def test_streaming_through_broker_failover(spark: Any, cluster: Any, tmp_path: P
 
     feeder = threading.Thread(target=feed, daemon=True)
     try:
-        wait_until(
+        wait_for(
             lambda: query.lastProgress and query.lastProgress["batchId"] >= 0,
             60,
-            what="the first micro-batch",
+            "the first micro-batch",
         )
         feeder.start()
         # Once the job has read part of the stream, crash the leader of partition 0.
-        wait_until(
+        wait_for(
             lambda: sum(p["numInputRows"] for p in query.recentProgress) >= 200,
             60,
-            0.1,
             "the job to read 200 orders",
+            interval=0.1,
         )
         md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
         victim = f"broker-{md.topics[topic].partitions[0].leader}"
@@ -87,7 +88,7 @@ def test_streaming_through_broker_failover(spark: Any, cluster: Any, tmp_path: P
             rows = spark.read.parquet(str(out)).collect()
             return rows if len(rows) >= len(expected) else None
 
-        rows = wait_until(all_windows, 180, 1.0, "every window in the output")
+        rows = wait_for(all_windows, 180, "every window in the output", interval=1.0)
         assert query.isActive and query.exception() is None
         recovery = time.monotonic() - killed_at
     finally:

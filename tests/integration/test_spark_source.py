@@ -21,7 +21,7 @@ from spark.connector.client import librdkafka_config, parse_jaas
 from spark.connector.options import IllegalArgumentException
 from spark.connector.source import SCHEMA, KafkaStreamReader, split_ranges
 
-from .conftest import running_cluster
+from .conftest import running_cluster, wait_for
 from .spark_fixtures import (
     FAKE_MARKER,
     FAKE_PROVIDER,
@@ -31,7 +31,6 @@ from .spark_fixtures import (
     produce,
     spark,
     unique,
-    wait_until,
 )
 
 __all__ = ["spark"]  # the fixture
@@ -95,7 +94,9 @@ def aged_topic(bootstrap: str, name: str) -> str:
     def earliest() -> int:
         return admin.list_offsets({tp: Spec.earliest()})[tp].result().offset
 
-    wait_until(lambda: earliest() == 4, 30, 0.2, f"retention to age out {name}'s first records")
+    wait_for(
+        lambda: earliest() == 4, 30, f"retention to age out {name}'s first records", interval=0.2
+    )
     return name
 
 
@@ -630,7 +631,7 @@ def test_stream_starting_offsets(spark: Any, cluster: Any, topic: str, tmp_path:
                 raise RuntimeError(f"the query stopped: {q.exception()}")
             return spark.sql(f"select * from {name}").count() > 30
 
-        wait_until(reading, 60, 0.2, "records read while producing")
+        wait_for(reading, 60, "records read while producing", interval=0.2)
         stop.set()
         feeder.join(30)
         q.processAllAvailable()
@@ -740,7 +741,7 @@ def test_stream_restart_before_first_batch_commits(
     q = _collecting_query(_stream(spark, b, subscribe=t), ck, seen)
     try:
         produce(b, t, [{"value": f"later{p}".encode(), "partition": p} for p in range(2)])
-        wait_until(lambda: len(seen) >= 4 or not q.isActive, 60, what="the restarted query")
+        wait_for(lambda: len(seen) >= 4 or not q.isActive, 60, "the restarted query")
         q.processAllAvailable()
         assert q.isActive, q.exception()
     finally:
@@ -888,13 +889,13 @@ def test_stream_fail_on_data_loss(spark: Any, cluster: Any, tmp_path: Path) -> N
         for q, _ in queries.values():
             q.processAllAvailable()
         admin.delete_topics([doomed])[doomed].result(30)
-        wait_until(
+        wait_for(
             lambda: doomed not in admin.list_topics(timeout=10).topics,
             30,
-            what="the topic to be deleted",
+            "the topic to be deleted",
         )
         strict, _ = queries["true"]
-        wait_until(lambda: not strict.isActive, 60, what="the failOnDataLoss query to fail")
+        wait_for(lambda: not strict.isActive, 60, "the failOnDataLoss query to fail")
         assert "KAFKA_DATA_LOSS.PARTITIONS_DELETED" in str(strict.exception())
 
         lenient, name = queries["false"]

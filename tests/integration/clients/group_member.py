@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.integration.clients.drivers import DRIVERS
+from tests.integration.conftest import wait_for
 
 # The in-process librdkafka helpers log to this (nowhere), not to stderr: a test that kills a
 # broker would otherwise print every refused connection.
@@ -215,17 +216,6 @@ class Member:
         self._stderr.close()
 
 
-def wait_until(pred: Callable[[], object], timeout: float, what: str, every: float = 0.1) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = pred()
-        if got:
-            return got
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"no {what} within {timeout}s")
-        time.sleep(every)  # polling interval of a deadline loop, not a wait for a state
-
-
 # -- group-level checks ------------------------------------------------------------------------
 
 
@@ -260,7 +250,7 @@ def wait_exclusive(
         return {m.name: m.owned() for m in members}
 
     try:
-        return wait_until(check, timeout, "exclusive assignment")  # type: ignore[return-value]
+        return wait_for(check, timeout, "exclusive assignment")  # type: ignore[return-value]
     except AssertionError as e:
         raise AssertionError(
             f"{e}: owners now {owners(members)}\n" + "\n".join(m.describe() for m in members)
@@ -310,7 +300,7 @@ def wait_processed(members: list[Member], keys: Iterable[str], timeout: float) -
     """Waits until the members have processed every one of ``keys`` (at least once)."""
     want = set(keys)
     try:
-        wait_until(lambda: want <= processed_keys(members), timeout, "every record processed")
+        wait_for(lambda: want <= processed_keys(members), timeout, "every record processed")
     except AssertionError as e:
         missing = sorted(want - processed_keys(members))
         raise AssertionError(
@@ -369,7 +359,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication: int =
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
     admin.create_topics([NewTopic(topic, partitions, replication)])[topic].result(60)
-    wait_until(
+    wait_for(
         lambda: (
             len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == partitions
             and all(
@@ -475,7 +465,7 @@ def wait_committed(
         return all(last.get(p, -1) >= o for p, o in want.items())
 
     try:
-        wait_until(check, timeout, "committed offsets", every=0.3)
+        wait_for(check, timeout, "committed offsets", interval=0.3)
     except AssertionError:
         raise AssertionError(
             f"committed {last}, want {want}\n" + "\n".join(m.describe() for m in members)
