@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(PY) bench/replication.py
 	$(PY) bench/groups.py
 	$(PY) bench/spark.py
+	$(PY) bench/meta.py
 
 proto: $(STAMP)
 	$(PY) -m proto.generate

@@ -14,6 +14,7 @@ import grpc
 
 from meta.config import MetaConfig
 from meta.feed import ChangeFeed
+from meta.journal import JournalError
 from meta.leases import BrokerLeases
 from meta.raft import MetaRaft, RaftStartError
 from meta.service import MetaService
@@ -73,6 +74,11 @@ class MetaServer:
             raise MetaStartupError(
                 f"{exc}: the port is in use or the host is not this machine; stop the other "
                 f"process or fix node {config.node_id}'s entry in meta.quorum.voters"
+            ) from exc
+        except JournalError as exc:
+            raise MetaStartupError(
+                f"{exc}: meta.data.dir holds something else or a damaged log; restore the "
+                "data dir from a backup, or empty it to let the node catch up from the others"
             ) from exc
         self._service = MetaService(config, self._raft, feed, leases)
         meta_pb2_grpc.add_MetaServiceServicer_to_server(self._service, self._server)

@@ -16,7 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pysyncobj.syncobj
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replicated
+from pysyncobj.journal import MemoryJournal
 from pysyncobj.monotonic import monotonic as monotonic_time
 from pysyncobj.node import TCPNode
 from pysyncobj.syncobj import _RAFT_STATE, SyncObjException
@@ -25,6 +27,7 @@ from pysyncobj.transport import TCPTransport
 
 from meta import wire
 from meta.feed import ChangeFeed
+from meta.journal import DurableJournal, dump_codec, open_journal
 from meta.state import Body, Command, MetaState, apply
 
 log = logging.getLogger("rafka.meta.raft")
@@ -41,6 +44,13 @@ _RETRIABLE = {
     FAIL_REASON.UNKNOWN_OUTCOME,
     "Timeout",
 }
+
+
+# pysyncobj builds its journal with this module-level factory and has no setting for another
+# kind: every meta node's Raft log is a DurableJournal (see meta.journal for why).
+pysyncobj.syncobj.createJournal = lambda path: (
+    MemoryJournal() if path is None else open_journal(Path(path))
+)
 
 
 class NoLeaderError(Exception):
@@ -112,6 +122,39 @@ class ReresolvingTransport(TCPTransport):
         return super()._connectIfNecessarySingle(node)
 
 
+class DurableTransport(ReresolvingTransport):
+    """Sends nothing that reflects a Raft log write before that write is on disk.
+
+    While the journal has unsynced writes (entries appended by the leader, or received by a
+    follower), every outgoing message is held: AppendEntries, their acknowledgements, votes.
+    At the end of each Raft tick one fdatasync covers all writes of the tick, then the held
+    messages go out in order. A burst of commands thus costs one sync per tick (group commit),
+    and a leader counts itself in a majority only for entries it has synced (it sends them to
+    followers only after the sync)."""
+
+    def __init__(self, syncObj: SyncObj, *args: Any, **kwargs: Any) -> None:
+        journal = syncObj._SyncObj__raftLog  # type: ignore[attr-defined]  # no accessor for it
+        if not isinstance(journal, DurableJournal):
+            raise TypeError(f"DurableTransport needs a DurableJournal, got {type(journal)}")
+        self._journal = journal
+        self._held: list[tuple[TCPNode, Any]] = []
+        super().__init__(syncObj, *args, **kwargs)
+        syncObj.addOnTickCallback(self.flush)
+
+    def send(self, node: TCPNode, message: Any) -> bool:
+        if self._held or self._journal.dirty:
+            self._held.append((node, message))
+            return True  # "thought to be sent": pysyncobj retries what never arrives
+        return super().send(node, message)
+
+    def flush(self) -> None:
+        """Sync the journal, then send what was held for it (on the Raft thread, every tick)."""
+        self._journal.sync()
+        held, self._held = self._held, []
+        for node, message in held:
+            super().send(node, message)
+
+
 class MetaRaft:
     """Starts pysyncobj for this node and submits commands with bounded retries."""
 
@@ -126,11 +169,14 @@ class MetaRaft:
     ) -> None:
         """``on_leadership`` is called (on the Raft thread) whenever this node becomes leader."""
         self.machine = MetaStateMachine(feed)
+        serialize, deserialize = dump_codec(self.machine._serialize, self.machine._deserialize)
         self._write_timeout_s = write_timeout_s
         self._on_leadership = on_leadership
         conf = SyncObjConf(
-            journalFile=str(data_dir / "raft.journal"),
+            journalFile=str(data_dir / "raft.log"),
             fullDumpFile=str(data_dir / "state.dump"),
+            serializer=serialize,  # the dump fsynced before its rename (meta.journal)
+            deserializer=deserialize,
             commandsWaitLeader=False,  # fail fast (MISSING_LEADER); submit() retries until timeout
             useFork=False,  # forking next to gRPC threads is unsafe; the state is small
             appendEntriesUseBatch=False,  # replicate each command at once: low write latency
@@ -148,7 +194,7 @@ class MetaRaft:
             peer_addresses,
             conf,
             consumers=[self.machine],
-            transportClass=ReresolvingTransport,
+            transportClass=DurableTransport,
         )
         try:
             self._sync.waitBinded()
