@@ -98,7 +98,6 @@ def write_results_topic(results: DataFrame, bootstrap: str, topic: str) -> None:
         .write.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", topic)
-        .mode("append")
         .save()
     )
 

@@ -238,7 +238,6 @@ def _precedence_child(fake_jar: str) -> None:
             .write.format("kafka")
             .option("kafka.bootstrap.servers", bootstrap)
             .option("topic", "t")
-            .mode("append")
             .save()
         ),
     }

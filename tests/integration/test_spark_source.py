@@ -456,7 +456,7 @@ def test_bad_stream_options(spark: Any, cluster: Any) -> None:
 def test_bad_sink_options(spark: Any, cluster: Any) -> None:
     def write(ddl: str, row: tuple, **options: str) -> None:
         w = spark.createDataFrame([row], ddl).write.format("kafka")
-        w = w.option("kafka.bootstrap.servers", cluster.bootstrap).mode("append")
+        w = w.option("kafka.bootstrap.servers", cluster.bootstrap)
         for k, v in options.items():
             w = w.option(k, v)
         w.save()
@@ -912,6 +912,47 @@ def test_stream_fail_on_data_loss(spark: Any, cluster: Any, tmp_path: Path) -> N
 # -- sink ----------------------------------------------------------------------------------------
 
 
+def test_sink_save_modes(spark: Any, cluster: Any) -> None:
+    """Spark's documented batch write, `df.write.format("kafka")...save()` with no save mode,
+    works as on the official connector: the default (ErrorIfExists) and Append write;
+    Overwrite and Ignore fail with the official connector's AnalysisException, writing
+    nothing."""
+    from pyspark.errors import AnalysisException
+
+    b = cluster.bootstrap
+    out = create_topic(b, unique("modes"), 3, 3)
+
+    def rows(tag: str) -> Any:
+        return spark.createDataFrame(
+            [(f"k-{tag}-{i}", f"{tag}-{i}") for i in range(3)], "key string, value string"
+        )
+
+    # The call as Spark's Kafka integration guide writes it, unchanged.
+    rows("default").write.format("kafka").option("kafka.bootstrap.servers", b).option(
+        "topic", out
+    ).save()
+    for mode in ("errorifexists", "append"):
+        rows(mode).write.format("kafka").option("kafka.bootstrap.servers", b).option(
+            "topic", out
+        ).mode(mode).save()
+    for mode, name in (("overwrite", "Overwrite"), ("ignore", "Ignore")):
+        with pytest.raises(AnalysisException) as err:
+            rows(mode).write.format("kafka").option("kafka.bootstrap.servers", b).option(
+                "topic", out
+            ).mode(mode).save()
+        assert err.value.getCondition() == "_LEGACY_ERROR_TEMP_3081"
+        assert str(err.value).startswith(
+            f"Save mode {name} not allowed for Kafka. Allowed save modes are Append and "
+            "ErrorIfExists (default)."
+        ), str(err.value)[-1500:]
+    got = sorted((bytes(r.key), bytes(r.value)) for r in _read(spark, b, subscribe=out).collect())
+    assert got == sorted(
+        (f"k-{tag}-{i}".encode(), f"{tag}-{i}".encode())
+        for tag in ("default", "errorifexists", "append")
+        for i in range(3)
+    )
+
+
 def test_sink_batch_and_stream(spark: Any, cluster: Any, topic: str, tmp_path: Path) -> None:
     b = cluster.bootstrap
     out1, out2 = create_topic(b, unique("sink1"), 3, 3), create_topic(b, unique("sink2"), 3, 3)
@@ -925,7 +966,7 @@ def test_sink_batch_and_stream(spark: Any, cluster: Any, topic: str, tmp_path: P
         "topic string, key string, value string, partition int, "
         "headers array<struct<key:string,value:binary>>",
     )
-    df.write.format("kafka").option("kafka.bootstrap.servers", b).mode("append").save()
+    df.write.format("kafka").option("kafka.bootstrap.servers", b).save()
     got = _read(spark, b, subscribePattern=f"{out1}|{out2}", includeHeaders="true").collect()
     read_back = {
         (
@@ -981,7 +1022,7 @@ def test_sink_producer_settings(spark: Any, cluster: Any) -> None:
     settings = [{"kafka.acks": "1"}, {"kafka.max.in.flight.requests.per.connection": "10"}]
     for i, extra in enumerate(settings):
         w = spark.createDataFrame([(f"v{i}",)], "value string").write.format("kafka")
-        w = w.option("kafka.bootstrap.servers", b).option("topic", out).mode("append")
+        w = w.option("kafka.bootstrap.servers", b).option("topic", out)
         for k, v in extra.items():
             w = w.option(k, v)
         w.save()
@@ -1004,12 +1045,10 @@ def test_sink_timestamp_column(spark: Any, cluster: Any) -> None:
     rows = [("a", t0 + timedelta(microseconds=1_234_567)), ("b", None)]
     spark.createDataFrame(rows, "value string, timestamp timestamp").write.format("kafka").option(
         "kafka.bootstrap.servers", b
-    ).option("topic", out).mode("append").save()
+    ).option("topic", out).save()
     spark.createDataFrame(
         [("c", t0.timestamp() + 2.5)], "value string, timestamp double"
-    ).write.format("kafka").option("kafka.bootstrap.servers", b).option("topic", out).mode(
-        "append"
-    ).save()
+    ).write.format("kafka").option("kafka.bootstrap.servers", b).option("topic", out).save()
     produce(b, out, [{"value": b"d", "timestamp": -1}])
     written_by = datetime.now(UTC)
     got = {
