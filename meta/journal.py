@@ -254,10 +254,11 @@ def open_journal(path: Path) -> DurableJournal:
 
 
 def dump_codec(
-    state: Callable[[], dict[str, Any]], load: Callable[[dict[str, Any]], None]
+    state: Callable[[], bytes], load: Callable[[Any], None]
 ) -> tuple[Callable[[str, Any], None], Callable[[str], Any]]:
     """pysyncobj's custom (serializer, deserializer) for the state dump, in pysyncobj's own
-    format (a gzipped pickle of ([sync object data, consumer data], *raft position)).
+    format (a gzipped pickle of ([sync object data, consumer data], *raft position)); the
+    consumer data is what ``state`` returns, and ``load`` gets it back.
 
     The serializer writes the temp file pysyncobj then renames, fsynced; the deserializer,
     which pysyncobj calls on start-up and on a dump received from the leader (renamed into

@@ -4,6 +4,7 @@ pysyncobj runs Raft on its own thread and calls ``MetaStateMachine.apply_command
 order, on every node. A command submitted on a follower is forwarded by pysyncobj to the leader
 (its ``apply_command`` message) and the caller gets the result once the follower itself has
 applied the entry, so a write sent to any node behaves the same and is visible there on return.
+Log entries and state dumps hold ``meta.records`` records.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pysyncobj.syncobj import _RAFT_STATE, SyncObjException
 from pysyncobj.tcp_connection import CONNECTION_STATE
 from pysyncobj.transport import TCPTransport
 
-from meta import wire
+from meta import records, wire
 from meta.feed import ChangeFeed
 from meta.journal import DurableJournal, dump_codec, open_journal
 from meta.state import Body, Command, MetaState, apply
@@ -71,18 +72,30 @@ class MetaStateMachine(SyncObjConsumer):
         self.state = MetaState()
 
     @replicated
-    def apply_command(self, command: Command) -> Any:
+    def apply_command(self, record: bytes | Command) -> Any:
+        """Apply a log entry: a command record, or a ``Command`` in an entry of the pickled
+        format (unpickled by pysyncobj)."""
+        command = records.decode_command(record) if isinstance(record, bytes) else record
         with self.lock:
             applied = apply(self.state, command)
             self._feed.publish([wire.change_event(self.state, c) for c in applied.changes])
         return applied.result
 
-    def _deserialize(self, data: dict[str, Any]) -> None:
-        """pysyncobj loaded a state dump (at start-up or sent by the leader)."""
+    def _serialize(self) -> bytes:
+        """The state for a dump (on the Raft thread, so no command changes it meanwhile)."""
+        return records.encode_state(self.state)
+
+    def _deserialize(self, data: bytes | dict[str, Any]) -> None:
+        """pysyncobj loaded a state dump (at start-up or sent by the leader): a state record,
+        or ``{"state": MetaState}`` in a dump of the pickled format."""
+        if isinstance(data, bytes):
+            state = records.decode_state(data)
+        else:
+            state = records.from_pickled_state(data["state"])
         with self.lock:
-            super()._deserialize(data)
-            self._feed.reset(self.state.offset)
-        log.info("Loaded a metadata snapshot at offset %d", self.state.offset)
+            self.state = state
+            self._feed.reset(state.offset)
+        log.info("Loaded a metadata snapshot at offset %d", state.offset)
 
 
 class ReresolvingTransport(TCPTransport):
@@ -208,10 +221,11 @@ class MetaRaft:
         Raises NoLeaderError if that did not happen within the write timeout.
         """
         command = Command(request_id or uuid.uuid4().hex, int(time.time() * 1000), body)
+        record = records.encode_command(command)
         deadline = time.monotonic() + self._write_timeout_s
         while (remaining := deadline - time.monotonic()) > 0:
             try:
-                return self.machine.apply_command(command, sync=True, timeout=remaining)
+                return self.machine.apply_command(record, sync=True, timeout=remaining)
             except SyncObjException as exc:
                 if exc.errorCode not in _RETRIABLE:
                     raise

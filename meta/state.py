@@ -8,8 +8,8 @@ Nothing here reads a clock, a random generator or a config.
 
 Each change of a topic or a broker bumps ``MetaState.offset`` and is reported as a ``Change``;
 Watch streams publish them. The producer-id counter is state too, but nothing brokers watch: it
-bumps no offset. Commands and the state are pickled into the Raft journal and dump: renaming
-these classes or their fields breaks existing data dirs (a new field needs a default).
+bumps no offset. Commands and the state are stored as the versioned records of ``meta.records``
+(the Raft log and its dumps): a change of these classes is a change of its converters.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from meta import controller
 from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
@@ -34,21 +34,29 @@ PRODUCER_ID_BLOCK_SIZE = 1000
 _MAX_PRODUCER_ID = 2**63 - 1
 
 
+class Remembered(NamedTuple):
+    """An applied request's result, kept to answer a retry of the request with it."""
+
+    now_ms: int  # of the command
+    kind: type[Body]  # the command's body class
+    result: Any
+
+
 @dataclass
 class MetaState:
     cluster_id: str = ""  # set once, by the first Raft leader (InitCluster)
     offset: int = 0  # offset of the latest Change
     topics: dict[str, Topic] = field(default_factory=dict)
     brokers: dict[int, Broker] = field(default_factory=dict)
-    # request id -> (now_ms of the command, its result), oldest first
-    applied_requests: dict[str, tuple[int, Any]] = field(default_factory=dict)
+    applied_requests: dict[str, Remembered] = field(default_factory=dict)  # oldest first
     next_producer_id: int = 0  # first id of the next producer-id block; never goes back
     # The group registry: group id -> its __consumer_offsets partition. Like the producer-id
     # counter it is state brokers do not watch: it bumps no offset.
     groups: dict[str, int] = field(default_factory=dict)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Unpickle a state dumped before a field existed: give it the field's default."""
+        """Unpickle a state of the pickled format dumped before a field existed: give it the
+        field's default (``meta.records`` reads that format)."""
         self.__dict__.update(state)
         self.__dict__.setdefault("groups", {})
 
@@ -255,10 +263,11 @@ def apply(state: MetaState, command: Command) -> Applied:
     _forget_requests_before(state, command.now_ms - REQUEST_MEMORY_MS)
     remembered = state.applied_requests.get(command.request_id)
     if remembered is not None:
-        return Applied(remembered[1], [])
+        return Applied(remembered.result, [])
     changes = _Changes(state)
-    result = _APPLIERS[type(command.body)](state, command.body, changes)
-    state.applied_requests[command.request_id] = (command.now_ms, result)
+    kind = type(command.body)
+    result = _APPLIERS[kind](state, command.body, changes)
+    state.applied_requests[command.request_id] = Remembered(command.now_ms, kind, result)
     return Applied(result, changes.recorded)
 
 
@@ -266,7 +275,7 @@ def _forget_requests_before(state: MetaState, cutoff_ms: int) -> None:
     requests = state.applied_requests
     while requests:
         oldest = next(iter(requests))
-        if requests[oldest][0] >= cutoff_ms:
+        if requests[oldest].now_ms >= cutoff_ms:
             return
         del requests[oldest]
 

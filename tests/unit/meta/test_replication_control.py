@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import pickle
 from dataclasses import replace
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from meta.controller import ElectionType, IsrChange
 from meta.model import NO_LEADER, Partition
 from meta.protocol import ErrorCode
+from meta.records import decode_state, encode_state
 from meta.state import (
     PRODUCER_ID_BLOCK_SIZE,
     AllocateProducerIds,
@@ -407,7 +407,7 @@ def test_producer_id_blocks_are_monotonic_and_unique() -> None:
     assert machine.run(retried, request_id="r") == first == ProducerIdBlock(4000, 1000)
 
     restored = Machine()
-    restored.state = pickle.loads(pickle.dumps(machine.state))  # as a Raft dump restores it
+    restored.state = decode_state(encode_state(machine.state))  # as a Raft dump restores it
     after = restored.run(AllocateProducerIds(3, restored.epoch(3)))
     assert after == ProducerIdBlock(5000, 1000)
 
