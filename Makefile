@@ -16,9 +16,8 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/rafka up $(ARGS)
 
-test: $(STAMP)
+test: lint
 	bash tests/integration/clients/setup.sh
-	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q -ra $(ARGS)
 
 unit: $(STAMP)
@@ -26,6 +25,9 @@ unit: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'

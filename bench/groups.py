@@ -35,7 +35,9 @@ import tempfile
 import threading
 import time
 import uuid
+from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -44,8 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.produce_consume import try_or_say
 from cluster.local import LocalCluster, free_base_port
+from cluster.polling import wait_for
 from dataplane.config import BrokerConfig
-from tests.integration.conftest import wait_for
 
 _QUIET = logging.getLogger("bench.rdkafka")
 _QUIET.addHandler(logging.NullHandler())
@@ -53,7 +55,7 @@ _QUIET.propagate = False
 
 
 def _admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    return AdminClient({"bootstrap.servers": bootstrap}, logger=_QUIET)
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, rf: int) -> None:
@@ -134,6 +136,11 @@ def stable(members: list[GroupMember], partitions: int) -> bool:
     return total == partitions and len(union) == partitions and all(owned)
 
 
+def stable_with_newcomer(members: list[GroupMember], partitions: int, since: float) -> bool:
+    """`stable`, with the last member to join assigned after ``since``."""
+    return stable(members, partitions) and members[-1].changed > since
+
+
 def rebalance(bootstrap: str, args: argparse.Namespace) -> dict[str, object]:
     topic = f"rebalance-{uuid.uuid4().hex[:6]}"
     group = f"bench-{topic}"
@@ -152,7 +159,7 @@ def rebalance(bootstrap: str, args: argparse.Namespace) -> dict[str, object]:
             t = time.monotonic()
             members.append(GroupMember(bootstrap, topic, group, args))
             wait_for(
-                lambda t=t: stable(members, args.partitions) and members[-1].changed > t,
+                partial(stable_with_newcomer, members, args.partitions, t),
                 300,
                 "the group with the newcomer",
             )
@@ -202,11 +209,16 @@ def commit_loop(bootstrap: str, topic: str, group: str, seconds: float, out: lis
         c.close()
 
 
-def commit_throughput(bootstrap: str, args: argparse.Namespace) -> dict[str, object]:
+class CommitRates(NamedTuple):
+    coordinator: int  # the broker coordinating every group of the run
+    per_second: dict[int, float]  # commits/s by number of concurrent clients
+
+
+def commit_throughput(bootstrap: str, args: argparse.Namespace) -> CommitRates:
     topic = f"commits-{uuid.uuid4().hex[:6]}"
     create_topic(bootstrap, topic, 1, min(3, args.brokers))
     node, groups = groups_on_one_coordinator(bootstrap, args.clients)
-    results: dict[str, object] = {"coordinator": node}
+    results = CommitRates(node, {})
     for clients in (1, args.clients):
         counts: list[int] = []
         threads = [
@@ -221,8 +233,8 @@ def commit_throughput(bootstrap: str, args: argparse.Namespace) -> dict[str, obj
             t.join()
         if len(counts) != clients:
             raise RuntimeError(f"{clients - len(counts)} of {clients} commit loops failed")
-        results[clients] = sum(counts) / args.commit_s
-        print(f"  {clients} client(s): {results[clients]:.0f} commits/s", flush=True)
+        rate = results.per_second[clients] = sum(counts) / args.commit_s
+        print(f"  {clients} client(s): {rate:.0f} commits/s", flush=True)
     return results
 
 
@@ -303,10 +315,11 @@ def main() -> None:
             )
     else:
         print(f"  rebalance: {'skipped' if 'rebalance' in skip else 'n/a'}")
-    if isinstance(commits, dict):
+    if isinstance(commits, CommitRates):
+        rates = commits.per_second
         print(
-            f"  OffsetCommit (sync, 1 partition) on coordinator broker {commits['coordinator']}: "
-            f"1 client {commits[1]:.0f}/s, {args.clients} clients {commits[args.clients]:.0f}/s"
+            f"  OffsetCommit (sync, 1 partition) on coordinator broker {commits.coordinator}: "
+            f"1 client {rates[1]:.0f}/s, {args.clients} clients {rates[args.clients]:.0f}/s"
         )
     else:
         print(f"  OffsetCommit: {'skipped' if 'commit' in skip else 'n/a'}")

@@ -26,17 +26,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from cluster.local import LocalCluster, free_base_port
 from meta.client import MetaClient
 from proto import meta_pb2
-from tests.integration.meta.harness import MetaNodes, leader_id
 
 
 async def run(args: argparse.Namespace, root: Path) -> None:
-    nodes = MetaNodes(root, args.nodes, broker_session_timeout_ms=3_600_000)
-    nodes.start_all()
+    overrides = {"broker.session.timeout.ms": "3600000"}  # the brokers below never heartbeat
+    cluster = LocalCluster(0, args.nodes, root, free_base_port(0, args.nodes), overrides)
+    cluster.start()
     try:
-        async with MetaClient(nodes.addresses) as client:
-            await leader_id(client)
+        async with MetaClient(cluster.meta_servers) as client:
+            while (await client.describe_cluster()).leader_id <= 0:
+                await asyncio.sleep(0.05)
             epochs = {
                 b: await client.register_broker(
                     b, "127.0.0.1", 9091 + b, incarnation_id=uuid.uuid4().bytes
@@ -45,9 +47,9 @@ async def run(args: argparse.Namespace, root: Path) -> None:
             }
             await write_latency(client, epochs[1], args.writes)
             for clients in args.clients:
-                await topic_rate(nodes, clients, args.topics)
+                await topic_rate(cluster.meta_servers, clients, args.topics)
     finally:
-        nodes.stop_all()
+        cluster.stop()
 
 
 async def write_latency(client: MetaClient, epoch: int, writes: int) -> None:
@@ -64,12 +66,12 @@ async def write_latency(client: MetaClient, epoch: int, writes: int) -> None:
     )
 
 
-async def topic_rate(nodes: MetaNodes, clients: int, topics: int) -> None:
+async def topic_rate(meta_servers: list[str], clients: int, topics: int) -> None:
     run_id = uuid.uuid4().hex[:8]
     names = iter(range(topics))
 
     async def creator() -> None:
-        async with MetaClient(nodes.addresses) as client:
+        async with MetaClient(meta_servers) as client:
             for n in names:
                 topic = meta_pb2.CreatableTopic(
                     name=f"t-{run_id}-{n}", num_partitions=1, replication_factor=3

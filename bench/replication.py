@@ -35,6 +35,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
@@ -44,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.produce_consume import bench_producer, measure, produce, try_or_say
 from cluster.local import LocalCluster, free_base_port
-from tests.integration.conftest import wait_for
+from cluster.polling import wait_for
 
 MB = 1_000_000
 RECORD = 1024
@@ -62,14 +63,15 @@ def _cluster(work: Path, brokers: int, metas: int, overrides: dict[str, str]) ->
 
 
 def _admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    return AdminClient({"bootstrap.servers": bootstrap}, logger=_QUIET)
 
 
-def create_topic(bootstrap: str, name: str, partitions: int, rf: int, min_isr: int) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int, rf: int, min_isr: int) -> bool:
+    """Create the topic and wait for every replica to be in sync; True then (for `try_or_say`)."""
     admin = _admin(bootstrap)
     new = NewTopic(name, partitions, rf, config={"min.insync.replicas": str(min_isr)})
     admin.create_topics([new])[name].result(60)
-    wait_for(lambda: _full_isr(admin, name, partitions, rf), 60, f"{name}: replicas in sync")
+    return wait_for(lambda: _full_isr(admin, name, partitions, rf), 60, f"{name}: replicas in sync")
 
 
 def _full_isr(admin: AdminClient, topic: str, partitions: int, rf: int) -> bool:
@@ -217,14 +219,14 @@ def main() -> None:
         try:
             ok = try_or_say(
                 "topic",
-                lambda: create_topic(repl.bootstrap, "bench", args.partitions, 3, 2) or True,
+                lambda: create_topic(repl.bootstrap, "bench", args.partitions, 3, 2),
             )
             if ok and single is not None:
                 runs: dict[str, list[float | str]] = {"1": [], "all": []}
                 for i in range(args.rounds):
                     for acks, bootstrap in (("1", single.bootstrap), ("all", repl.bootstrap)):
                         print(f"round {i + 1}: acks={acks}, {args.mb} MB ...", end="", flush=True)
-                        run = measure(lambda b=bootstrap, a=acks: produce(b, "bench", args.mb, a))
+                        run = measure(partial(produce, bootstrap, "bench", args.mb, acks))
                         runs[acks].append(run)
                         print(f"  {run:.1f} MB/s" if isinstance(run, float) else f"  {run}")
                 acks1, acks_all = _median(runs["1"]), _median(runs["all"])

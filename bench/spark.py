@@ -44,7 +44,7 @@ _QUIET.propagate = False
 
 
 def _topic(bootstrap: str, name: str, partitions: int, rf: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    admin = AdminClient({"bootstrap.servers": bootstrap}, logger=_QUIET)
     admin.create_topics([NewTopic(name, partitions, rf)])[name].result(60)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -196,10 +196,11 @@ def stream(spark: object, bootstrap: str, rate: int, seconds: float, work: Path)
     deadline = time.monotonic() + seconds + 120
     while len(latencies) < expected and time.monotonic() < deadline:
         for m in c.consume(1000, 0.2):
-            if m.error():
+            value = m.value()
+            if m.error() or value is None:
                 continue
             now_us = time.time() * 1e6
-            latencies.append((now_us - json.loads(m.value())["produced_us"]) / 1000)
+            latencies.append((now_us - json.loads(value)["produced_us"]) / 1000)
     c.close()
     progress = [p for p in query.recentProgress if p["numInputRows"]]
     query.stop()

@@ -13,7 +13,7 @@ Settings use Kafka's names; see README.md for the list and for RAFKA_* environme
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -276,7 +276,7 @@ def topics_delete(names: list[str], bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP)
     report(results, "Deleted topic")
 
 
-def report(results: dict[str, Exception | None], done: str) -> None:
+def report(results: Mapping[str, Exception | None], done: str) -> None:
     """One line per item; exit status 1 if any failed."""
     for name, error in results.items():
         typer.echo(f"{done} {name}." if error is None else f"rafka: {error}", err=error is not None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import signal
 import uuid
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -18,7 +19,8 @@ import anyio
 from dataplane import metrics, server
 from dataplane.config import BrokerConfig
 from dataplane.coordinator.runtime import InternalTopic
-from dataplane.coordinator.service import GroupCoordinator
+from dataplane.coordinator.service import GroupCoordinator, group_config
+from dataplane.handlers.context import BrokerServices
 from dataplane.log import StateStore
 from dataplane.malloc import tune_for_large_buffers
 from dataplane.metadata_cache import MetadataCache
@@ -27,6 +29,7 @@ from dataplane.replica.fetcher import ReplicaFetchers
 from dataplane.replica.isr import IsrManager
 from dataplane.replica.manager import ReplicaManager
 from dataplane.replica.replication_service import serve_replication
+from dataplane.topic_admin import TopicAdmin
 from meta.client import MetaClient, MetaError
 
 log = logging.getLogger("rafka.broker")
@@ -42,7 +45,8 @@ def parse_listener(listener: str) -> tuple[str, str, int]:
 
 
 class Broker:
-    """The broker-wide context handlers receive: config, metadata, replicas, meta client."""
+    """One broker process: wires its components, each given only what it uses (as Kafka's
+    BrokerServer does), and runs them. Handlers get `services`."""
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -54,35 +58,52 @@ class Broker:
         Path(config.log_dirs).mkdir(parents=True, exist_ok=True)
         self.store = StateStore(Path(config.log_dirs) / ".state")
         self.cache = MetadataCache()
-        self.producer_ids = ProducerIdManager(self)
+        self.meta = MetaClient(
+            [s.strip() for s in config.meta_bootstrap_servers.split(",") if s.strip()]
+        )
+        self.broker_epoch = -1  # set by each registration
+        self.producer_ids = ProducerIdManager(self.meta, self.node_id, self._broker_epoch)
+        self.topic_admin = TopicAdmin(
+            self.meta, self.cache, config.num_partitions, config.default_replication_factor
+        )
+        # internal topics are created through the meta service on first use
+        create_internal = partial(self.topic_admin.create_topics, validate_only=False)
         self.offsets_topic = InternalTopic(
-            self,
+            self.cache,
+            create_internal,
             "__consumer_offsets",
             config.offsets_topic_num_partitions,
             config.offsets_topic_replication_factor,
             {"cleanup.policy": "compact", "segment.bytes": str(config.offsets_topic_segment_bytes)},
         )
         self.transactions_topic = InternalTopic(
-            self,
+            self.cache,
+            create_internal,
             "__transaction_state",
             config.transaction_state_log_num_partitions,
             config.transaction_state_log_replication_factor,
             {"cleanup.policy": "compact", "min.insync.replicas": "2"},
         )
-        self.isr = IsrManager(self)
-        self.fetchers = ReplicaFetchers(self)
+        self.isr = IsrManager(self.meta, self.node_id, self._broker_epoch)
+        self.fetchers = ReplicaFetchers(self.cache, self.node_id, self._broker_epoch)
         self.replicas = ReplicaManager(
             config, self.store, self.cache, self.isr.submit, self.fetchers
         )
-        # The group coordinator on the leaders of __consumer_offsets' partitions; `groups` is
-        # its CoordinatorRuntime (shards loaded and dropped as leadership moves).
-        self.group_coordinator = GroupCoordinator(self)
-        self.groups = self.group_coordinator.runtime
-        self.meta = MetaClient(
-            [s.strip() for s in config.meta_bootstrap_servers.split(",") if s.strip()]
+        # The group coordinator on the leaders of __consumer_offsets' partitions.
+        self.group_coordinator = GroupCoordinator(
+            group_config(config), self.cache, self.replicas, self.offsets_topic, self.meta
+        )
+        self.services = BrokerServices(
+            config=config,
+            cache=self.cache,
+            replicas=self.replicas,
+            topic_admin=self.topic_admin,
+            producer_ids=self.producer_ids,
+            group_coordinator=self.group_coordinator,
+            offsets_topic=self.offsets_topic,
+            transactions_topic=self.transactions_topic,
         )
         self.incarnation_id = uuid.uuid4().bytes
-        self.broker_epoch = -1
         self._session_scope: anyio.CancelScope | None = None
 
     async def run(self) -> None:
@@ -91,7 +112,9 @@ class Broker:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch_signals, tg.cancel_scope)
-                replication = await serve_replication(self, self.config.replication_listener)
+                replication = await serve_replication(
+                    self.cache, self.replicas, self.config.replication_listener
+                )
                 await self._register()
                 tg.start_soon(self._heartbeat_loop)
                 tg.start_soon(self._session_loop)
@@ -100,11 +123,13 @@ class Broker:
                 self.replicas.remove_stray_logs()
                 tg.start_soon(self.fetchers.run)
                 tg.start_soon(self.isr.run)
+                tg.start_soon(self.replicas.shrink_isrs)
+                tg.start_soon(self.producer_ids.run)
                 tg.start_soon(self.replicas.maintain_logs)
                 tg.start_soon(self.replicas.clean_logs)
-                tg.start_soon(self.group_coordinator.run)  # runs self.groups too
-                metrics.serve(self)
-                await tg.start(server.serve, self, self.listen_host, self.listen_port)
+                tg.start_soon(self.group_coordinator.run)  # runs its CoordinatorRuntime too
+                metrics.serve(self.config.metrics_port, self.replicas.partitions)
+                await tg.start(server.serve, self.services, self.listen_host, self.listen_port)
                 log.info(
                     "broker %d ready: advertised %s:%d, cluster %s",
                     self.node_id,
@@ -120,6 +145,11 @@ class Broker:
                 self.store.close()
                 await self.meta.close()
             log.info("broker %d stopped", self.node_id)
+
+    def _broker_epoch(self) -> int:
+        """The current broker epoch, for the components that quote it to the meta service or
+        to leaders (it changes with each registration)."""
+        return self.broker_epoch
 
     async def _watch_signals(self, scope: anyio.CancelScope) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

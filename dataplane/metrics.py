@@ -8,13 +8,14 @@ hot paths only add to a number.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kio.schema.index import api_key_map
 from prometheus_client import Counter, Gauge, start_http_server
 
 if TYPE_CHECKING:
-    from dataplane.broker import Broker
+    from dataplane.replica.partition import Partition
 
 log = logging.getLogger("rafka.metrics")
 
@@ -39,12 +40,11 @@ def request(api_key: int) -> None:
         counter.inc()
 
 
-def serve(broker: Broker) -> None:
-    """Start the HTTP endpoint and have the gauges read the broker's state when scraped."""
-    port = broker.config.metrics_port
+def serve(port: int, partitions: Mapping[tuple[str, int], Partition]) -> None:
+    """Start the HTTP endpoint on `port` (0: none) and have the gauges read the hosted
+    replicas, `partitions` (the ReplicaManager's, kept current), when scraped."""
     if port <= 0:
         return
-    partitions = broker.replicas.partitions
     PARTITIONS.labels(role="leader").set_function(
         lambda: sum(p.is_leader for p in partitions.values())
     )

@@ -11,14 +11,14 @@ from __future__ import annotations
 import inspect
 import logging
 import struct
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from anyio.abc import SocketAttribute, SocketStream
 
 from dataplane import metrics
 from dataplane.handlers import HANDLERS, SUPPORTED_VERSIONS
+from dataplane.handlers.context import BrokerServices, Connection, RequestContext
 from dataplane.protocol.codec import (
     API_VERSIONS,
     MalformedRequest,
@@ -31,31 +31,11 @@ from dataplane.protocol.codec import (
 )
 from dataplane.protocol.errors import ConnectionClosed
 
-if TYPE_CHECKING:
-    from dataplane.broker import Broker
-
 log = logging.getLogger("rafka.server")
 
 _SIZE = struct.Struct(">i")
 _MAX_IN_FLIGHT = 64  # queued responses per connection before the reader waits (back-pressure)
 _RECV = 1 << 20
-
-
-@dataclass(slots=True)
-class Connection:
-    """Per-connection state a handler may read or update."""
-
-    peer: str
-    client_software: tuple[str, str] = ("", "")
-    attrs: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class RequestContext:
-    broker: Broker
-    header: RequestHeader
-    conn: Connection
-    supported: dict[int, tuple[int, int]]
 
 
 class FrameReader:
@@ -96,19 +76,23 @@ class FrameReader:
 
 
 async def serve(
-    broker: Broker, host: str, port: int, *, task_status: Any = anyio.TASK_STATUS_IGNORED
+    services: BrokerServices,
+    host: str,
+    port: int,
+    *,
+    task_status: Any = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Accept Kafka connections until cancelled."""
+    """Accept Kafka connections until cancelled; handlers get `services`."""
     listener = await anyio.create_tcp_listener(
         local_host=host or None, local_port=port, reuse_port=False
     )
     log.info("serving the Kafka protocol on %s:%d", host or "*", port)
     task_status.started()
     async with listener:
-        await listener.serve(lambda stream: _connection(broker, stream))
+        await listener.serve(lambda stream: _connection(services, stream))
 
 
-async def _connection(broker: Broker, stream: SocketStream) -> None:
+async def _connection(services: BrokerServices, stream: SocketStream) -> None:
     try:
         addr = stream.extra(SocketAttribute.remote_address)
         peer = f"{addr[0]}:{addr[1]}" if isinstance(addr, tuple) else str(addr)
@@ -121,7 +105,7 @@ async def _connection(broker: Broker, stream: SocketStream) -> None:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_writer, stream, receive)
                 async with send:
-                    await _reader(broker, conn, stream, send)
+                    await _reader(services, conn, stream, send)
         except* ConnectionClosed as group:
             metrics.CLOSED.inc()
             log.warning("closing connection from %s: %s", peer, group.exceptions[0])
@@ -131,8 +115,10 @@ async def _connection(broker: Broker, stream: SocketStream) -> None:
             log.error("internal error on connection from %s; closed it", peer, exc_info=group)
 
 
-async def _reader(broker: Broker, conn: Connection, stream: SocketStream, out: Any) -> None:
-    frames = FrameReader(stream, broker.config.socket_request_max_bytes)
+async def _reader(
+    services: BrokerServices, conn: Connection, stream: SocketStream, out: Any
+) -> None:
+    frames = FrameReader(stream, services.config.socket_request_max_bytes)
     while (frame := await frames.read()) is not None:
         try:
             header = parse_header(frame, SUPPORTED_VERSIONS)
@@ -158,7 +144,7 @@ async def _reader(broker: Broker, conn: Connection, stream: SocketStream, out: A
             body = decode_body(header, frame)
         except MalformedRequest as e:
             raise ConnectionClosed(str(e)) from e
-        ctx = RequestContext(broker, header, conn, SUPPORTED_VERSIONS)
+        ctx = RequestContext(services, header, conn, SUPPORTED_VERSIONS)
         try:
             result = await HANDLERS[header.api_key](ctx, body)
         except ConnectionClosed:

@@ -12,14 +12,11 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode
-from meta.client import MetaError
+from meta.client import MetaClient, MetaError
 from proto import meta_pb2
-
-if TYPE_CHECKING:
-    from dataplane.broker import Broker
 
 log = logging.getLogger("rafka.topics")
 
@@ -41,73 +38,88 @@ class NewTopic:
     internal: bool = False  # __consumer_offsets and friends
 
 
-async def create_topics(
-    broker: Broker, topics: Sequence[NewTopic], validate_only: bool
-) -> list[meta_pb2.CreateTopicResult]:
-    """One result per topic, in order (Kafka error codes in `error_code`)."""
-    if not topics:
-        return []
-    requests = [
-        meta_pb2.CreatableTopic(
-            name=t.name,
-            num_partitions=0
-            if t.assignments
-            else _default(t.num_partitions, broker.config.num_partitions),
-            replication_factor=0
-            if t.assignments
-            else _default(t.replication_factor, broker.config.default_replication_factor),
-            assignments=[
-                meta_pb2.ReplicaAssignment(partition_index=i, broker_ids=ids)
-                for i, ids in sorted(t.assignments.items())
-            ],
-            configs=t.configs,
-            internal=t.internal,
-        )
-        for t in topics
-    ]
-    try:
-        results = await broker.meta.create_topics(requests, validate_only)
-    except MetaError as e:
-        log.warning("creating topics failed: the meta service did not answer (%s)", e)
-        return [
-            _failed(t.name, ErrorCode.request_timed_out, f"meta service unavailable: {e}")
+class TopicAdmin:
+    """Topic creation and deletion as this broker does them for its clients."""
+
+    def __init__(
+        self,
+        meta: MetaClient,
+        cache: MetadataCache,
+        default_partitions: int,
+        default_replication_factor: int,
+    ) -> None:
+        """The defaults are num.partitions and default.replication.factor, for Kafka's -1."""
+        self._meta = meta
+        self._cache = cache
+        self._default_partitions = default_partitions
+        self._default_replication_factor = default_replication_factor
+
+    async def create_topics(
+        self, topics: Sequence[NewTopic], validate_only: bool
+    ) -> list[meta_pb2.CreateTopicResult]:
+        """One result per topic, in order (Kafka error codes in `error_code`)."""
+        if not topics:
+            return []
+        requests = [
+            meta_pb2.CreatableTopic(
+                name=t.name,
+                num_partitions=0
+                if t.assignments
+                else _default(t.num_partitions, self._default_partitions),
+                replication_factor=0
+                if t.assignments
+                else _default(t.replication_factor, self._default_replication_factor),
+                assignments=[
+                    meta_pb2.ReplicaAssignment(partition_index=i, broker_ids=ids)
+                    for i, ids in sorted(t.assignments.items())
+                ],
+                configs=t.configs,
+                internal=t.internal,
+            )
             for t in topics
         ]
-    created = {r.name: bytes(r.topic_id) for r in results if r.error_code == 0}
-    if created and not validate_only:
-        cache = broker.cache
-        await cache.wait_until(
-            lambda: all(
-                (t := cache.topics.get(name)) is not None and t.topic_id == tid
-                for name, tid in created.items()
-            ),
-            _PROPAGATION_S,
-        )
-    return results
-
-
-async def delete_topics(
-    broker: Broker, names: Sequence[str], topic_ids: Sequence[bytes]
-) -> list[meta_pb2.DeleteTopicResult]:
-    """One result per name, then per id (Kafka error codes in `error_code`)."""
-    try:
-        results = await broker.meta.delete_topics(names, topic_ids)
-    except MetaError as e:
-        log.warning("deleting topics failed: the meta service did not answer (%s)", e)
-        failed = [meta_pb2.DeleteTopicResult(name=n) for n in names] + [
-            meta_pb2.DeleteTopicResult(topic_id=i) for i in topic_ids
-        ]
-        for r in failed:
-            r.error_code, r.error_message = (
-                ErrorCode.request_timed_out,
-                f"meta service unavailable: {e}",
+        try:
+            results = await self._meta.create_topics(requests, validate_only)
+        except MetaError as e:
+            log.warning("creating topics failed: the meta service did not answer (%s)", e)
+            return [
+                _failed(t.name, ErrorCode.request_timed_out, f"meta service unavailable: {e}")
+                for t in topics
+            ]
+        created = {r.name: bytes(r.topic_id) for r in results if r.error_code == 0}
+        if created and not validate_only:
+            cache = self._cache
+            await cache.wait_until(
+                lambda: all(
+                    (t := cache.topics.get(name)) is not None and t.topic_id == tid
+                    for name, tid in created.items()
+                ),
+                _PROPAGATION_S,
             )
-        return failed
-    gone = {bytes(r.topic_id) for r in results if r.error_code == 0}
-    if gone:
-        cache = broker.cache
-        await cache.wait_until(lambda: not gone & cache.topics_by_id.keys(), _PROPAGATION_S)
-    return results
+        return results
+
+    async def delete_topics(
+        self, names: Sequence[str], topic_ids: Sequence[bytes]
+    ) -> list[meta_pb2.DeleteTopicResult]:
+        """One result per name, then per id (Kafka error codes in `error_code`)."""
+        try:
+            results = await self._meta.delete_topics(names, topic_ids)
+        except MetaError as e:
+            log.warning("deleting topics failed: the meta service did not answer (%s)", e)
+            failed = [meta_pb2.DeleteTopicResult(name=n) for n in names] + [
+                meta_pb2.DeleteTopicResult(topic_id=i) for i in topic_ids
+            ]
+            for r in failed:
+                r.error_code, r.error_message = (
+                    ErrorCode.request_timed_out,
+                    f"meta service unavailable: {e}",
+                )
+            return failed
+        gone = {bytes(r.topic_id) for r in results if r.error_code == 0}
+        if gone:
+            cache = self._cache
+            await cache.wait_until(lambda: not gone & cache.topics_by_id.keys(), _PROPAGATION_S)
+        return results
 
 
 def _default(value: int, default: int) -> int:

@@ -74,8 +74,8 @@ class ControlledShutdownResult:
 
 
 class ProducerIdBlock(NamedTuple):
-    first: int  # producer ids first .. first + count - 1 are this broker's
-    count: int
+    first: int  # producer ids first .. first + size - 1 are this broker's
+    size: int
 
 
 class MetaClient:

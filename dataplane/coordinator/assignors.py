@@ -205,8 +205,8 @@ def _fill(
     cursor = 0
     for m in order:
         need = needs[m]
-        rack = members[m].rack
-        queue = by_rack.get(rack) if rack is not None else None
+        member_rack = members[m].rack
+        queue = by_rack.get(member_rack) if member_rack is not None else None
         while need and queue:
             i = queue.popleft()
             if not taken[i]:
@@ -266,10 +266,11 @@ def _uniform_heterogeneous(
         for p in range(topic.num_partitions):
             if (topic.topic_id, p) in owner:
                 continue
-            m = min(
-                eligible,
-                key=lambda m, p=p: (count[m], not _prefers(topic, p, members[m].rack), m),
-            )
+
+            def rank(m: str, topic: TopicMetadata = topic, p: int = p) -> tuple[int, bool, str]:
+                return count[m], not _prefers(topic, p, members[m].rack), m
+
+            m = min(eligible, key=rank)
             owner[(topic.topic_id, p)] = m
             owned[m].setdefault(topic.topic_id, set()).add(p)
             count[m] += 1

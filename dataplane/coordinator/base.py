@@ -1,25 +1,29 @@
 """What every group type shares, and what a `GroupShard` needs of a group.
 
-A group type (the classic protocol in `group.py`; KIP-848 consumer groups in
+A group type (the classic protocol in `classic_group.py`; KIP-848 consumer groups in
 `consumer_group_adapter.py`, around the pure logic of `consumer_group.py`) subclasses `Group`.
 The shard owns the committed offsets and routes the group-agnostic APIs through these methods:
 OffsetCommit/OffsetFetch member checks, DescribeGroups, ListGroups, DeleteGroups,
-OffsetDelete, offsets expiry and unloading. Groups reach the shard's services (config, timers,
-clock, the cluster's topics, writes to `__consumer_offsets`) through a `GroupContext`.
+OffsetDelete, offsets expiry and unloading. The shard and its groups reach their host (config,
+timers, clock, the cluster's topics, writes to `__consumer_offsets`) through the shard's
+`ShardServices`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, TypeVar
 
 import anyio
 
 from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.consumer_group import ConsumerGroupConfig
 from dataplane.coordinator.timer import Timer
-from dataplane.protocol.errors import ErrorCode
+from dataplane.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("rafka.coordinator")
 
 T = TypeVar("T")
 
@@ -92,21 +96,57 @@ class Reply(Generic[T]):
         return self._value  # type: ignore[return-value]
 
 
-class GroupContext(Protocol):
-    """The services of the shard a group lives in."""
+class ShardServices:
+    """What a shard and its groups need from whoever hosts the shard: the broker
+    (`service.GroupCoordinator`) or a unit test. One instance per shard.
 
-    config: GroupConfig
-    timer: Timer
+    A host implements the clocks, member ids, the cluster's topics, appends to the shard's
+    partition and background work, and may listen to the hooks; `write` (an append whose
+    completion is a callback) and the shard's `timer` are built on those, alike for every host.
+    """
+
+    def __init__(self, config: GroupConfig) -> None:
+        self.config = config
+        self.timer = Timer(self.clock_ms, self.timer_changed)
+        self.closed = False  # the shard was unloaded: writes answer NOT_COORDINATOR
+
+    def clock_ms(self) -> int:
+        """Monotonic milliseconds, for timers."""
+        raise NotImplementedError
 
     def now_ms(self) -> int:
         """Wall-clock milliseconds (commit and state timestamps)."""
+        raise NotImplementedError
 
     def new_member_id(self, prefix: str) -> str:
         """Kafka's `prefix-<uuid4>` member ids (prefix: client id, or group instance id)."""
+        raise NotImplementedError
 
     def topics(self) -> Mapping[str, TopicMetadata]:
         """The cluster's topics by name, as consumer groups assign them (the same objects
         between calls while a topic does not change)."""
+        raise NotImplementedError
+
+    def append(self, group_id: str, records: Records, replay: bool) -> Awaitable[None]:
+        """Append to the group's partition now (raise KafkaError if that is not possible);
+        the awaitable completes once the records are replicated (raises KafkaError)."""
+        raise NotImplementedError
+
+    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run `fn()` in the background."""
+        raise NotImplementedError
+
+    def timer_changed(self) -> None:
+        """A timer deadline was scheduled (wake whoever fires the timer)."""
+
+    def group_created(self, group_id: str) -> None:
+        """A request created a group (it enters the meta service's registry)."""
+
+    def loaded(self) -> None:
+        """The shard finished replaying its partition."""
+
+    def unloaded(self) -> None:
+        """The shard was dropped."""
 
     def write(
         self,
@@ -120,6 +160,51 @@ class GroupContext(Protocol):
         or failed. replay=False: the group already holds the state the records describe;
         replay=True: they are applied (replayed) before this returns. Returns None once
         appended, else the error that kept them out of the log (given to `done` too)."""
+        waiter: Awaitable[None] | None = None
+        error: ErrorCode | None = None
+        if self.closed:
+            error = ErrorCode.not_coordinator
+        else:
+            try:
+                waiter = self.append(group_id, records, replay)
+            except KafkaError as e:
+                error = e.code
+
+        async def finish() -> None:
+            code = error
+            if waiter is not None:
+                try:
+                    await waiter
+                    code = ErrorCode.none
+                except KafkaError as e:
+                    code = e.code
+                    log.warning("writing records of group %s failed: %s", group_id, e)
+            if done is not None and code is not None:
+                done(code)
+
+        self.spawn(finish)
+        return error
+
+
+def map_append_error(error: ErrorCode) -> ErrorCode:
+    """Kafka's appendGroupMetadataErrorToResponseError: what clients get when a write of the
+    group's state fails."""
+    if error in (
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.not_enough_replicas,
+        ErrorCode.not_enough_replicas_after_append,
+        ErrorCode.request_timed_out,
+    ):
+        return ErrorCode.coordinator_not_available
+    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if error in (
+        ErrorCode.message_too_large,
+        ErrorCode.record_list_too_large,
+        ErrorCode.invalid_fetch_size,
+    ):
+        return ErrorCode.unknown_server_error
+    return error
 
 
 # ---------------------------------------------------------------- the classic protocol's

@@ -31,16 +31,22 @@ from typing import TYPE_CHECKING
 
 from dataplane.coordinator import consumer_group_records as rec
 from dataplane.coordinator.base import DescribedGroup as ClassicDescribedGroup
-from dataplane.coordinator.base import Group, GroupContext, OffsetAndMetadata, Reply
+from dataplane.coordinator.base import (
+    Group,
+    OffsetAndMetadata,
+    Reply,
+    ShardServices,
+    map_append_error,
+)
+from dataplane.coordinator.classic_group import ClassicGroup
 from dataplane.coordinator.consumer_group import (
     ConsumerGroup,
     DescribedGroup,
     HeartbeatRequest,
     HeartbeatResponse,
-    IllegalStateError,
     validate_heartbeat_request,
 )
-from dataplane.coordinator.group import ClassicGroup, map_append_error
+from dataplane.coordinator.consumer_group_state import IllegalStateError
 from dataplane.coordinator.records import CorruptRecord
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
@@ -56,10 +62,6 @@ PROTOCOL_TYPE = "consumer"
 FENCE_RETRY_MS = 1000
 """A member whose fencing records could not be appended is fenced again this much later."""
 
-_CREATING = "consumer_group.creating"
-"""`GroupShard.extensions` key: the group a heartbeat is creating, while its records are
-written (their replay materializes it, as Kafka's does)."""
-
 
 def _expiry_key(group_id: str) -> str:
     return f"consumer-expiry-{group_id}"
@@ -71,7 +73,7 @@ class ConsumerGroupAdapter(Group):
 
     TYPE = "consumer"
 
-    def __init__(self, group: ConsumerGroup, ctx: GroupContext) -> None:
+    def __init__(self, group: ConsumerGroup, ctx: ShardServices) -> None:
         super().__init__(group.group_id)
         self.group = group
         self.ctx = ctx
@@ -199,7 +201,8 @@ def heartbeat(
     """A ConsumerGroupHeartbeat for a group of this shard; the reply completes once the
     records it caused are replicated (at once when there are none)."""
     reply: Reply[HeartbeatResponse] = Reply()
-    config = shard.config.consumer
+    services = shard.services
+    config = services.config.consumer
     existing = shard.groups.get(req.group_id)
     replaced: Group | None = None
     try:
@@ -211,7 +214,7 @@ def heartbeat(
         ):
             # A new group, possibly taking over the id of an empty classic group (Kafka's
             # maybeDeleteEmptyClassicGroup); it exists once its records are replayed.
-            adapter = ConsumerGroupAdapter(ConsumerGroup(req.group_id, config), shard)
+            adapter = ConsumerGroupAdapter(ConsumerGroup(req.group_id, config), services)
             replaced = existing
         else:
             raise KafkaError(
@@ -219,8 +222,8 @@ def heartbeat(
             )
         result = adapter.group.heartbeat(
             req,
-            shard.now_ms(),
-            shard.topics(),
+            services.now_ms(),
+            services.topics(),
             api_version=api_version,
             client_id=client_id,
             client_host=client_host,
@@ -242,14 +245,16 @@ def heartbeat(
 
     creating = adapter is not existing
     if creating:
-        shard.extensions[_CREATING] = adapter
-    try:
-        shard.write(req.group_id, records, replay=True, done=done)
-    finally:
-        if creating:
-            shard.extensions.pop(_CREATING, None)
-    if creating and shard.groups.get(req.group_id) is adapter:
-        shard.add_group(adapter)  # it is in shard.groups (replayed): register it
+        # the records' replay applies to the new group (as Kafka's replay materializes it)
+        shard.groups[req.group_id] = adapter
+    refused = services.write(req.group_id, records, replay=True, done=done)
+    if creating and refused is not None:  # nothing appended: the id keeps its old group
+        if replaced is not None:
+            shard.groups[req.group_id] = replaced
+        else:
+            shard.groups.pop(req.group_id, None)
+    elif creating and shard.groups.get(req.group_id) is adapter:
+        shard.add_group(adapter)  # a new group of the registry
         if replaced is not None:
             replaced.unload()  # the classic group's timers go with it
             log.info("group %s: the empty classic group became a consumer group", req.group_id)
@@ -263,7 +268,7 @@ def heartbeat(
 def describe(shard: GroupShard, group_ids: Sequence[str]) -> list[DescribedGroup]:
     """ConsumerGroupDescribe of groups of this shard (Kafka's `consumerGroupDescribe`)."""
     out = []
-    topics = shard.topics()
+    topics = shard.services.topics()
     for group_id in group_ids:
         group = shard.groups.get(group_id)
         if isinstance(group, ConsumerGroupAdapter):
@@ -306,11 +311,8 @@ def replay_record(shard: GroupShard, record: Record) -> None:
             # Kafka replaces only a "simple" classic group (offsets, no records) here; a
             # classic group with members means the log lacks the group's tombstone
             raise CorruptRecord(f"Group {key.group_id} is not a consumer group")
-        creating = shard.extensions.get(_CREATING)
-        if isinstance(creating, ConsumerGroupAdapter) and creating.group_id == key.group_id:
-            group = creating
-        else:
-            group = ConsumerGroupAdapter(ConsumerGroup(key.group_id, shard.config.consumer), shard)
+        config = shard.config.consumer
+        group = ConsumerGroupAdapter(ConsumerGroup(key.group_id, config), shard.services)
         shard.groups[key.group_id] = group
     try:
         group.group.replay(key, value)

@@ -1,6 +1,7 @@
 """Coordinators that live on the leaders of an internal topic's partitions (Kafka's
 CoordinatorRuntime): the group coordinator on `__consumer_offsets`, later the transaction
-coordinator on `__transaction_state`.
+coordinator on `__transaction_state` and the share coordinator on `__share_group_state`, each
+a kind of `Shard` on the same runtime.
 
 A key (a group id) maps to one partition of the internal topic; whichever broker leads that
 partition coordinates the key. Its state is a *shard* rebuilt from the partition's records
@@ -22,11 +23,16 @@ import anyio
 from dataplane.log.batch import batch_size_at, header_at
 from dataplane.log.records import Record, build_batch, decode_records
 from dataplane.protocol.errors import ErrorCode, KafkaError
-from dataplane.topic_admin import NewTopic, create_topics
+from dataplane.topic_admin import NewTopic
 
 if TYPE_CHECKING:
-    from dataplane.broker import Broker
+    from dataplane.metadata_cache import MetadataCache
+    from dataplane.replica.manager import ReplicaManager
     from dataplane.replica.partition import Partition
+    from proto.meta_pb2 import CreateTopicResult
+
+CreateTopics = Callable[[Sequence[NewTopic]], Awaitable[Sequence["CreateTopicResult"]]]
+"""Creates topics through the meta service (`topic_admin.create_topics` of this broker)."""
 
 log = logging.getLogger("rafka.coordinator")
 
@@ -50,15 +56,18 @@ def partition_for(key: str, partitions: int) -> int:
 
 
 class Shard(Protocol):
-    """The coordinator state of one internal partition.
-
-    Optional hooks, called when defined: `on_loaded()` once the partition has been replayed
-    (the shard now serves clients; start its timers), `on_unloaded()` when the shard is dropped
-    (leadership moved, or a new leader epoch replaced it: answer parked requests, stop timers).
-    """
+    """The coordinator state of one internal partition: what the runtime needs of a shard,
+    whatever its kind (groups, transactions, share-group state)."""
 
     def replay(self, record: Record) -> None:
         """Apply one record of the partition, at load time and after each write."""
+
+    def on_loaded(self) -> None:
+        """The partition has been replayed: the shard now serves clients (start its timers)."""
+
+    def on_unloaded(self) -> None:
+        """The shard is dropped (leadership moved, or a new leader epoch replaced it): answer
+        parked requests, stop timers."""
 
 
 S = TypeVar("S", bound=Shard)
@@ -76,13 +85,15 @@ class InternalTopic:
 
     def __init__(
         self,
-        broker: Broker,
+        cache: MetadataCache,
+        create_topics: CreateTopics,
         name: str,
         partitions: int,
         replication_factor: int,
         configs: dict[str, str],
     ) -> None:
-        self.broker = broker
+        self._cache = cache
+        self._create_topics = create_topics
         self.name = name
         self.partitions = partitions
         self.replication_factor = replication_factor
@@ -95,22 +106,22 @@ class InternalTopic:
         """The broker id coordinating `key`, creating the topic on first use (with
         min(replication factor, live brokers) replicas); COORDINATOR_NOT_AVAILABLE while the
         partition has no live leader."""
-        info = self.broker.cache.topics.get(self.name)
+        info = self._cache.topics.get(self.name)
         if info is None:
             await self._create()
-            info = self.broker.cache.topics.get(self.name)
+            info = self._cache.topics.get(self.name)
         if info is None:
             raise KafkaError(ErrorCode.coordinator_not_available, f"{self.name} is being created")
         leader = info.partitions[self.partition_for(key)].leader
-        broker = self.broker.cache.brokers.get(leader)
+        broker = self._cache.brokers.get(leader)
         if leader < 0 or broker is None or broker.fenced:
             raise KafkaError(ErrorCode.coordinator_not_available)
         return leader
 
     async def _create(self) -> None:
-        rf = max(1, min(self.replication_factor, len(self.broker.cache.live_brokers())))
+        rf = max(1, min(self.replication_factor, len(self._cache.live_brokers())))
         topic = NewTopic(self.name, self.partitions, rf, configs=self.configs, internal=True)
-        (result,) = await create_topics(self.broker, [topic], validate_only=False)
+        (result,) = await self._create_topics([topic])
         if result.error_code == ErrorCode.none:
             log.info(
                 "created %s: %d partitions, replication factor %d", self.name, self.partitions, rf
@@ -122,18 +133,20 @@ class InternalTopic:
 class CoordinatorRuntime(Generic[S]):
     """Loads and writes the shards of one internal topic's partitions this broker leads."""
 
-    def __init__(self, broker: Broker, topic: InternalTopic, new_shard: Callable[[int], S]) -> None:
-        self.broker = broker
+    def __init__(
+        self, replicas: ReplicaManager, topic: InternalTopic, new_shard: Callable[[int], S]
+    ) -> None:
+        self._replicas = replicas
         self.topic = topic
         self._new_shard = new_shard
         self._shards: dict[int, _Loaded[S]] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
-        broker.replicas.leadership_listeners.append(self._on_leadership)
+        replicas.leadership_listeners.append(self._on_leadership)
 
     async def run(self) -> None:
         async with anyio.create_task_group() as tg:
             self._task_group = tg
-            for partition in list(self.broker.replicas.partitions.values()):
+            for partition in list(self._replicas.partitions.values()):
                 self._on_leadership(partition)
             await anyio.sleep_forever()
 
@@ -156,25 +169,18 @@ class CoordinatorRuntime(Generic[S]):
 
     # -- writing ---------------------------------------------------------------------------
 
-    async def write(
-        self, key: str, records: Sequence[tuple[bytes, bytes | None]], *, replay: bool = True
-    ) -> None:
-        """Append `records` (key, value; None = tombstone) to the key's partition, apply them
-        to its shard, and return once they are replicated (NOT_COORDINATOR if leadership
-        moved, or the replication error)."""
-        await self.append(key, records, replay=replay)
-
     def append(
         self, key: str, records: Sequence[tuple[bytes, bytes | None]], *, replay: bool = True
     ) -> Awaitable[None]:
-        """`write` in two steps: append (and replay) now, synchronously — raising
-        NOT_COORDINATOR or the partition's replication error — and return an awaitable that
-        completes once the records are replicated (it must be awaited). A shard whose
-        in-memory state already reflects the records (a group state machine persisting its
-        state) passes replay=False."""
+        """Append `records` (key, value; None = tombstone) to the key's partition and apply
+        them to its shard now, synchronously — raising NOT_COORDINATOR or the partition's
+        replication error — and return an awaitable that completes once the records are
+        replicated (it must be awaited: NOT_COORDINATOR if leadership moved, or the
+        replication error). A shard whose in-memory state already reflects the records (a
+        group state machine persisting its state) passes replay=False."""
         index = self.topic.partition_for(key)
         loaded = self._shards.get(index)
-        partition = self.broker.replicas.partitions.get((self.topic.name, index))
+        partition = self._replicas.partitions.get((self.topic.name, index))
         if loaded is None or partition is None or not partition.is_leader:
             raise KafkaError(ErrorCode.not_coordinator)
         epoch = partition.leader_epoch
@@ -206,7 +212,7 @@ class CoordinatorRuntime(Generic[S]):
             if self._task_group is None:
                 return  # run() takes every partition this broker leads when it starts
             if loaded is not None:
-                _unloaded(loaded.shard)
+                _unload(loaded.shard)
             loaded = self._shards[partition.index] = _Loaded(
                 self._new_shard(partition.index), partition.leader_epoch
             )
@@ -214,7 +220,7 @@ class CoordinatorRuntime(Generic[S]):
         elif loaded is not None:
             log.info("no longer coordinator for %r", partition)
             del self._shards[partition.index]
-            _unloaded(loaded.shard)
+            _unload(loaded.shard)
 
     async def _load(self, partition: Partition, loaded: _Loaded[S]) -> None:
         """Replay the whole partition into the shard, a chunk at a time (others keep running)."""
@@ -235,9 +241,7 @@ class CoordinatorRuntime(Generic[S]):
             await anyio.sleep(0)
         if self._shards.get(partition.index) is loaded:
             loaded.ready.set()
-            hook = getattr(loaded.shard, "on_loaded", None)
-            if hook is not None:
-                hook()
+            loaded.shard.on_loaded()
             log.info(
                 "loaded %r (%d records) in %.2fs: coordinating its keys",
                 partition,
@@ -246,13 +250,11 @@ class CoordinatorRuntime(Generic[S]):
             )
 
 
-def _unloaded(shard: object) -> None:
-    hook = getattr(shard, "on_unloaded", None)
-    if hook is not None:
-        try:
-            hook()
-        except Exception:
-            log.exception("unloading a coordinator shard failed")
+def _unload(shard: Shard) -> None:
+    try:
+        shard.on_unloaded()
+    except Exception:
+        log.exception("unloading a coordinator shard failed")
 
 
 def _split_batches(data: bytes) -> list[bytes]:

@@ -7,10 +7,14 @@ group, the cluster's topics for consumer groups' assignments), fires the shards'
 (session, rebalance and sync expirations), expires offsets every
 offsets.retention.check.interval.ms, and keeps the meta service's group registry in step with
 the groups the shards create and delete. Handlers reach it as `broker.group_coordinator`.
+
+It is given only what it uses: its settings, the metadata cache (the cluster's topics), the
+replica manager (through its runtime), the internal topic and the meta service client.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -19,18 +23,19 @@ from typing import TYPE_CHECKING
 import anyio
 
 from dataplane.coordinator.assignors import ASSIGNORS, TopicMetadata
-from dataplane.coordinator.base import GroupConfig, Records
+from dataplane.coordinator.base import GroupConfig, Records, ShardServices
 from dataplane.coordinator.consumer_group import ConsumerGroupConfig
-from dataplane.coordinator.runtime import CoordinatorRuntime
+from dataplane.coordinator.runtime import CoordinatorRuntime, InternalTopic
 from dataplane.coordinator.shard import GroupShard
 from dataplane.coordinator.timer import monotonic_ms, wall_ms
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.client import MetaError
 
 if TYPE_CHECKING:
-    from dataplane.broker import Broker
     from dataplane.config import BrokerConfig
     from dataplane.metadata_cache import MetadataCache, TopicInfo
+    from dataplane.replica.manager import ReplicaManager
+    from meta.client import MetaClient
 
 log = logging.getLogger("rafka.coordinator")
 
@@ -102,12 +107,13 @@ class ClusterTopics:
             self.by_name[new.name] = TopicMetadata(new.topic_id, new.name, len(new.partitions))
 
 
-class _Services:
+class _Services(ShardServices):
     """The services of one shard, backed by the broker."""
 
-    def __init__(self, coordinator: GroupCoordinator) -> None:
+    def __init__(self, coordinator: GroupCoordinator, index: int) -> None:
         self._coordinator = coordinator
-        self.config = coordinator.config
+        super().__init__(coordinator.config)
+        self.shard = GroupShard(index, self)
 
     def clock_ms(self) -> int:
         return monotonic_ms()
@@ -133,12 +139,12 @@ class _Services:
     def group_created(self, group_id: str) -> None:
         self._coordinator.registry.add(group_id)
 
-    def loaded(self, shard: GroupShard) -> None:
-        self._coordinator.registry.reconcile(shard)
+    def loaded(self) -> None:
+        self._coordinator.registry.reconcile(self.shard)
         self._coordinator.wake()
 
-    def unloaded(self, shard: GroupShard) -> None:
-        self._coordinator.forget(shard)
+    def unloaded(self) -> None:
+        self._coordinator.forget(self.shard)
 
 
 class GroupRegistry:
@@ -171,8 +177,8 @@ class GroupRegistry:
             self._event.set()
 
     async def run(self) -> None:
-        meta = self._coordinator.broker.meta
-        topic = self._coordinator.broker.offsets_topic
+        meta = self._coordinator.meta
+        topic = self._coordinator.runtime.topic
         while True:
             self._event = anyio.Event()
             if not self._pending and not self._reconcile:
@@ -211,12 +217,19 @@ class GroupRegistry:
 
 
 class GroupCoordinator:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.config = group_config(broker.config)
-        self.topics = ClusterTopics(broker.cache)
+    def __init__(
+        self,
+        config: GroupConfig,
+        cache: MetadataCache,
+        replicas: ReplicaManager,
+        topic: InternalTopic,
+        meta: MetaClient,
+    ) -> None:
+        self.config = config
+        self.meta = meta
+        self.topics = ClusterTopics(cache)
         self.runtime: CoordinatorRuntime[GroupShard] = CoordinatorRuntime(
-            broker, broker.offsets_topic, self.new_shard
+            replicas, topic, self.new_shard
         )
         self.registry = GroupRegistry(self)
         self._shards: dict[int, GroupShard] = {}  # every live shard (loading or loaded)
@@ -225,7 +238,7 @@ class GroupCoordinator:
         self._wake: anyio.Event | None = None
 
     def new_shard(self, index: int) -> GroupShard:
-        shard = GroupShard(index, _Services(self))
+        shard = _Services(self, index).shard
         self._shards[index] = shard
         return shard
 
@@ -316,7 +329,7 @@ class GroupCoordinator:
                         log.info("offsets expiry of group %s postponed: %s", group_id, e)
                         continue
                     gone = [group_id] if group_id in deleted else []
-                    self.spawn(lambda w=waiter, g=gone: self._after_expiry(w, g))
+                    self.spawn(functools.partial(self._after_expiry, waiter, gone))
 
     async def _after_expiry(self, waiter: Awaitable[None], deleted: list[str]) -> None:
         try:

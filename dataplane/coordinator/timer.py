@@ -3,7 +3,7 @@
 A `Timer` holds callbacks by key; scheduling a key again replaces its previous deadline (a
 heartbeat pushes its member's session expiration back), cancelling forgets it. Nothing here
 sleeps: whoever owns the timer calls `fire_due()` when `next_deadline()` has passed — the
-broker's coordinator loop in production, the test itself (with a `ManualClock`) in unit tests,
+broker's coordinator loop in production, the test itself (with a manual clock) in unit tests,
 so the state machines are tested without waiting.
 """
 
@@ -23,19 +23,6 @@ def monotonic_ms() -> int:
 
 def wall_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-class ManualClock:
-    """A clock tests move by hand; `now()` serves as both the monotonic and the wall clock."""
-
-    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
-        self.ms = start_ms
-
-    def now(self) -> int:
-        return self.ms
-
-    def advance(self, ms: int) -> None:
-        self.ms += ms
 
 
 class Timer:

@@ -1,8 +1,5 @@
-"""One module per Kafka API. Each defines API_KEY, VERSIONS (min, max) and `handle`.
-
-`handle(ctx, request)` returns the response (a kio response object, or bytes / a list of
-buffers from a fast encoder), None for no response (acks=0), or an awaitable of one of those
-when it must wait (the server keeps responses in request order either way).
+"""One module per Kafka API, each a `HandlerModule`: API_KEY, VERSIONS (min, max) and
+`handle` (see context.py for what a handler is given and what it returns).
 """
 
 from dataplane.handlers import (
@@ -29,8 +26,9 @@ from dataplane.handlers import (
     produce,
     sync_group,
 )
+from dataplane.handlers.context import Handler, HandlerModule
 
-_MODULES = (
+_MODULES: tuple[HandlerModule, ...] = (
     produce,
     fetch,
     list_offsets,
@@ -57,5 +55,5 @@ _MODULES = (
     consumer_group_describe,
 )
 
-HANDLERS = {m.API_KEY: m.handle for m in _MODULES}
+HANDLERS: dict[int, Handler] = {m.API_KEY: m.handle for m in _MODULES}
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {m.API_KEY: m.VERSIONS for m in _MODULES}

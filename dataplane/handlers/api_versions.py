@@ -6,18 +6,14 @@ GetTelemetrySubscriptions whenever key 71 is listed), so the list is the handler
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 18
 VERSIONS = (0, 4)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     name = getattr(req, "client_software_name", "")
     if name:
         ctx.conn.client_software = (name, req.client_software_version)

@@ -5,15 +5,12 @@ GROUP_ID_NOT_FOUND (admin clients then try DescribeGroups); an empty id INVALID_
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
 
 from dataplane.coordinator.api import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
 from dataplane.coordinator.consumer_group import DescribedGroup
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 69
 VERSIONS = (0, 1)
@@ -23,9 +20,9 @@ def _failed(group_id: str, code: ErrorCode) -> DescribedGroup:
     return DescribedGroup(group_id, "", 0, 0, "", (), error_code=code)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.services.group_coordinator
     operations = (
         GROUP_OPERATIONS if req.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
     )

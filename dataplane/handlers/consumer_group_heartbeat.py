@@ -8,7 +8,7 @@ v1 (KIP-1082): the client generates its member id; v0 lets a first heartbeat sen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dataplane.coordinator.api import client_host
 from dataplane.coordinator.base import Reply
@@ -17,20 +17,18 @@ from dataplane.coordinator.consumer_group import (
     HeartbeatResponse,
     validate_heartbeat_request,
 )
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 68
 VERSIONS = (0, 1)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.services.group_coordinator
     request = HeartbeatRequest.from_kio(req)
     try:
         validate_heartbeat_request(request, version, coordinator.config.consumer.assignors)

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
-from dataplane.topic_admin import NewTopic, create_topics
+from dataplane.topic_admin import NewTopic
 from dataplane.topic_configs import effective_topic_configs
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 19
 VERSIONS = (2, 7)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     counts = Counter(t.name for t in req.topics)
     results: dict[str, Any] = {}
@@ -49,7 +47,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                     {c.name: c.value for c in t.configs},
                 )
             )
-    for r in await create_topics(ctx.broker, todo, req.validate_only):
+    for r in await ctx.services.topic_admin.create_topics(todo, req.validate_only):
         ok = r.error_code == 0
         configs = None
         if ok:
@@ -61,7 +59,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                     config_source=v.source,
                     is_sensitive=False,
                 )
-                for name, v in effective_topic_configs(ctx.broker.config, dict(r.configs)).items()
+                for name, v in effective_topic_configs(ctx.services.config, dict(r.configs)).items()
             )
         results[r.name] = b.CreatableTopicResult(
             name=r.name,

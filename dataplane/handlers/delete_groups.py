@@ -7,22 +7,22 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from dataplane.coordinator.group import map_append_error
+from dataplane.coordinator.base import map_append_error
 from dataplane.coordinator.shard import GroupShard
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
     from dataplane.coordinator.service import GroupCoordinator
-    from dataplane.server import RequestContext
 
 API_KEY = 42
 VERSIONS = (0, 2)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.services.group_coordinator
     order = list(dict.fromkeys(req.groups_names))
     results: dict[str, ErrorCode] = {}
     by_shard: dict[int, tuple[GroupShard, list[str]]] = {}

@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
-from dataplane.topic_admin import delete_topics
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 20
 VERSIONS = (1, 6)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     if ctx.header.api_version >= 6:
         names = [t.name for t in req.topics if t.name is not None]
         ids = [t.topic_id.bytes for t in req.topics if t.name is None and t.topic_id is not None]
     else:
         names, ids = list(req.topic_names), []
-    results = await delete_topics(ctx.broker, names, ids)
+    results = await ctx.services.topic_admin.delete_topics(names, ids)
     return b.DeleteTopicsResponse(
         throttle_time=0,
         responses=tuple(

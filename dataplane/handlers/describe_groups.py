@@ -3,21 +3,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from dataplane.coordinator.api import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
 from dataplane.coordinator.base import DescribedGroup
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 15
 VERSIONS = (0, 5)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
     include_operations = version >= 3 and req.include_authorized_operations
@@ -27,7 +23,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             d = DescribedGroup(group_id, "", "", "", error=ErrorCode.invalid_group_id)
         else:
             try:
-                d = ctx.broker.group_coordinator.shard(group_id).describe_group(group_id)
+                d = ctx.services.group_coordinator.shard(group_id).describe_group(group_id)
             except KafkaError as e:
                 d = DescribedGroup(group_id, "", "", "", error=e.code)
         described.append(

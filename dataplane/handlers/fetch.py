@@ -11,13 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.log import LogError
-from dataplane.protocol.encoders import FetchPartition, FetchTopic, encode_fetch_response
+from dataplane.protocol.encoders import (
+    AbortedTransaction,
+    FetchPartition,
+    FetchTopic,
+    encode_fetch_response,
+)
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
     from dataplane.replica.partition import Partition
-    from dataplane.server import RequestContext
 
 API_KEY = 1
 VERSIONS = (4, 16)
@@ -39,7 +44,7 @@ class _Read:
 
 
 def _read(ctx: RequestContext, req: Any) -> _Read:
-    cache, replicas = ctx.broker.cache, ctx.broker.replicas
+    cache, replicas = ctx.services.cache, ctx.services.replicas
     version = ctx.header.api_version
     by_id = version >= 13  # topic ids replace names from v13 (KIP-516)
     # KIP-392: consumers that name their rack (v11+) may read from a follower.
@@ -68,8 +73,9 @@ def _read(ctx: RequestContext, req: Any) -> _Read:
             if data.error_code or data.preferred_read_replica >= 0:
                 result.respond_now = True
                 continue
-            budget = max(0, budget - len(data.records))
-            result.bytes += len(data.records)
+            size = len(data.records or b"")
+            budget = max(0, budget - size)
+            result.bytes += size
             result.partitions.append(partition)
         name = info.name if info else (None if by_id else topic.topic)
         result.topics.append(FetchTopic(name, info.topic_id if info else topic_id, out))
@@ -80,7 +86,7 @@ def _partition_data(
     ctx: RequestContext, req: Any, partition: Partition, p: Any, budget: int, first: bool
 ) -> FetchPartition:
     hw, start = partition.high_watermark, partition.log.log_start_offset
-    aborted = [] if req.isolation_level == READ_COMMITTED else None
+    aborted: list[AbortedTransaction] | None = [] if req.isolation_level == READ_COMMITTED else None
     replica = _preferred_read_replica(ctx, req, partition)
     if replica >= 0:
         return FetchPartition(p.partition, ErrorCode.none, hw, hw, start, aborted, replica, b"")
@@ -94,20 +100,20 @@ def _partition_data(
 def _preferred_read_replica(ctx: RequestContext, req: Any, partition: Partition) -> int:
     """With replica.selector.class=RackAwareReplicaSelector, the leader sends a consumer from
     another rack to an in-sync replica on the consumer's rack (KIP-392); -1: read here."""
-    broker = ctx.broker
+    services = ctx.services
     rack = getattr(req, "rack_id", "")
-    if not (rack and partition.is_leader and broker.config.replica_selector_class == RACK_AWARE):
+    if not (rack and partition.is_leader and services.config.replica_selector_class == RACK_AWARE):
         return -1
-    if broker.config.broker_rack == rack:
+    if services.config.broker_rack == rack:
         return -1
     for replica in partition.isr:
-        info = broker.cache.brokers.get(replica)
+        info = services.cache.brokers.get(replica)
         if info is not None and info.rack == rack and not info.fenced:
             return replica
     return -1
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     read = _read(ctx, req)
     wait_s = req.max_wait.total_seconds()
     if read.bytes >= req.min_bytes or read.respond_now or wait_s <= 0 or not read.partitions:

@@ -7,13 +7,9 @@ partition's leader is the coordinator. v4+ batches several keys in one request.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 10
 VERSIONS = (0, 6)
@@ -25,8 +21,8 @@ async def _find(
     ctx: RequestContext, key: str, key_type: int
 ) -> tuple[int, str, int, int, str | None]:
     """(node id, host, port, error code, error message) for one key."""
-    broker = ctx.broker
-    topics = {GROUP: broker.offsets_topic, TRANSACTION: broker.transactions_topic}
+    services = ctx.services
+    topics = {GROUP: services.offsets_topic, TRANSACTION: services.transactions_topic}
     topic = topics.get(key_type)
     try:
         if topic is None:
@@ -35,13 +31,13 @@ async def _find(
             raise KafkaError(
                 ErrorCode.invalid_group_id if key_type == GROUP else ErrorCode.invalid_request
             )
-        node = broker.cache.brokers[await topic.coordinator(key)]
+        node = services.cache.brokers[await topic.coordinator(key)]
     except KafkaError as e:
         return -1, "", -1, e.code, e.message
     return node.id, node.host, node.port, ErrorCode.none, None
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     key_type = getattr(req, "key_type", GROUP)
     if ctx.header.api_version < 4:

@@ -3,26 +3,22 @@ rejoin."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 12
 VERSIONS = (0, 4)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
     if not req.group_id:
         code = ErrorCode.invalid_group_id
     else:
         try:
-            shard = ctx.broker.group_coordinator.shard(req.group_id)
+            shard = ctx.services.group_coordinator.shard(req.group_id)
         except KafkaError as e:
             # while loading, answer blindly (as Kafka): the member learns more on its next beat
             code = ErrorCode.none if e.code == ErrorCode.coordinator_load_in_progress else e.code

@@ -7,13 +7,10 @@ ids need the transaction coordinator, which this broker does not have yet.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
 
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 22
 VERSIONS = (0, 5)
@@ -21,7 +18,7 @@ VERSIONS = (0, 5)
 log = logging.getLogger("rafka.init_producer_id")
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     if req.transactional_id is not None:
         log.warning(
@@ -36,7 +33,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             producer_epoch=-1,
         )
     try:
-        pid = await ctx.broker.producer_ids.next_id()
+        pid = await ctx.services.producer_ids.next_id()
     except KafkaError as e:
         return b.InitProducerIdResponse(
             throttle_time=0, error_code=e.code, producer_id=-1, producer_epoch=-1

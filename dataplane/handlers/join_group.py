@@ -1,27 +1,24 @@
 """JoinGroup (11) v0-v9: a member joins a classic group (a long poll until the rebalance's join
-phase completes; see dataplane/coordinator/group.py)."""
+phase completes; see dataplane/coordinator/classic_group.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dataplane.coordinator.api import client_host, ms
-from dataplane.coordinator.base import Reply
-from dataplane.coordinator.group import JoinRequest, JoinResult
+from dataplane.coordinator.base import JoinRequest, JoinResult, Reply
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 11
 VERSIONS = (0, 9)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.services.group_coordinator
     config = coordinator.config
     session_ms = ms(req.session_timeout)
     if not req.group_id:

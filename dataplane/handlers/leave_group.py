@@ -3,19 +3,15 @@ members by group instance id, KIP-345)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 13
 VERSIONS = (0, 5)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
     if version < 3:
@@ -30,7 +26,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         top = ErrorCode.invalid_group_id
     else:
         try:
-            shard = ctx.broker.group_coordinator.shard(req.group_id)
+            shard = ctx.services.group_coordinator.shard(req.group_id)
         except KafkaError as e:
             top = e.code
         else:

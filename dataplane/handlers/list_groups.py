@@ -4,22 +4,18 @@ meta service's registry (`MetaClient.list_groups`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 16
 VERSIONS = (0, 5)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.services.group_coordinator
     if coordinator.is_loading():
         return b.ListGroupsResponse(
             throttle_time=0, error_code=ErrorCode.coordinator_load_in_progress, groups=()

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
     from dataplane.replica.partition import Partition
-    from dataplane.server import RequestContext
 
 API_KEY = 2
 VERSIONS = (1, 8)
@@ -35,9 +35,9 @@ def lookup(partition: Partition, timestamp: int) -> tuple[int, int]:
     return found
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     topics = []
     for topic in req.topics:
         parts = []

@@ -6,8 +6,9 @@ is on, as Kafka does; the response then already carries the new topic's partitio
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.metadata_cache import TopicInfo
 from dataplane.protocol.encoders import (
     MetadataBroker,
@@ -16,10 +17,7 @@ from dataplane.protocol.encoders import (
     encode_metadata_response,
 )
 from dataplane.protocol.errors import ErrorCode
-from dataplane.topic_admin import NewTopic, create_topics, valid_topic_name
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
+from dataplane.topic_admin import NewTopic, valid_topic_name
 
 API_KEY = 3
 VERSIONS = (0, 13)
@@ -30,9 +28,9 @@ _UNKNOWN_OPS = -2147483648  # "authorized operations not requested"
 _ALL_TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
-async def handle(ctx: RequestContext, req: Any) -> bytes:
-    broker, version = ctx.broker, ctx.header.api_version
-    cache = broker.cache
+async def handle(ctx: RequestContext, req: Request) -> Response:
+    services, version = ctx.services, ctx.header.api_version
+    cache = services.cache
     if req.topics is None or (version == 0 and not req.topics):
         wanted: list[tuple[str | None, Any]] = [(name, None) for name in sorted(cache.topics)]
     else:
@@ -42,10 +40,9 @@ async def handle(ctx: RequestContext, req: Any) -> bytes:
     if (
         missing
         and getattr(req, "allow_auto_topic_creation", True)
-        and broker.config.auto_create_topics_enable
+        and services.config.auto_create_topics_enable
     ):
-        await create_topics(
-            broker,
+        await services.topic_admin.create_topics(
             [NewTopic(n, -1, -1) for n in dict.fromkeys(missing) if valid_topic_name(n)],
             validate_only=False,
         )

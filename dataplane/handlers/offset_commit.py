@@ -16,18 +16,16 @@ A commit with generation -1 and no member id is accepted while the group is empt
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dataplane.coordinator.api import ms
 from dataplane.coordinator.base import Reply
+from dataplane.coordinator.offsets import CommitPartition
 from dataplane.coordinator.service import map_commit_error
-from dataplane.coordinator.shard import CommitPartition
 from dataplane.coordinator.timer import wall_ms
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 8
 VERSIONS = (0, 9)
@@ -35,14 +33,14 @@ VERSIONS = (0, 9)
 _DEFAULT_RETENTION = -1
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
     # (topic, partition) -> error, in request order
     results: dict[tuple[str, int], ErrorCode] = {}
     order: list[tuple[str, list[int]]] = []
     candidates: list[CommitPartition] = []
-    topics = ctx.broker.cache.topics
+    topics = ctx.services.cache.topics
     for topic in req.topics:
         indexes = []
         info = topics.get(topic.name)
@@ -66,7 +64,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         order.append((topic.name, indexes))
     if not candidates:
         return _response(b, order, results)
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.services.group_coordinator
     try:
         shard = coordinator.shard(req.group_id)
     except KafkaError as e:

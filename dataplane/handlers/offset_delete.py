@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dataplane.coordinator.group import map_append_error
+from dataplane.coordinator.base import map_append_error
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 47
 VERSIONS = (0, 0)
@@ -19,21 +17,21 @@ VERSIONS = (0, 0)
 Results = dict[tuple[str, int], ErrorCode]
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     if not req.group_id:
         return _error(b, ErrorCode.invalid_group_id)
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.services.group_coordinator
     try:
         shard = coordinator.shard(req.group_id)
     except KafkaError as e:
         return _error(b, e.code)
     order = [(t.name, [p.partition_index for p in t.partitions]) for t in req.topics]
-    known = [(name, parts) for name, parts in order if name in ctx.broker.cache.topics]
+    known = [(name, parts) for name, parts in order if name in ctx.services.cache.topics]
     results: Results = {
         (name, p): ErrorCode.unknown_topic_or_partition
         for name, parts in order
-        if name not in ctx.broker.cache.topics
+        if name not in ctx.services.cache.topics
         for p in parts
     }
     error, errors, records = shard.delete_offsets(req.group_id, known)

@@ -9,14 +9,12 @@ require_stable (v7+) UNSTABLE_OFFSET_COMMIT for that partition, which the client
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dataplane.coordinator.shard import FetchedPartition, FetchedTopic
+from dataplane.coordinator.offsets import FetchedPartition, FetchedTopic
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 9
 VERSIONS = (0, 9)
@@ -24,7 +22,7 @@ VERSIONS = (0, 9)
 Wanted = list[tuple[str, list[int]]] | None
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
     require_stable = version >= 7 and req.require_stable
@@ -80,7 +78,7 @@ def _fetch(
     if not group_id:
         return ErrorCode.invalid_group_id, []
     try:
-        shard = ctx.broker.group_coordinator.shard(group_id)
+        shard = ctx.services.group_coordinator.shard(group_id)
     except KafkaError as e:
         return e.code, []
     return shard.fetch_offsets(group_id, wanted, member_id, member_epoch, require_stable)

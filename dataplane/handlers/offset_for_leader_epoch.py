@@ -6,21 +6,17 @@ change; followers' truncation uses the same lookup over the replication RPC.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 23
 VERSIONS = (2, 4)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     topics = []
     for topic in req.topics:
         parts = []

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.encoders import ProducePartition, ProduceTopic, encode_produce_response
 from dataplane.protocol.errors import ConnectionClosed, ErrorCode, KafkaError
 
 if TYPE_CHECKING:
     from dataplane.replica.partition import Partition
-    from dataplane.server import RequestContext
 
 API_KEY = 0
 VERSIONS = (3, 11)
@@ -28,8 +28,8 @@ def _error(index: int, code: int, message: str | None = None) -> ProducePartitio
     return ProducePartition(index, code, -1, -1, -1, error_message=message)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
-    replicas = ctx.broker.replicas
+async def handle(ctx: RequestContext, req: Request) -> Response:
+    replicas = ctx.services.replicas
     now_ms = time.time_ns() // 1_000_000
     acks = req.acks
     if acks not in (-1, 0, 1):

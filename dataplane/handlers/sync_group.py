@@ -3,21 +3,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dataplane.coordinator.base import Reply
-from dataplane.coordinator.group import SyncResult
+from dataplane.coordinator.base import Reply, SyncResult
+from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from dataplane.server import RequestContext
 
 API_KEY = 14
 VERSIONS = (0, 5)
 
 
-async def handle(ctx: RequestContext, req: Any) -> Any:
+async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
     protocol_type = req.protocol_type if version >= 5 else None
@@ -27,7 +24,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     if version >= 5 and (protocol_type is None or protocol_name is None):
         return _response(b, SyncResult(ErrorCode.inconsistent_group_protocol))
     try:
-        shard = ctx.broker.group_coordinator.shard(req.group_id)
+        shard = ctx.services.group_coordinator.shard(req.group_id)
     except KafkaError as e:
         # a loading coordinator lost the rebalance in progress: the members must rejoin (older
         # clients do not expect COORDINATOR_LOAD_IN_PROGRESS here)

@@ -54,6 +54,13 @@ def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _patchable(records: bytes | bytearray | memoryview) -> bytearray | memoryview:
+    """``records`` itself if it can be patched in place, else a copy that can."""
+    if isinstance(records, bytearray) or (isinstance(records, memoryview) and not records.readonly):
+        return records
+    return bytearray(records)
+
+
 class AppendResult(NamedTuple):
     base_offset: int  # offset of the first record appended
     last_offset: int
@@ -227,10 +234,7 @@ class PartitionLog:
         infos = validated
         if infos is None:
             infos = self.validate(records, from_client=from_client)
-        writable = isinstance(records, bytearray) or (
-            isinstance(records, memoryview) and not records.readonly
-        )
-        buf = records if writable else bytearray(records)
+        buf = _patchable(records)
         append_time = now_ms if config.log_append_time else None
         base_offset = self.log_end_offset
         infos = assign_offsets(buf, infos, base_offset, leader_epoch, append_time)

@@ -182,7 +182,9 @@ def decode_records(batch: bytes) -> Iterator[Record]:
         yield Record(info.base_offset + raw.offset_delta, timestamp, raw.key, value, tuple(headers))
 
 
-def first_keyless_record(records: bytes | memoryview, infos: list[BatchInfo]) -> int | None:
+def first_keyless_record(
+    records: bytes | bytearray | memoryview, infos: list[BatchInfo]
+) -> int | None:
     """Index in ``infos`` of the first batch holding a record without a key, or None."""
     for i, info in enumerate(infos):
         batch = memoryview(records)[info.position : info.position + info.size]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, overload
 
 from rocksdict import Options, Rdict, WriteOptions
 
@@ -49,6 +49,10 @@ class StateStore:
     def put_bytes(self, key: str, value: bytes) -> None:
         self._db.put(key.encode(), value)
 
+    @overload
+    def get_int(self, key: str) -> int | None: ...
+    @overload
+    def get_int(self, key: str, default: int) -> int: ...
     def get_int(self, key: str, default: int | None = None) -> int | None:
         raw = self.get_bytes(key)
         return default if raw is None else int.from_bytes(raw, "big", signed=True)
@@ -69,7 +73,9 @@ class StateStore:
     def scan_prefix(self, prefix: str) -> Iterator[tuple[str, bytes]]:
         """(key, value) of every key starting with ``prefix``, in key order."""
         start = prefix.encode()
-        for key, value in self._db.items(from_key=start):
+        # rocksdict's stubs type the keys of its pickling mode; in raw_mode they are bytes.
+        items = cast(Iterator[tuple[bytes, bytes]], self._db.items(from_key=start))
+        for key, value in items:
             if not key.startswith(start):
                 return
             yield key.decode(), value

@@ -22,7 +22,9 @@ from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
+from kio.static.protocol import Entity
 
+from dataplane.protocol import primitives
 from dataplane.protocol.legacy import SCHEMAS as LEGACY_SCHEMAS
 
 _HEAD = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
@@ -47,25 +49,10 @@ class RequestHeader:
 
 def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """Decode an unsigned varint at `pos`; returns (value, next position)."""
-    value = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 28:
-            raise MalformedRequest("bad unsigned varint")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-
-
-def write_uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    try:
+        return primitives.read_uvarint(buf, pos)
+    except ValueError as e:
+        raise MalformedRequest(str(e)) from None
 
 
 @cache
@@ -73,7 +60,7 @@ def entity_class(api_key: int, version: int, kind: EntityType) -> Any:
     """The kio dataclass of a request or response (or of a version Kafka 4 removed, see
     `legacy`), or None if there is no such version."""
     name = api_key_map.get(api_key)
-    if name is None:
+    if name is None or kind is EntityType.nested:  # nested entities have no schema of their own
         return None
     path = schema_name_map[name].get(version, {}).get(kind)
     if path is None:
@@ -157,7 +144,7 @@ def frame_response(correlation_id: int, flexible_header: bool, body: bytes | lis
     return [head, *parts]
 
 
-def encode_with_kio(response: Any) -> bytes:
+def encode_with_kio(response: Entity) -> bytes:
     """Generic (slow, pure Python) encoding for responses off the hot paths."""
     buf = io.BytesIO()
     _writer(type(response))(buf, response)
@@ -182,24 +169,47 @@ def _field_types(cls: type) -> dict[str, str | None]:
     return {f.name: f.metadata.get("kafka_type") for f in dataclasses.fields(cls)}
 
 
+@cache
+def _fields_in_any_version(api_key: int, kind: EntityType, name: str) -> frozenset[str] | None:
+    """The field names class ``name`` has in at least one version of the API, or None if no
+    version has such a class."""
+    api = api_key_map[api_key]
+    versions = set(schema_name_map[api]) | {v for k, v in LEGACY_SCHEMAS if k == api_key}
+    found: set[str] | None = None
+    for version in versions:
+        entity = entity_class(api_key, version, kind)
+        cls = entity and getattr(sys.modules[entity.__module__], name, None)
+        if cls is not None:
+            found = (found or set()) | set(_field_types(cls))
+    return None if found is None else frozenset(found)
+
+
 class EntityBuilder:
     """Builds kio messages of one API version from plain values.
 
     `b.Name(field=value, ...)` constructs the dataclass `Name` of that version's request or
     response module, dropping fields the version does not have and converting ints/bytes to
-    kio's ErrorCode, timedelta and UUID types, so one handler body serves every version.
+    kio's ErrorCode, timedelta and UUID types, so one handler body serves every version. A class
+    or field name that no version of the API has is a bug, not a version difference: it raises
+    instead of being dropped.
     """
 
     def __init__(self, api_key: int, version: int, kind: EntityType) -> None:
+        self._api_key, self._kind = api_key, kind
         self._module = sys.modules[entity_class(api_key, version, kind).__module__]
 
     def __getattr__(self, name: str) -> Any:
+        known = _fields_in_any_version(self._api_key, self._kind, name)
+        if known is None:
+            raise AttributeError(f"no version of API {self._api_key} has a {name}")
         cls = getattr(self._module, name, None)
         if cls is None:  # a nested type this version lacks; its parent field is dropped too
             return lambda **_values: None
         types = _field_types(cls)
 
         def build(**values: Any) -> Any:
+            if unknown := values.keys() - known:
+                raise TypeError(f"no version of API {self._api_key}'s {name} has {unknown}")
             return cls(**{k: _coerce(types[k], v) for k, v in values.items() if k in types})
 
         return build

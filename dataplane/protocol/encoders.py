@@ -102,6 +102,15 @@ def _node_endpoints_tags(nodes: Sequence[NodeEndpoint]) -> bytes:
     return tagged_fields([(0, b"".join(payload))])
 
 
+def _topic_name(wire: Wire, name: str | None, *, nullable: bool) -> bytes:
+    """A topic name; None only where the version makes the field nullable (then sent as null)."""
+    if nullable:
+        return wire.nullable_string(name)
+    if name is None:
+        raise ValueError("this response version needs a topic name")
+    return wire.string(name)
+
+
 def _check_version(api: str, version: int, lowest: int, highest: int) -> None:
     if not lowest <= version <= highest:
         raise ValueError(f"{api} response v{version} is not supported (v{lowest}-v{highest})")
@@ -122,7 +131,7 @@ class BatchIndexAndErrorMessage(NamedTuple):
 
 
 class ProducePartition(NamedTuple):
-    index: int
+    partition_index: int
     error_code: int
     base_offset: int
     log_append_time_ms: int
@@ -166,7 +175,7 @@ def encode_produce_response(
             if with_log_start:
                 append(
                     head.pack(
-                        p.index,
+                        p.partition_index,
                         p.error_code,
                         p.base_offset,
                         p.log_append_time_ms,
@@ -174,7 +183,9 @@ def encode_produce_response(
                     )
                 )
             else:
-                append(head.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms))
+                append(
+                    head.pack(p.partition_index, p.error_code, p.base_offset, p.log_append_time_ms)
+                )
             if with_record_errors:
                 append(wire.array_length(len(p.record_errors)))
                 for error in p.record_errors:
@@ -223,7 +234,7 @@ class SnapshotId(NamedTuple):
 
 
 class FetchPartition(NamedTuple):
-    index: int
+    partition_index: int
     error_code: int
     high_watermark: int
     last_stable_offset: int
@@ -301,13 +312,15 @@ def encode_fetch_response(
         append(INT32.pack(throttle_time_ms))
     append(wire.array_length(len(topics)))
     for topic in topics:
-        append(uuid(topic.topic_id) if by_topic_id else wire.string(topic.name))
+        append(
+            uuid(topic.topic_id) if by_topic_id else _topic_name(wire, topic.name, nullable=False)
+        )
         append(wire.array_length(len(topic.partitions)))
         for p in topic.partitions:
             if with_log_start:
                 append(
                     head.pack(
-                        p.index,
+                        p.partition_index,
                         p.error_code,
                         p.high_watermark,
                         p.last_stable_offset,
@@ -315,7 +328,11 @@ def encode_fetch_response(
                     )
                 )
             else:
-                append(head.pack(p.index, p.error_code, p.high_watermark, p.last_stable_offset))
+                append(
+                    head.pack(
+                        p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset
+                    )
+                )
             aborted = p.aborted_transactions
             if aborted is None:
                 append(wire.null_array)
@@ -355,7 +372,7 @@ METADATA_VERSIONS = range(0, 14)
 
 class MetadataPartition(NamedTuple):
     error_code: int
-    index: int
+    partition_index: int
     leader: int
     leader_epoch: int
     replicas: Sequence[int]
@@ -409,7 +426,7 @@ def encode_metadata_response(
     with_offline = version >= 5
     with_epoch = version >= 7
     head = _METADATA_PARTITION_V7 if with_epoch else _METADATA_PARTITION_V0
-    topic_name = wire.nullable_string if version >= 12 else wire.string
+    nullable_name = version >= 12
     int32_array = wire.int32_array
     length_bias = 1 if flexible else 0  # compact lengths are count + 1
 
@@ -425,7 +442,7 @@ def encode_metadata_response(
     append(wire.array_length(len(topics)))
     for topic in topics:
         append(INT16.pack(topic.error_code))
-        append(topic_name(topic.name))
+        append(_topic_name(wire, topic.name, nullable=nullable_name))
         if version >= 10:
             append(uuid(topic.topic_id))
         if version >= 1:
@@ -439,7 +456,7 @@ def encode_metadata_response(
                     append(
                         whole.pack(
                             p.error_code,
-                            p.index,
+                            p.partition_index,
                             p.leader,
                             p.leader_epoch,
                             len(replicas) + length_bias,
@@ -451,9 +468,9 @@ def encode_metadata_response(
                         )
                     )
                     continue
-                append(head.pack(p.error_code, p.index, p.leader, p.leader_epoch))
+                append(head.pack(p.error_code, p.partition_index, p.leader, p.leader_epoch))
             else:
-                append(head.pack(p.error_code, p.index, p.leader))
+                append(head.pack(p.error_code, p.partition_index, p.leader))
             append(int32_array(replicas))
             append(int32_array(isr))
             if with_offline:

@@ -33,14 +33,31 @@ _SMALL_UVARINTS = tuple(bytes((n,)) for n in range(128))
 
 def uvarint(value: int) -> bytes:
     """Unsigned varint (7 bits per byte, low group first); one byte for values below 128."""
-    if value < 128:
+    if 0 <= value < 128:
         return _SMALL_UVARINTS[value]
+    if value < 0:
+        raise ValueError(f"an unsigned varint cannot be {value}")
     out = bytearray()
     while value >= 0x80:
         out.append(value & 0x7F | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+def read_uvarint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """The unsigned varint at `pos` and the position after it. Kafka's are at most 5 bytes (32
+    bits); a longer or truncated one is a ValueError."""
+    value = shift = 0
+    while True:
+        if pos >= len(data) or shift > 28:
+            raise ValueError("bad unsigned varint")
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
 
 
 def uuid(value: bytes) -> bytes:

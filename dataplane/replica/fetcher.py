@@ -9,19 +9,17 @@ never had), the follower truncates to where the logs agree and fetches again.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import anyio
 import grpc
 
 from dataplane.log import UnexpectedAppendOffsetError
+from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode
 from dataplane.replica import wire
 from dataplane.replica.partition import Partition
 from proto import replication_pb2
-
-if TYPE_CHECKING:
-    from dataplane.broker import Broker
 
 log = logging.getLogger("rafka.fetcher")
 
@@ -34,8 +32,12 @@ _RETRY_S = 0.2
 class ReplicaFetchers:
     """Assigns each followed partition to the fetcher of its current leader."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, cache: MetadataCache, node_id: int, broker_epoch: Callable[[], int]) -> None:
+        """`cache` gives the leaders' replication endpoints; `broker_epoch` the current one
+        (it changes when the broker registers again), which every fetch quotes."""
+        self._cache = cache
+        self._node_id = node_id
+        self._broker_epoch = broker_epoch
         self._fetchers: dict[int, LeaderFetcher] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -48,13 +50,13 @@ class ReplicaFetchers:
 
     def follow(self, partition: Partition) -> None:
         """Fetch `partition` from its current leader (and from no other)."""
-        for leader, fetcher in self._fetchers.items():
+        for leader, other in self._fetchers.items():
             if leader != partition.leader:
-                fetcher.remove(partition)
+                other.remove(partition)
         fetcher = self._fetchers.get(partition.leader)
         if fetcher is None:
             fetcher = self._fetchers[partition.leader] = LeaderFetcher(
-                self.broker, partition.leader
+                self._cache, self._node_id, self._broker_epoch, partition.leader
             )
             if self._task_group is not None:
                 self._task_group.start_soon(fetcher.run)
@@ -68,8 +70,12 @@ class ReplicaFetchers:
 class LeaderFetcher:
     """Keeps one Replication.Fetch stream to a leader busy while it has partitions to fetch."""
 
-    def __init__(self, broker: Broker, leader: int) -> None:
-        self.broker = broker
+    def __init__(
+        self, cache: MetadataCache, node_id: int, broker_epoch: Callable[[], int], leader: int
+    ) -> None:
+        self._cache = cache
+        self._node_id = node_id
+        self._broker_epoch = broker_epoch
         self.leader = leader
         self.partitions: dict[tuple[bytes, int], Partition] = {}
         self._changed = anyio.Event()
@@ -87,7 +93,7 @@ class LeaderFetcher:
                 self._changed = anyio.Event()
                 await self._changed.wait()
                 continue
-            info = self.broker.cache.brokers.get(self.leader)
+            info = self._cache.brokers.get(self.leader)
             if info is None or not info.replication_endpoint or info.fenced:
                 await anyio.sleep(_RETRY_S)
                 continue
@@ -112,7 +118,8 @@ class LeaderFetcher:
                     response = await call.read()
                     if response is grpc.aio.EOF:
                         return
-                    if not self._apply(*response, sent):
+                    message, batches = response
+                    if not self._apply(message, batches, sent):
                         await anyio.sleep(_RETRY_S)  # nothing usable: wait for new metadata
             finally:
                 call.cancel()
@@ -120,8 +127,8 @@ class LeaderFetcher:
     def _request(self) -> tuple[replication_pb2.FetchRequest, dict[tuple[bytes, int], int]]:
         """The next fetch, and the leader epoch each partition was fetched under."""
         request = replication_pb2.FetchRequest(
-            replica_id=self.broker.node_id,
-            broker_epoch=self.broker.broker_epoch,
+            replica_id=self._node_id,
+            broker_epoch=self._broker_epoch(),
             max_wait_ms=_MAX_WAIT_MS,
             max_bytes=_RESPONSE_MAX_BYTES,
         )

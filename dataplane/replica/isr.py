@@ -1,5 +1,6 @@
-"""ISR changes a leader asks for: batched AlterPartition calls to the meta service, and the
-periodic check that drops followers lagging past replica.lag.time.max.ms.
+"""ISR changes a leader asks for, sent to the meta service as batched AlterPartition calls
+(Kafka's AlterPartitionManager; the periodic check that asks to drop lagging followers is the
+ReplicaManager's, as in Kafka).
 
 The meta service commits a change only if the leader and partition epochs the leader quotes
 are still current, so a deposed leader can never shrink an ISR to itself and acknowledge
@@ -9,18 +10,15 @@ writes alone.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import anyio
 
 from dataplane import metrics
 from dataplane.metadata_cache import partition_info
 from dataplane.replica.partition import Partition, now_ms
-from meta.client import MetaError
+from meta.client import MetaClient, MetaError
 from proto import meta_pb2
-
-if TYPE_CHECKING:
-    from dataplane.broker import Broker
 
 log = logging.getLogger("rafka.isr")
 
@@ -28,8 +26,11 @@ _RETRY_MS = 1000  # after a refused change, wait for newer metadata or this long
 
 
 class IsrManager:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, meta: MetaClient, node_id: int, broker_epoch: Callable[[], int]) -> None:
+        """`broker_epoch` gives the current one: it changes when the broker registers again."""
+        self._meta = meta
+        self._node_id = node_id
+        self._broker_epoch = broker_epoch
         self._queue: dict[tuple[bytes, int], tuple[Partition, tuple[int, ...]]] = {}
         self._refused_until: dict[tuple[bytes, int], tuple[int, int]] = {}  # -> (ms, epoch)
         self._ready = anyio.Event()
@@ -45,13 +46,11 @@ class IsrManager:
         self._ready.set()
 
     async def run(self) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._shrink_loop)
-            while True:
-                await self._ready.wait()
-                self._ready = anyio.Event()
-                batch, self._queue = list(self._queue.values()), {}
-                await self._send(batch)
+        while True:
+            await self._ready.wait()
+            self._ready = anyio.Event()
+            batch, self._queue = list(self._queue.values()), {}
+            await self._send(batch)
 
     async def _send(self, batch: list[tuple[Partition, tuple[int, ...]]]) -> None:
         items = [
@@ -65,9 +64,7 @@ class IsrManager:
             for p, isr in batch
         ]
         try:
-            results = await self.broker.meta.alter_partition(
-                self.broker.node_id, self.broker.broker_epoch, items
-            )
+            results = await self._meta.alter_partition(self._node_id, self._broker_epoch(), items)
         except MetaError as e:
             log.warning("AlterPartition failed (%s); the ISR changes will be retried", e)
             results = []
@@ -91,19 +88,3 @@ class IsrManager:
             self._refused_until[key] = (now_ms() + _RETRY_MS, partition.partition_epoch)
             if partition.pending_isr == isr:
                 partition.pending_isr = None
-
-    async def _shrink_loop(self) -> None:
-        lag_ms = self.broker.config.replica_lag_time_max_ms
-        period_ms = lag_ms // 2
-        last = now_ms()
-        while True:
-            await anyio.sleep(period_ms / 1000)
-            now = now_ms()
-            late, last = now - last - period_ms, now
-            if late > period_ms:
-                # This process was stalled (paused, swapped out): the followers' fetches are
-                # queued, not missing. Judge them after they have been served.
-                log.info("ISR check ran %d ms late; skipping one round", late)
-                continue
-            for partition in list(self.broker.replicas.partitions.values()):
-                partition.maybe_shrink_isr(now, lag_ms)

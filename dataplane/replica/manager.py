@@ -160,6 +160,24 @@ class ReplicaManager:
                 log.warning("deleting stray log %s (its topic no longer exists here)", directory)
                 self._delete_dir(directory)
 
+    async def shrink_isrs(self) -> None:
+        """Kafka's isr-expiration task: every half replica.lag.time.max.ms, each partition led
+        here asks to drop the followers that have not caught up within it."""
+        lag_ms = self.config.replica_lag_time_max_ms
+        period_ms = lag_ms // 2
+        last = now_ms()
+        while True:
+            await anyio.sleep(period_ms / 1000)
+            now = now_ms()
+            late, last = now - last - period_ms, now
+            if late > period_ms:
+                # This process was stalled (paused, swapped out): the followers' fetches are
+                # queued, not missing. Judge them after they have been served.
+                log.info("ISR check ran %d ms late; skipping one round", late)
+                continue
+            for partition in list(self.partitions.values()):
+                partition.maybe_shrink_isr(now, lag_ms)
+
     async def maintain_logs(self) -> None:
         """Kafka's log manager chores: retention every log.retention.check.interval.ms, and
         expiry of idle idempotent producers (producer.id.expiration.ms)."""

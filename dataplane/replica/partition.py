@@ -239,7 +239,7 @@ class Partition:
 
     # -- follower --------------------------------------------------------------------------
 
-    def append_as_follower(self, records: bytes) -> AppendResult:
+    def append_as_follower(self, records: bytes | memoryview) -> AppendResult:
         result = self.log.append_as_follower(records)
         self.producers.update(result.batches)  # so a failover keeps deduplicating retries
         self._wake(self._append_waiters)

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
 import anyio
 import grpc
 
+from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica import wire
+from dataplane.replica.manager import ReplicaManager
 from dataplane.replica.partition import Partition, now_ms
 from proto import replication_pb2
-
-if TYPE_CHECKING:
-    from dataplane.broker import Broker
 
 log = logging.getLogger("rafka.replication")
 
@@ -28,8 +26,10 @@ Response = tuple[replication_pb2.FetchResponse, list[bytes]]  # see wire.py
 
 
 class ReplicationService:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, cache: MetadataCache, replicas: ReplicaManager) -> None:
+        """`cache` gives the followers' broker epochs and topic ids, `replicas` the logs."""
+        self._cache = cache
+        self._replicas = replicas
 
     async def fetch(
         self,
@@ -54,7 +54,7 @@ class ReplicationService:
         return self._read(req, stale, record=False)[0]
 
     def _stale_broker_epoch(self, req: replication_pb2.FetchRequest) -> bool:
-        known = self.broker.cache.brokers.get(req.replica_id)
+        known = self._cache.brokers.get(req.replica_id)
         if known is not None and known.epoch == req.broker_epoch:
             return False
         log.warning(
@@ -101,8 +101,8 @@ class ReplicationService:
         return (response, batches), watched, size
 
     def _leader(self, p: replication_pb2.FetchPartition, replica_id: int) -> Partition:
-        info = self.broker.cache.topics_by_id.get(p.topic_id)
-        partition = info and self.broker.replicas.partitions.get((info.name, p.partition))
+        info = self._cache.topics_by_id.get(p.topic_id)
+        partition = info and self._replicas.partitions.get((info.name, p.partition))
         if not partition:
             raise KafkaError(ErrorCode.unknown_topic_id)
         partition.check_leader(-1)
@@ -135,9 +135,11 @@ class ReplicationService:
         return True
 
 
-async def serve_replication(broker: Broker, address: str) -> grpc.aio.Server:
+async def serve_replication(
+    cache: MetadataCache, replicas: ReplicaManager, address: str
+) -> grpc.aio.Server:
     server = grpc.aio.server(options=wire.OPTIONS)
-    service = ReplicationService(broker)
+    service = ReplicationService(cache, replicas)
     server.add_generic_rpc_handlers(
         (
             grpc.method_handlers_generic_handler(

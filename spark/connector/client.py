@@ -346,7 +346,7 @@ class OffsetReader:
 
         def fetch() -> list[tuple[str, int]]:
             md = self.admin.list_topics(timeout=self.timeout_s)
-            out = []
+            out: list[tuple[str, int]] = []
             for name, topic in md.topics.items():
                 if topic.error is not None or not strategy.matches(name):
                     continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 EARLIEST = -2
@@ -362,8 +362,9 @@ def validate_stream(options: Mapping[str, str]) -> OffsetSpec:
     return starting_offsets(params, "latest")
 
 
-def _tps(keys: object) -> str:
-    return "Set(" + ", ".join(f"{t}-{p}" for t, p in sorted(keys)) + ")"  # type: ignore[arg-type]
+def format_partitions(tps: Iterable[TopicPartition]) -> str:
+    """Topic-partitions as the official connector's messages show them (a Scala Set)."""
+    return "Set(" + ", ".join(f"{t}-{p}" for t, p in sorted(tps)) + ")"
 
 
 def check_offset_limit_validity(start: OffsetSpec, end: OffsetSpec) -> None:
@@ -374,8 +375,8 @@ def check_offset_limit_validity(start: OffsetSpec, end: OffsetSpec) -> None:
         raise IllegalArgumentException(
             "[MISMATCHED_TOPIC_PARTITIONS_BETWEEN_START_OFFSET_AND_END_OFFSET] The specified "
             "start offset and end offset should have the same topic-partitions. Topic-partitions "
-            f"for start offset: {_tps(start.offsets)}, topic-partitions for end offset: "
-            f"{_tps(end.offsets)}."
+            f"for start offset: {format_partitions(start.offsets)}, topic-partitions for end "
+            f"offset: {format_partitions(end.offsets)}."
         )
     for (topic, p), s in start.offsets.items():
         e = end.offsets[(topic, p)]

@@ -20,7 +20,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -167,7 +167,7 @@ def split_ranges(
                 start = end
         out = [r for r in out if r[3] - r[2] > 0]
     if max_records_per_partition is not None:
-        capped = []
+        capped: list[tuple[str, int, int, int]] = []
         for t, p, s, e in out:
             n = -(-(e - s) // max_records_per_partition)
             size = -(-(e - s) // n)
@@ -249,7 +249,9 @@ def read_range(ctx: _ReadContext, part: KafkaInputPartition) -> Iterator[Any]:
                 if err is not None:
                     code = err.code()
                     if code == KafkaError._PARTITION_EOF:
-                        if m.offset() >= end:
+                        eof_at = m.offset()
+                        assert eof_at is not None  # a partition EOF is reported at an offset
+                        if eof_at >= end:
                             # Offsets up to `end` hold no more records (compaction, control
                             # batches): the range is done.
                             next_off = end
@@ -278,6 +280,7 @@ def read_range(ctx: _ReadContext, part: KafkaInputPartition) -> Iterator[Any]:
                         continue
                     raise KafkaException(err)
                 off = m.offset()
+                assert off is not None  # a record always has its offset
                 if off < next_off:
                     continue
                 if off >= end:
@@ -294,7 +297,9 @@ def read_range(ctx: _ReadContext, part: KafkaInputPartition) -> Iterator[Any]:
                 cols["timestamp"].append(ts * 1000)
                 cols["timestampType"].append(ts_type - 1 if ts_type else -1)
                 if ctx.include_headers:
-                    hs = m.headers()
+                    # A consumed record's headers are (key, value) pairs; the stub's
+                    # HeadersType also has the dict form only produce() takes.
+                    hs = cast("list[tuple[str, bytes | None]] | None", m.headers())
                     cols["headers"].append([{"key": k, "value": v} for k, v in hs] if hs else None)
                 next_off = off + 1
                 progressed = True
@@ -372,10 +377,6 @@ class KafkaBatchReader(DataSourceReader):
         return read_range(self.ctx, partition)
 
 
-def _fmt_tps(tps: object) -> str:
-    return "Set(" + ", ".join(f"{t}-{p}" for t, p in sorted(tps)) + ")"  # type: ignore[arg-type]
-
-
 def _offset_reader(options: Mapping[str, str]) -> OffsetReader:
     return OffsetReader(
         opts.kafka_params(options),
@@ -449,7 +450,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             _data_loss(
                 self.ctx,
                 "PARTITIONS_DELETED",
-                f"Partitions {_fmt_tps(lost)} have been deleted.",
+                f"Partitions {opts.format_partitions(lost)} have been deleted.",
             )
         if isinstance(limit, ReadMaxRows):
             # Partitions that appeared since `start` are read from their earliest offset.
@@ -553,15 +554,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         try:
             found = self.offset_reader.earliest(new)
         except KafkaException as e:
-            log.warning("no earliest offsets for added partitions %s: %s", _fmt_tps(new), e)
+            log.warning(
+                "no earliest offsets for added partitions %s: %s", opts.format_partitions(new), e
+            )
             found = {}
         missing = set(new) - set(found)
         if missing:
             _data_loss(
                 self.ctx,
                 "INITIAL_OFFSET_NOT_FOUND_FOR_PARTITIONS",
-                f"Cannot find initial offsets for partitions {_fmt_tps(missing)}. They may "
-                "have been deleted.",
+                f"Cannot find initial offsets for partitions {opts.format_partitions(missing)}. "
+                "They may have been deleted.",
             )
         for tp, off in sorted(found.items()):
             if off != 0:

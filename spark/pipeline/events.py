@@ -76,9 +76,14 @@ def make_orders(
 def produce_orders(bootstrap: str, topic: str, orders: Iterable[Order], **conf: str) -> int:
     """Produce orders keyed by store (the Java client's murmur2 partitioning), idempotently
     and with acks=all, so a broker failover neither loses nor duplicates one."""
-    from confluent_kafka import Producer
+    from confluent_kafka import KafkaError, Producer
 
-    errors: list = []
+    errors: list[KafkaError] = []
+
+    def on_delivery(err: KafkaError | None, _msg: object) -> None:
+        if err is not None:
+            errors.append(err)
+
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -98,7 +103,7 @@ def produce_orders(bootstrap: str, topic: str, orders: Iterable[Order], **conf: 
                     key=o.store.encode(),
                     value=o.to_json().encode(),
                     timestamp=int(o.event_time.timestamp() * 1000),
-                    on_delivery=lambda err, _m: err is not None and errors.append(err),
+                    on_delivery=on_delivery,
                 )
                 break
             except BufferError:

@@ -2,36 +2,20 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 from cluster.local import LocalCluster, free_base_port
+from cluster.polling import wait_for
 
-T = TypeVar("T")
-
-
-def wait_for(
-    check: Callable[[], T], timeout: float = 30, what: str = "condition", interval: float = 0.05
-) -> T:
-    """Poll `check` every `interval` seconds until it returns something truthy, and return
-    that; fail after `timeout` seconds naming `what` (tests wait for a state this way, never by
-    sleeping)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(interval)
+__all__ = ["wait_for"]  # tests import it from here
 
 
 def start_cluster(tmp: Path, brokers: int = 3, metas: int = 3, **overrides: str) -> LocalCluster:
+    """A started cluster; if it does not come up, the nodes it did start are stopped."""
     cluster = LocalCluster(
         brokers,
         metas,
@@ -40,7 +24,11 @@ def start_cluster(tmp: Path, brokers: int = 3, metas: int = 3, **overrides: str)
         {k.replace("_", "."): str(v) for k, v in overrides.items()},
         log_level="INFO",
     )
-    cluster.start()
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.stop()
+        raise
     return cluster
 
 

@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.local import LocalCluster
-from tests.integration.conftest import start_cluster
+from tests.integration.conftest import running_cluster
 
 PARTITIONS = 6
 
@@ -87,8 +87,7 @@ def _active_segment(cluster: LocalCluster, topic: str) -> Path:
 
 
 def test_kill_every_process_and_a_torn_tail(tmp_path: Path) -> None:
-    cluster = start_cluster(tmp_path)
-    try:
+    with running_cluster(tmp_path) as cluster:
         _create(cluster, "durable")
         acked: dict = {}
         for codec in ("none", "gzip"):
@@ -115,14 +114,11 @@ def test_kill_every_process_and_a_torn_tail(tmp_path: Path) -> None:
         producer = _produce(cluster, "durable", 100, acked, "after", acks="all")
         assert producer.flush(30) == 0
         _assert_all_acked_present(acked, _read_all(cluster, "durable"))
-    finally:
-        cluster.stop()
 
 
 def test_broker_killed_under_a_producer(tmp_path: Path) -> None:
     """The producer keeps retrying while a broker is down; nothing acknowledged goes missing."""
-    cluster = start_cluster(tmp_path)
-    try:
+    with running_cluster(tmp_path) as cluster:
         _create(cluster, "busy")
         acked: dict = {}
         done = threading.Event()
@@ -147,5 +143,3 @@ def test_broker_killed_under_a_producer(tmp_path: Path) -> None:
         assert holder[0].flush(60) == 0
         assert len(acked) == 20000
         _assert_all_acked_present(acked, _read_all(cluster, "busy"))
-    finally:
-        cluster.stop()

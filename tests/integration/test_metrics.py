@@ -9,7 +9,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.conftest import start_cluster
+from tests.integration.conftest import running_cluster
 
 
 def _free_port() -> int:
@@ -24,8 +24,7 @@ def _sample(text: str, name: str) -> float:
 
 def test_metrics_endpoint(tmp_path: Path) -> None:
     port = _free_port()
-    cluster = start_cluster(tmp_path, brokers=1, metas=1, metrics_port=port)
-    try:
+    with running_cluster(tmp_path, brokers=1, metas=1, metrics_port=port) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         admin.create_topics([NewTopic("m", 2, 1)])["m"].result(30)
         producer = Producer({"bootstrap.servers": cluster.bootstrap})
@@ -39,5 +38,3 @@ def test_metrics_endpoint(tmp_path: Path) -> None:
         assert _sample(text, "rafka_bytes_in_total") > 1000
         assert _sample(text, 'rafka_partitions{role="leader"}') == 2
         assert _sample(text, "rafka_under_replicated_partitions") == 0
-    finally:
-        cluster.stop()

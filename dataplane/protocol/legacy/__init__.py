@@ -4,8 +4,9 @@ generated from Kafka 4's JSON messages, does not have: OffsetCommit v0-v1 and Of
 `codec.entity_class` falls back on `SCHEMAS` (api key, version) -> {request|response: path}.
 A version whose layout Kafka's JSON declares identical to a later one kio has reuses kio's
 classes (OffsetCommitResponse: "Versions 1 and 2 are the same as version 0"; OffsetFetch v0
-differs from v1 only in where 0.8.1 brokers kept the offsets); the others are written here in
-kio's generated style from Kafka 3.x's OffsetCommitRequest.json.
+differs from v1 only in where 0.8.1 brokers kept the offsets); the OffsetCommitRequest v0 and
+v1 modules here are generated in kio's form by `python -m proto.generate_records` from Kafka
+3.9's OffsetCommitRequest.json (vendored in proto/kafka-message-specs).
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ async def test_isr_changes_and_producer_ids_survive_failover_and_restart(
             await brokers.close()
             watched.assert_no_gap()
     firsts = [block.first for block in blocks]
-    assert all(block.count == 1000 for block in blocks)
+    assert all(block.size == 1000 for block in blocks)
     assert firsts == sorted(firsts) and len(set(firsts)) == len(firsts), firsts
     assert firsts[0] >= 0 and firsts[-1] - firsts[0] == 1000 * (len(blocks) - 1)
     async with MetaClient(nodes.addresses) as client, watching(client) as restarted:

@@ -1,4 +1,7 @@
-"""A group shard driven synchronously: in-memory writes, a manual clock, timers fired by hand."""
+"""A group shard driven synchronously (in-memory writes replayed as the broker does, a manual
+clock, timers fired by hand), with requests of both group protocols: the classic JoinGroup,
+SyncGroup, Heartbeat and OffsetCommit, and KIP-848's ConsumerGroupHeartbeat with a model of
+its consumer (`Client`)."""
 
 from __future__ import annotations
 
@@ -6,13 +9,25 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from dataplane.coordinator.base import GroupConfig, Reply
-from dataplane.coordinator.group import ClassicGroup, JoinRequest, JoinResult, SyncResult
-from dataplane.coordinator.shard import CommitPartition, GroupShard, LocalServices
+from dataplane.coordinator.assignors import TopicMetadata
+from dataplane.coordinator.base import GroupConfig, JoinRequest, JoinResult, Reply, SyncResult
+from dataplane.coordinator.classic_group import ClassicGroup
+from dataplane.coordinator.consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupConfig,
+    HeartbeatRequest,
+    HeartbeatResponse,
+)
+from dataplane.coordinator.consumer_group_adapter import ConsumerGroupAdapter
+from dataplane.coordinator.offsets import CommitPartition
+from dataplane.coordinator.shard import GroupShard
 from dataplane.log.records import Record
-from dataplane.protocol.errors import ErrorCode
+from dataplane.protocol.errors import ErrorCode, KafkaError
+
+from .support import LocalServices, ManualClock
 
 E = ErrorCode
+GROUP = "g"
 
 
 def subscription(*topics: str) -> bytes:
@@ -26,18 +41,71 @@ def subscription(*topics: str) -> bytes:
 RANGE = (("range", subscription("t")),)
 
 
+def topic(name: str, n: int) -> TopicMetadata:
+    return TopicMetadata(name.encode().ljust(16, b"\x00")[:16], name, n)
+
+
+def tid(name: str) -> bytes:
+    return name.encode().ljust(16, b"\x00")[:16]
+
+
+def parts(assignment) -> set[tuple[bytes, int]]:
+    """(topic id, partition) pairs of a response assignment or a member's partitions map."""
+    if assignment is None:
+        return set()
+    items = assignment.items() if isinstance(assignment, dict) else assignment
+    return {(t, p) for t, ps in items for p in ps}
+
+
+def owned_list(owned: set[tuple[bytes, int]]) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
+    by_topic: dict[bytes, list[int]] = {}
+    for t, p in owned:
+        by_topic.setdefault(t, []).append(p)
+    return tuple((t, tuple(sorted(ps))) for t, ps in sorted(by_topic.items()))
+
+
+def consumer_group(shard: GroupShard, group_id: str = GROUP) -> ConsumerGroup | None:
+    """The shard's consumer group of that id, if there is one."""
+    group = shard.groups.get(group_id)
+    return group.group if isinstance(group, ConsumerGroupAdapter) else None
+
+
 class Harness:
-    def __init__(self, **config: int) -> None:
+    """A loaded shard with `topics` in the cluster, the group settings Kafka's defaults but for
+    `config` (and the classic group's initial rebalance delay 0, sessions from 1 ms)."""
+
+    def __init__(
+        self,
+        topics: Sequence[TopicMetadata] = (),
+        consumer: ConsumerGroupConfig | None = None,
+        **config: int,
+    ) -> None:
         defaults = {"initial_rebalance_delay_ms": 0, "min_session_timeout_ms": 1}
-        self.services = LocalServices(GroupConfig(**(defaults | config)))
+        group_config = GroupConfig(
+            **(defaults | config), consumer=consumer or ConsumerGroupConfig()
+        )
+        self.services = LocalServices(group_config)
         self.shard = self.services.attach(GroupShard(0, self.services))
         self.shard.on_loaded()
+        self.set_topics(topics)
 
-    # -- time -------------------------------------------------------------------------------
+    # -- time and metadata --------------------------------------------------------------------
 
     @property
     def now(self) -> int:
         return self.services.clock.now()
+
+    @now.setter
+    def now(self, ms: int) -> None:
+        """Move the clock without firing timers (`advance` fires them)."""
+        self.services.clock.ms = ms
+
+    @property
+    def topics(self) -> dict[str, TopicMetadata]:
+        return self.services.topic_metadata
+
+    def set_topics(self, topics: Sequence[TopicMetadata]) -> None:
+        self.services.topic_metadata = {t.name: t for t in topics}
 
     def settle(self) -> None:
         """Fire due timers and complete pending writes until nothing is left to do."""
@@ -162,10 +230,54 @@ class Harness:
         _, fetched = self.shard.fetch_offsets(group, None)
         return {(t.topic, p.partition): p.offset.offset for t in fetched for p in t.partitions}
 
-    def group(self, group_id: str = "g") -> ClassicGroup:
+    def classic_group(self, group_id: str = GROUP) -> ClassicGroup:
         g = self.shard.groups[group_id]
         assert isinstance(g, ClassicGroup)
         return g
+
+    # -- KIP-848 consumer groups ---------------------------------------------------------------
+
+    @property
+    def log(self) -> list[tuple[bytes, bytes | None]]:
+        """Every record appended to the partition, in order."""
+        return self.services.log
+
+    def consumer_group(self, group_id: str = GROUP) -> ConsumerGroup:
+        group = consumer_group(self.shard, group_id)
+        assert group is not None
+        return group
+
+    def apply(self, records) -> None:
+        """Write records as the coordinator does (append, replay); none may be refused."""
+        skipped = self.shard.skipped_records
+        self.services.write(GROUP, records, replay=True)
+        self.services.run_pending()
+        assert self.shard.skipped_records == skipped, "a record did not replay"
+
+    def consumer_group_heartbeat(self, api_version: int = 1, **fields) -> HeartbeatResponse:
+        """A ConsumerGroupHeartbeat through the shard; an error response raises KafkaError."""
+        req = HeartbeatRequest(group_id=fields.pop("group_id", GROUP), **fields)
+        skipped = self.shard.skipped_records
+        reply = self.shard.consumer_group_heartbeat(req, api_version, "cli", "/h")
+        self.services.run_pending()
+        assert self.shard.skipped_records == skipped, "a record did not replay"
+        response = reply.value
+        if response.error_code:
+            raise KafkaError(response.error_code, response.error_message)
+        return response
+
+    def consumer_join(self, member_id: str, topics=("t",), **fields) -> HeartbeatResponse:
+        fields.setdefault("rebalance_timeout_ms", 30_000)
+        return self.consumer_group_heartbeat(
+            member_id=member_id,
+            member_epoch=0,
+            subscribed_topic_names=tuple(topics),
+            topic_partitions=(),
+            **fields,
+        )
+
+    def fence(self, member_id: str) -> None:
+        self.apply(self.consumer_group().fence_member(member_id, self.now, self.topics))
 
     # -- a whole rebalance ------------------------------------------------------------------
 
@@ -183,17 +295,25 @@ class Harness:
         syncs = [self.sync(m, generation, assignments if m == leader else None) for m in ids]
         self.settle()
         assert all(s.value.error == E.none for s in syncs), [s.value for s in syncs]
-        assert self.group().state_name == "Stable"
+        assert self.classic_group().state_name == "Stable"
         return ids
 
-    def replayed(self) -> GroupShard:
-        """A fresh shard loaded from everything written so far."""
-        services = LocalServices(self.services.config, self.services.clock)
+    def replayed(self, *, now: int | None = None, loaded: bool = True) -> GroupShard:
+        """A fresh shard that replayed everything written so far, at `now` (default: the
+        harness's time); `loaded=False`: before its `on_loaded`."""
+        clock = self.services.clock if now is None else ManualClock(now)
+        services = LocalServices(self.services.config, clock)
+        services.topic_metadata = self.topics
         shard = services.attach(GroupShard(0, services))
         for offset, (key, value) in enumerate(self.services.log):
             shard.replay(Record(offset, self.now, key, value, ()))
-        shard.on_loaded()
+        assert shard.skipped_records == 0
+        if loaded:
+            shard.on_loaded()
         return shard
+
+    def replayed_consumer_group(self) -> ConsumerGroup | None:
+        return consumer_group(self.replayed(loaded=False))
 
 
 def snapshot(group: ClassicGroup) -> dict:
@@ -216,3 +336,92 @@ def snapshot(group: ClassicGroup) -> dict:
             for m in group.members.values()
         },
     }
+
+
+class Client:
+    """A consumer's side of the protocol: it owns what it was given, reports it, and revokes
+    when the assignment shrinks (immediately, or when told to)."""
+
+    def __init__(self, h: Harness, member_id: str, topics=("t",), instance_id=None, eager=True):
+        self.h = h
+        self.member_id = member_id
+        self.topics = tuple(topics)
+        self.instance_id = instance_id
+        self.epoch = 0
+        self.owned: set[tuple[bytes, int]] = set()
+        self.assignment: set[tuple[bytes, int]] | None = None
+        self.eager = eager
+        self.last: HeartbeatResponse | None = None
+        self.full_next = False
+        """After a failed heartbeat the consumer sends a full one (all fields), as Kafka's
+        clients do, and acts on no assignment until it is answered."""
+
+    def heartbeat(self, report: bool = True, **overrides) -> HeartbeatResponse:
+        """`report=False`: an incremental heartbeat leaves out the owned partitions (unchanged
+        since the last one). A full heartbeat (joining, or the first after a failed one) always
+        lists them: Kafka's consumer resets its sent fields on a failure and resends them all,
+        and only a heartbeat with all of them is answered with the whole assignment."""
+        if self.epoch == 0:
+            fields = dict(
+                member_id=self.member_id,
+                member_epoch=0,
+                instance_id=self.instance_id,
+                rebalance_timeout_ms=30_000,
+                subscribed_topic_names=self.topics,
+                topic_partitions=(),
+            )
+        else:
+            fields = dict(
+                member_id=self.member_id,
+                member_epoch=self.epoch,
+                topic_partitions=owned_list(self.owned),
+            )
+            if self.full_next:
+                fields.update(
+                    rebalance_timeout_ms=30_000,
+                    subscribed_topic_names=self.topics,
+                    instance_id=self.instance_id,
+                )
+            elif not report:
+                fields["topic_partitions"] = None
+        fields.update(overrides)
+        response = self.h.consumer_group_heartbeat(**fields)
+        self.full_next = False
+        self.last = response
+        self.epoch = response.member_epoch
+        if response.assignment is not None:
+            self.assignment = parts(response.assignment)
+            if self.eager:
+                self.reconcile()
+        return response
+
+    def reconcile(self) -> None:
+        """Drop what is no longer assigned, take what is (the consumer's rebalance)."""
+        if self.assignment is not None and not self.full_next:
+            self.owned = set(self.assignment)
+
+    def lose_response(self) -> None:
+        """Send a heartbeat whose response never arrives."""
+        self.h.consumer_group_heartbeat(
+            member_id=self.member_id,
+            member_epoch=self.epoch,
+            topic_partitions=None if self.epoch == 0 else owned_list(self.owned),
+            **(
+                dict(
+                    rebalance_timeout_ms=30_000,
+                    subscribed_topic_names=self.topics,
+                    instance_id=self.instance_id,
+                )
+                if self.epoch == 0 or self.full_next
+                else {}
+            ),
+        )
+        self.full_next = True
+
+    def leave(self) -> HeartbeatResponse:
+        response = self.h.consumer_group_heartbeat(
+            member_id=self.member_id, member_epoch=-1, instance_id=self.instance_id
+        )
+        self.owned = set()
+        self.epoch = 0
+        return response

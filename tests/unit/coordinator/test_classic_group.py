@@ -4,7 +4,7 @@ generation checks — and a replay of what was written gives the same state."""
 
 from __future__ import annotations
 
-from dataplane.coordinator.group import GroupState
+from dataplane.coordinator.classic_membership import GroupState
 from dataplane.coordinator.records import GroupMetadataValue, decode_record
 
 from .harness import RANGE, E, Harness, snapshot, subscription
@@ -17,7 +17,7 @@ def test_first_join_needs_a_member_id_from_v4() -> None:
     assert first.value.error == E.member_id_required
     assert first.value.member_id.startswith("app-")
     # the group exists (Empty) and is persisted right away, as Kafka does
-    assert h.group().state_name == "Empty"
+    assert h.classic_group().state_name == "Empty"
     (key, value) = h.services.log[0]
     decoded = decode_record(key, value)
     assert decoded is not None and decoded.value == GroupMetadataValue("", 0, None, None, -1, ())
@@ -28,7 +28,7 @@ def test_first_join_needs_a_member_id_from_v4() -> None:
     assert r.error == E.none and r.generation_id == 1 and r.leader == r.member_id
     assert r.protocol_type == "consumer" and r.protocol_name == "range"
     assert [m.member_id for m in r.members] == [r.member_id]
-    assert h.group().state_name == "CompletingRebalance"
+    assert h.classic_group().state_name == "CompletingRebalance"
 
 
 def test_old_versions_join_without_member_id_required() -> None:
@@ -47,9 +47,9 @@ def test_unknown_member_of_a_missing_group() -> None:
 def test_pending_member_that_never_rejoins_expires() -> None:
     h = Harness()
     first = h.join(session=5000)
-    assert h.group().pending_members == {first.value.member_id}
+    assert h.classic_group().pending_members == {first.value.member_id}
     h.advance(5000)
-    assert not h.group().pending_members
+    assert not h.classic_group().pending_members
     assert h.join(first.value.member_id).value.error == E.unknown_member_id
 
 
@@ -97,7 +97,7 @@ def test_sync_hands_the_leaders_assignment_to_every_member() -> None:
     h.settle()
     assert lead.value.assignment == b"L" and early.value.assignment == b"F"
     assert lead.value.protocol_name == "range"
-    assert h.group().state_name == "Stable"
+    assert h.classic_group().state_name == "Stable"
     # a late sync in Stable gets the stored assignment at once
     again = h.sync(follower, 1)
     assert again.done and again.value.assignment == b"F"
@@ -111,7 +111,7 @@ def test_failed_assignment_write_sends_members_back_to_rejoin() -> None:
     sync = h.sync(a.value.member_id, 1, {a.value.member_id: b"x"})
     h.settle()
     assert sync.value.error == E.coordinator_not_available
-    assert h.group().state_name == "PreparingRebalance"
+    assert h.classic_group().state_name == "PreparingRebalance"
 
 
 def test_sync_errors() -> None:
@@ -131,7 +131,7 @@ def test_follower_rejoining_with_same_metadata_in_stable_gets_the_current_genera
     reply = h.join(follower)
     assert reply.done and reply.value.error == E.none
     assert reply.value.generation_id == 1 and reply.value.members == ()
-    assert h.group().state_name == "Stable"
+    assert h.classic_group().state_name == "Stable"
 
 
 def test_leader_rejoin_starts_a_rebalance_that_waits_for_everyone() -> None:
@@ -139,7 +139,7 @@ def test_leader_rejoin_starts_a_rebalance_that_waits_for_everyone() -> None:
     leader, follower = h.stable_group(2)
     lead = h.join(leader)
     assert not lead.done
-    assert h.group().state_name == "PreparingRebalance"
+    assert h.classic_group().state_name == "PreparingRebalance"
     assert h.heartbeat(follower, 1) == E.rebalance_in_progress
     assert h.sync(follower, 1).value.error == E.rebalance_in_progress
     h.settle()
@@ -180,10 +180,10 @@ def test_session_expiry_removes_a_silent_member_and_rebalances() -> None:
     for _ in range(2):
         h.advance(4000)
         assert h.heartbeat(leader, 1) == E.none  # the follower goes silent
-    assert follower in h.group().members
+    assert follower in h.classic_group().members
     h.advance(2000)  # its 10 s session is over
-    assert follower not in h.group().members
-    assert h.group().state_name == "PreparingRebalance"
+    assert follower not in h.classic_group().members
+    assert h.classic_group().state_name == "PreparingRebalance"
     assert h.heartbeat(leader, 1) == E.rebalance_in_progress
     reply = h.join(leader)
     assert reply.value.generation_id == 2 and len(reply.value.members) == 1
@@ -208,8 +208,8 @@ def test_members_that_never_sync_are_dropped_after_the_rebalance_timeout() -> No
     h.advance(5000)
     assert h.heartbeat(leader, 1) == E.none
     h.advance(5000)  # the follower never sent SyncGroup
-    assert follower not in h.group().members
-    assert h.group().state_name == "PreparingRebalance"
+    assert follower not in h.classic_group().members
+    assert h.classic_group().state_name == "PreparingRebalance"
 
 
 def test_protocol_selection_by_votes_among_protocols_all_support() -> None:
@@ -265,7 +265,7 @@ def test_static_member_restart_keeps_its_assignment_without_a_rebalance() -> Non
     assert r.error == E.none and r.member_id != old_b
     assert r.generation_id == 1  # no rebalance
     assert r.leader == leader and r.members == ()
-    group = h.group()
+    group = h.classic_group()
     assert group.state_name == "Stable" and group.generation == 1
     assert h.sync(r.member_id, 1, instance="i-b").value.assignment == b"i-b"
     # the old incarnation is fenced
@@ -323,14 +323,14 @@ def test_leave_group() -> None:
         E.none,
         [E.none, E.unknown_member_id],
     )
-    assert h.group().state_name == "PreparingRebalance"
+    assert h.classic_group().state_name == "PreparingRebalance"
     assert h.shard.leave_group("missing", [(leader, None, None)]) == (E.unknown_member_id, [])
     reply = h.join(leader)
     assert reply.value.generation_id == 2 and len(reply.value.members) == 1
     writes = len(h.services.log)
     assert h.shard.leave_group("g", [(leader, None, None)]) == (E.none, [E.none])
     h.settle()
-    group = h.group()
+    group = h.classic_group()
     assert group.state_name == "Empty" and group.generation == 3
     assert group.protocol_type == "consumer"  # kept, as ListGroups shows it
     decoded = decode_record(*h.services.log[writes])
@@ -344,7 +344,7 @@ def test_leave_of_a_static_member_by_instance_id() -> None:
     h.settle()
     assert h.shard.leave_group("g", [("", "i-a", None)]) == (E.none, [E.none])
     assert h.shard.leave_group("g", [("", "i-a", None)]) == (E.none, [E.unknown_member_id])
-    assert a.value.member_id not in h.group().members
+    assert a.value.member_id not in h.classic_group().members
 
 
 def test_a_member_leaving_while_parked_gets_unknown_member_id() -> None:
@@ -367,7 +367,7 @@ def test_offset_commit_member_and_generation_checks() -> None:
     # during the sync phase the member must wait for its assignment
     h.join(leader)
     h.join(follower)
-    assert h.group().state_name == "CompletingRebalance"
+    assert h.classic_group().state_name == "CompletingRebalance"
     assert h.commit(follower, 2, {("t", 0): 7})[0] == E.rebalance_in_progress
 
 
@@ -382,7 +382,7 @@ def test_commits_outside_a_group() -> None:
     assert h.commit("m", 4, {("t", 0): 3}, group="nope", version=9)[0] == E.group_id_not_found
     # an empty group accepts them too
     h.stable_group(1)
-    h.shard.leave_group("g", [(h.group().leader_id or "", None, None)])
+    h.shard.leave_group("g", [(h.classic_group().leader_id or "", None, None)])
     h.settle()
     assert h.commit("", -1, {("t", 1): 9})[0] == E.none
 
@@ -402,8 +402,8 @@ def test_replay_rebuilds_groups_and_offsets() -> None:
     h.commit(follower, 1, {("t", 1): 12})
     h.commit("", -1, {("u", 0): 1}, group="simple")
     replayed = h.replayed()
-    assert snapshot(replayed.groups["g"]) == snapshot(h.group())  # type: ignore[arg-type]
-    assert replayed.offsets == h.shard.offsets
+    assert snapshot(replayed.groups["g"]) == snapshot(h.classic_group())  # type: ignore[arg-type]
+    assert replayed.offsets.committed == h.shard.offsets.committed
     assert set(replayed.groups) == {"g", "simple"}
     # loaded members must heartbeat again within their session
     group = replayed.groups["g"]
@@ -417,14 +417,14 @@ def test_unload_answers_parked_requests_not_coordinator() -> None:
     parked = h.join(leader)
     h.shard.on_unloaded()
     assert parked.value.error == E.not_coordinator
-    assert h.group().state is GroupState.DEAD
+    assert h.classic_group().state is GroupState.DEAD
     assert len(h.shard.timer) == 0
 
 
 def test_duplicate_join_requests_are_both_answered() -> None:
     h = Harness()
     first = h.join(version=3)
-    member = h.group().leader_id
+    member = h.classic_group().leader_id
     assert member is not None
     again = h.join(member, version=3)  # a client retrying the same JoinGroup
     h.settle()

@@ -46,8 +46,8 @@ def test_a_commit_is_visible_only_once_replicated() -> None:
     h.services.run_pending()
     assert stored.value == E.none
     assert fetched(h, [0, 1]) == {0: (5, E.none), 1: (1, E.none)}
-    assert h.shard.pending_offsets == {}
-    assert h.replayed().offsets == h.shard.offsets
+    assert h.shard.offsets.pending == {}
+    assert h.replayed().offsets.committed == h.shard.offsets.committed
 
 
 def test_failed_replication_leaves_the_previous_offset() -> None:
@@ -58,13 +58,13 @@ def test_failed_replication_leaves_the_previous_offset() -> None:
     h.services.run_pending()
     assert stored.value == E.request_timed_out
     assert fetched(h, [0, 1]) == {0: (3, E.none), 1: (None, E.none)}
-    assert h.shard.pending_offsets == {}
+    assert h.shard.offsets.pending == {}
     # a write refused before it reached the log leaves nothing either
     h.services.hold_replication = False
     h.services.fail_with = E.not_enough_replicas
     log_size = len(h.services.log)
     assert h.commit("", -1, {("t", 0): 9}) == (E.not_enough_replicas, {("t", 0): E.none})
-    assert len(h.services.log) == log_size and h.shard.pending_offsets == {}
+    assert len(h.services.log) == log_size and h.shard.offsets.pending == {}
     assert h.committed() == {("t", 0): 3}
 
 
@@ -121,7 +121,7 @@ def test_deleting_offsets_cancels_the_commits_in_flight() -> None:
     h.services.run_pending()
     assert stored.value == E.none
     assert fetched(h, [0, 1]) == {0: (5, E.none), 1: (None, E.none)}  # t-1 stays deleted
-    assert h.replayed().offsets == h.shard.offsets
+    assert h.replayed().offsets.committed == h.shard.offsets.committed
 
 
 def test_a_group_with_a_commit_in_flight_is_not_expired() -> None:
@@ -146,4 +146,4 @@ def test_offset_commit_v1_timestamp_is_the_commit_time() -> None:
     # a simple group's retention counts from the commit time
     by_group, _ = h.shard.expire_offsets()
     assert by_group == {"g": [offset_commit_record("g", "t", 0, None)]}
-    assert h.replayed().offsets == h.shard.offsets
+    assert h.replayed().offsets.committed == h.shard.offsets.committed

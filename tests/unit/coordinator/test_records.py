@@ -96,23 +96,24 @@ def test_offset_commit_value_every_version_decodes() -> None:
     v0 = i16(0) + i64(10) + s16("m") + i64(100)
     v2 = i16(2) + i64(10) + s16("m") + i64(100)
     v3 = i16(3) + i64(10) + i32(4) + s16("m") + i64(100)
-    # v4 is flexible: compact string, and a tagged-field section (one unknown tag, skipped)
+    # v4 is flexible: compact string, and a tagged-field section (one unknown tag, kept)
     v4 = i16(4) + i64(10) + i32(4) + compact("m") + i64(100) + bytes([1, 9, 2, 0xAB, 0xCD])
     want = {
         0: OffsetCommitValue(10, -1, "m", 100),
         2: OffsetCommitValue(10, -1, "m", 100),
         3: OffsetCommitValue(10, 4, "m", 100),
-        4: OffsetCommitValue(10, 4, "m", 100),
+        4: OffsetCommitValue(10, 4, "m", 100, unknown_tags=((9, b"\xab\xcd"),)),
     }
     for raw in (v0, v2, v3, v4):
         decoded = decode_record(key, raw)
         assert decoded is not None
         assert decoded.value == want[decoded.value_version]
-    # the flexible version round-trips (tags it does not know are not kept)
+    # the flexible version round-trips, tags it does not know included (as Kafka's do)
     assert encode_value(OFFSET_COMMIT, OffsetCommitValue(10, 4, "m", 100), 4) == (
         i16(4) + i64(10) + i32(4) + compact("m") + i64(100) + b"\x00"
     )
     assert OFFSET_COMMIT_VALUE.decode(v4, 4, 2)[0] == want[4]
+    assert encode_value(OFFSET_COMMIT, want[4], 4) == v4
 
 
 def test_legacy_key_version_0_is_an_offset_commit() -> None:
@@ -242,7 +243,7 @@ def test_group_metadata_v4_is_flexible() -> None:
 
 
 def test_unknown_record_types_are_not_decoded() -> None:
-    # KIP-848 consumer group records (types 3-8) and later ones: left to whoever registers them
+    # KIP-848 consumer group records (types 3-8, 16) and later ones: the shard dispatches them
     for record_type in (3, 4, 5, 6, 7, 8, 16, 100):
         assert decode_record(i16(record_type) + s16("g"), b"\x00\x00anything") is None
 

@@ -1,5 +1,5 @@
 """The shard's group-agnostic APIs: offsets fetch/delete, DeleteGroups, offsets expiry, and the
-replay dispatch (unknown record types skipped, extensions registered by record type)."""
+replay dispatch (unknown record types skipped, each shard's table of record types)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import struct
 
 from dataplane.coordinator.base import Group
 from dataplane.coordinator.records import decode_record, offset_commit_record
-from dataplane.coordinator.shard import GroupShard, LocalServices, register_replayer
-from dataplane.coordinator.timer import ManualClock, Timer
+from dataplane.coordinator.timer import Timer
 from dataplane.log.records import Record
 
 from .harness import E, Harness, subscription
+from .support import ManualClock, local_shard
 
 DAY = 24 * 3600 * 1000
 
@@ -63,7 +63,7 @@ def test_delete_groups() -> None:
     decoded = [decode_record(k, v) for k, v in records]
     assert [(r.type_id, r.value) for r in decoded if r] == [(1, None), (1, None), (2, None)]
     h.services.append("idle", records, True)
-    assert "idle" not in h.shard.groups and "idle" not in h.shard.offsets
+    assert "idle" not in h.shard.groups and "idle" not in h.shard.offsets.committed
     assert "idle" not in h.replayed().groups
 
 
@@ -72,7 +72,7 @@ def test_offsets_of_an_empty_group_expire_after_the_retention() -> None:
     (member,) = h.stable_group(1)
     h.commit(member, 1, {("t", 0): 5})
     h.advance(20_000)  # the member stops heartbeating: its session ends, the group empties
-    group = h.group()
+    group = h.classic_group()
     assert group.state_name == "Empty"
     emptied_at = group.current_state_timestamp
     assert emptied_at is not None
@@ -84,7 +84,7 @@ def test_offsets_of_an_empty_group_expire_after_the_retention() -> None:
     kinds = [decode_record(k, v).type_id for k, v in by_group["g"]]  # type: ignore[union-attr]
     assert kinds == [1, 2]  # the offset's tombstone, then the group's
     h.services.append("g", by_group["g"], True)
-    assert "g" not in h.shard.groups and "g" not in h.shard.offsets
+    assert "g" not in h.shard.groups and "g" not in h.shard.offsets.committed
 
 
 def test_stable_consumer_groups_only_lose_offsets_of_topics_nobody_subscribes_to() -> None:
@@ -108,7 +108,7 @@ def test_simple_group_offsets_expire_from_their_commit() -> None:
 
 
 def test_replay_skips_unknown_record_types_and_bad_records() -> None:
-    shard = LocalServices().attach(GroupShard(0))
+    shard, _ = local_shard()
     consumer_group_epoch = struct.pack(">hh", 3, 1) + b"g" + b"\x00\x00\x01\x02"
     shard.replay(Record(0, 0, consumer_group_epoch, b"\x00\x00\x00", ()))
     shard.replay(Record(1, 0, struct.pack(">h", 1) + b"\x00", b"junk", ()))
@@ -116,13 +116,16 @@ def test_replay_skips_unknown_record_types_and_bad_records() -> None:
     assert shard.skipped_records == 3 and not shard.groups
 
 
-def test_group_types_register_their_record_types() -> None:
+def test_replay_dispatches_by_the_shards_own_table() -> None:
     seen = []
-    register_replayer([250], lambda shard, record: seen.append((shard.partition_index, record)))
-    shard = LocalServices().attach(GroupShard(7))
+    shard, _ = local_shard(index=7)
+    shard.replayers[250] = seen.append  # this shard only: no other shard knows type 250
     record = Record(0, 0, struct.pack(">h", 250) + b"key", None, ())
     shard.replay(record)
-    assert seen == [(7, record)]
+    assert seen == [record]
+    other, _ = local_shard()
+    other.replay(record)
+    assert other.skipped_records == 1
 
 
 def test_timer_fires_in_deadline_order_and_rescheduling_replaces() -> None:

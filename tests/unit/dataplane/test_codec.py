@@ -14,8 +14,8 @@ from dataplane.protocol.codec import (
     parse_header,
     read_uvarint,
     response_header_flexible,
-    write_uvarint,
 )
+from dataplane.protocol.primitives import uvarint
 
 SUPPORTED = {0: (3, 11), 3: (0, 13), 18: (0, 4)}
 
@@ -68,7 +68,7 @@ def test_malformed_headers(frame: bytes) -> None:
 
 @pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 16383, 16384, 2**28 - 1])
 def test_uvarint_round_trip(value: int) -> None:
-    assert read_uvarint(write_uvarint(value) + b"rest", 0) == (value, len(write_uvarint(value)))
+    assert read_uvarint(uvarint(value) + b"rest", 0) == (value, len(uvarint(value)))
 
 
 def test_frame_response_lengths() -> None:

@@ -101,7 +101,7 @@ def produce_response(
                 partition_responses=tuple(
                     build(
                         m.PartitionProduceResponse,
-                        index=p.index,
+                        index=p.partition_index,
                         error_code=ErrorCode(p.error_code),
                         base_offset=p.base_offset,
                         log_append_time=(
@@ -149,7 +149,7 @@ def fetch_response(
                 partitions=tuple(
                     build(
                         m.PartitionData,
-                        partition_index=p.index,
+                        partition_index=p.partition_index,
                         error_code=ErrorCode(p.error_code),
                         high_watermark=p.high_watermark,
                         last_stable_offset=p.last_stable_offset,
@@ -205,7 +205,7 @@ def metadata_response(
                     build(
                         m.MetadataResponsePartition,
                         error_code=ErrorCode(p.error_code),
-                        partition_index=p.index,
+                        partition_index=p.partition_index,
                         leader_id=p.leader,
                         leader_epoch=p.leader_epoch,
                         replica_nodes=tuple(p.replicas),

@@ -56,7 +56,7 @@ produce_topics = small_lists(
         partitions=small_lists(
             st.builds(
                 ProducePartition,
-                index=int32,
+                partition_index=int32,
                 error_code=error_codes,
                 base_offset=int64,
                 log_append_time_ms=timestamps,
@@ -87,7 +87,7 @@ fetch_topics = small_lists(
         partitions=small_lists(
             st.builds(
                 FetchPartition,
-                index=int32,
+                partition_index=int32,
                 error_code=error_codes,
                 high_watermark=int64,
                 last_stable_offset=int64,
@@ -123,7 +123,7 @@ def metadata_topics(nullable_name: bool) -> st.SearchStrategy:
                 st.builds(
                     MetadataPartition,
                     error_code=error_codes,
-                    index=int32,
+                    partition_index=int32,
                     leader=int32,
                     leader_epoch=int32,
                     replicas=small_lists(int32, max_size=5),

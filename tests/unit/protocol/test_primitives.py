@@ -25,6 +25,23 @@ def test_uvarint(value: int) -> None:
     assert primitives.uvarint(value) == kio_bytes(writers.write_unsigned_varint, value)
 
 
+@given(st.integers(0, 2**32 - 1))
+def test_read_uvarint(value: int) -> None:
+    data = primitives.uvarint(value)
+    assert primitives.read_uvarint(b"x" + data + b"rest", 1) == (value, 1 + len(data))
+
+
+@pytest.mark.parametrize("data", [b"", b"\x80", b"\xff\xff\xff\xff\xff\x01"])
+def test_read_uvarint_refuses_truncated_and_overlong(data: bytes) -> None:
+    with pytest.raises(ValueError):
+        primitives.read_uvarint(data, 0)
+
+
+def test_uvarint_refuses_negative() -> None:
+    with pytest.raises(ValueError):
+        primitives.uvarint(-1)
+
+
 @pytest.mark.parametrize(
     ("ours", "kio_writer", "values"),
     [

@@ -37,6 +37,7 @@ def cs(v: str | None) -> bytes:
 
 
 NO_TAGS = b"\x00"
+PartitionMetadata = rec.TopicMetadataEntry.PartitionMetadata
 
 # (key, value, expected key bytes, expected value bytes) per record type.
 EXAMPLES = [
@@ -57,7 +58,9 @@ EXAMPLES = [
     ),
     pytest.param(
         rec.GroupKey(rec.PARTITION_METADATA, "g1"),
-        rec.PartitionMetadataValue((rec.TopicMetadataEntry(TID, "t", 2, ((0, ("r1", "r2")),)),)),
+        rec.PartitionMetadataValue(
+            (rec.TopicMetadataEntry(TID, "t", 2, (PartitionMetadata(0, ("r1", "r2")),)),)
+        ),
         i16(4) + s16("g1"),
         i16(0)
         + b"\x02"  # Topics: 1 entry
@@ -110,7 +113,7 @@ EXAMPLES = [
     ),
     pytest.param(
         rec.MemberKey(rec.TARGET_ASSIGNMENT_MEMBER, "g1", "m1"),
-        rec.TargetAssignmentMemberValue((rec.TopicPartitions(TID, (0, 1)),)),
+        rec.TargetAssignmentMemberValue((rec.TargetTopicPartition(TID, (0, 1)),)),
         i16(7) + s16("g1") + s16("m1"),
         i16(0) + b"\x02" + TID + b"\x03" + i32(0) + i32(1) + NO_TAGS + NO_TAGS,
         id="target-assignment-member",
@@ -233,21 +236,36 @@ tags = st.lists(
 ).map(lambda ts: tuple(sorted(ts)))
 
 
+nested_tags = st.lists(
+    st.tuples(st.integers(1, 100), st.binary(max_size=10)),
+    max_size=2,
+    unique_by=lambda t: t[0],
+).map(lambda ts: tuple(sorted(ts)))
+
+
 def tps(epochs: bool):
-    return st.lists(
-        st.builds(
+    partitions = st.lists(i32s, max_size=20).map(tuple)
+    if epochs:
+        item = st.builds(
             rec.TopicPartitions,
             uuids,
-            st.lists(i32s, max_size=20).map(tuple),
-            (st.none() | st.lists(i32s, max_size=5).map(tuple)) if epochs else st.none(),
-            st.lists(
-                st.tuples(st.integers(1, 100), st.binary(max_size=10)),
-                max_size=2,
-                unique_by=lambda t: t[0],
-            ).map(lambda ts: tuple(sorted(ts))),
-        ),
-        max_size=5,
-    ).map(tuple)
+            partitions,
+            st.none() | st.lists(i32s, max_size=5).map(tuple),
+            nested_tags,
+        )
+    else:
+        item = st.builds(rec.TargetTopicPartition, uuids, partitions, nested_tags)
+    return st.lists(item, max_size=5).map(tuple)
+
+
+classic_member_metadata = st.builds(
+    rec.ClassicMemberMetadata,
+    i32s,
+    st.lists(
+        st.builds(rec.ClassicMemberMetadata.ClassicProtocol, names, st.binary(max_size=20)),
+        max_size=3,
+    ).map(tuple),
+)
 
 
 KEYS = st.one_of(
@@ -279,9 +297,11 @@ VALUES = st.one_of(
                 uuids,
                 names,
                 i32s,
-                st.lists(st.tuples(i32s, st.lists(names, max_size=3).map(tuple)), max_size=3).map(
-                    tuple
-                ),
+                st.lists(
+                    st.builds(PartitionMetadata, i32s, st.lists(names, max_size=3).map(tuple)),
+                    max_size=3,
+                ).map(tuple),
+                nested_tags,
             ),
             max_size=3,
         ).map(tuple),
@@ -297,7 +317,7 @@ VALUES = st.one_of(
         opt_names,
         i32s,
         opt_names,
-        st.none() | st.binary(max_size=50),
+        st.none() | classic_member_metadata,
         tags,
     ),
     st.builds(rec.TargetAssignmentMetadataValue, i32s, i64s, tags),

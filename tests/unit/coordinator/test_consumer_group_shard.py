@@ -12,13 +12,13 @@ import pytest
 
 from dataplane.config import BrokerConfig
 from dataplane.coordinator import consumer_group_records as rec
-from dataplane.coordinator.base import Reply
+from dataplane.coordinator.base import JoinRequest, JoinResult, Reply
+from dataplane.coordinator.classic_group import ClassicGroup
 from dataplane.coordinator.consumer_group import GroupState, HeartbeatRequest
 from dataplane.coordinator.consumer_group_adapter import ConsumerGroupAdapter
-from dataplane.coordinator.group import ClassicGroup, JoinRequest, JoinResult
+from dataplane.coordinator.offsets import CommitPartition
 from dataplane.coordinator.records import decode_record
 from dataplane.coordinator.service import ClusterTopics, consumer_assignors, group_config
-from dataplane.coordinator.shard import CommitPartition
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from proto import meta_pb2
@@ -80,7 +80,7 @@ def test_a_consumer_group_is_a_group_of_the_shard() -> None:
     a, b = Client(h, "a"), Client(h, "b")
     settle([a, b])
     group = h.shard.groups[GROUP]
-    assert isinstance(group, ConsumerGroupAdapter) and group.group is h.group
+    assert isinstance(group, ConsumerGroupAdapter) and group.group is h.consumer_group()
     assert h.services.created == [GROUP]  # registered with the meta service's registry
     (listed,) = h.shard.list_groups()
     assert (listed.type, listed.protocol_type, listed.state) == ("consumer", "consumer", "Stable")
@@ -120,7 +120,7 @@ def test_offsets_of_a_consumer_group_use_member_epochs() -> None:
     assert errors[("u", 0)] == E.none and records == []
     # once everyone left, a commit from outside the group is fine again
     a.leave()
-    assert h.group.state == GroupState.EMPTY
+    assert h.consumer_group().state == GroupState.EMPTY
     assert commit(h, "", -1, {("t", 0): 7}) == E.none
 
 
@@ -136,9 +136,9 @@ def test_empty_consumer_group_is_deleted_with_its_offsets() -> None:
     assert errors == {GROUP: E.none}
     assert record_types(records)[0] == 1 and record_types(records)[-1] == rec.GROUP_METADATA
     h.apply(records)
-    assert GROUP not in h.shard.groups and GROUP not in h.shard.offsets
+    assert GROUP not in h.shard.groups and GROUP not in h.shard.offsets.committed
     assert not h.shard.timer.is_scheduled(f"consumer-expiry-{GROUP}")
-    assert GROUP not in h.rebuilt().groups
+    assert GROUP not in h.replayed(loaded=False).groups
 
 
 def test_offsets_expiry_deletes_an_empty_consumer_group() -> None:
@@ -155,7 +155,7 @@ def test_offsets_expiry_deletes_an_empty_consumer_group() -> None:
     by_group, deleted = h.shard.expire_offsets()
     assert deleted == [GROUP]
     h.apply(by_group[GROUP])
-    assert GROUP not in h.shard.groups and GROUP not in h.shard.offsets
+    assert GROUP not in h.shard.groups and GROUP not in h.shard.offsets.committed
 
 
 def test_a_joining_heartbeat_takes_over_an_empty_classic_group() -> None:
@@ -163,16 +163,16 @@ def test_a_joining_heartbeat_takes_over_an_empty_classic_group() -> None:
     assert commit(h, "", -1, {("t", 0): 9}) == E.none  # a "simple" classic group
     assert isinstance(h.shard.groups[GROUP], ClassicGroup)
     before = len(h.log)
-    r = h.join("a")
+    r = h.consumer_join("a")
     assert r.member_epoch == 1
     assert isinstance(h.shard.groups[GROUP], ConsumerGroupAdapter)
     # the classic group's tombstone first, then the consumer group's records
     key, value = h.log[before]
     assert decode_record(key, value).type_id == 2 and value is None
     assert h.shard.fetch_offsets(GROUP, [("t", [0])])[1][0].partitions[0][1].offset == 9
-    rebuilt = h.rebuilt()
-    assert consumer_group(rebuilt).snapshot() == h.group.snapshot()
-    assert rebuilt.offsets[GROUP]["t"][0].offset == 9
+    rebuilt = h.replayed(loaded=False)
+    assert consumer_group(rebuilt).snapshot() == h.consumer_group().snapshot()
+    assert rebuilt.offsets.committed[GROUP]["t"][0].offset == 9
 
 
 def test_a_classic_group_with_members_is_not_a_consumer_group() -> None:
@@ -183,9 +183,9 @@ def test_a_classic_group_with_members_is_not_a_consumer_group() -> None:
     for epoch in (0, 3, -1):
         with pytest.raises(KafkaError) as info:
             if epoch == 0:
-                h.join("a")
+                h.consumer_join("a")
             else:
-                h.heartbeat(member_id="a", member_epoch=epoch)
+                h.consumer_group_heartbeat(member_id="a", member_epoch=epoch)
         assert (info.value.code, info.value.message) == (E.group_id_not_found, message), epoch
     (described,) = h.shard.consumer_group_describe([GROUP])
     assert (described.error_code, described.error_message) == (E.group_id_not_found, message)
@@ -196,7 +196,7 @@ def test_a_heartbeat_that_does_not_join_never_creates_a_group() -> None:
     h = Harness([topic("t", 2)])
     commit(h, "", -1, {("t", 0): 1})  # an empty (simple) classic group
     with pytest.raises(KafkaError) as info:
-        h.heartbeat(member_id="a", member_epoch=2)
+        h.consumer_group_heartbeat(member_id="a", member_epoch=2)
     assert info.value.code == E.group_id_not_found
     assert isinstance(h.shard.groups[GROUP], ClassicGroup)
 
@@ -209,55 +209,57 @@ def test_join_group_takes_over_an_empty_consumer_group_only() -> None:
     assert classic_join(h).value.error == E.inconsistent_group_protocol
     a.leave()
     commit(h, "", -1, {("t", 1): 4})
-    tombstones = h.group.tombstones()
+    tombstones = h.consumer_group().tombstones()
     before = len(h.log)
     reply = classic_join(h, version=3)
     assert reply.value.error == E.none
     assert isinstance(h.shard.groups[GROUP], ClassicGroup)
     assert not h.shard.timer.is_scheduled(f"consumer-expiry-{GROUP}")
     assert h.log[before : before + len(tombstones)] == tombstones
-    assert h.shard.offsets[GROUP]["t"][1].offset == 4
-    assert GROUP not in {g for g, x in h.rebuilt().groups.items() if x.TYPE == "consumer"}
+    assert h.shard.offsets.committed[GROUP]["t"][1].offset == 4
+    assert GROUP not in {
+        g for g, x in h.replayed(loaded=False).groups.items() if x.TYPE == "consumer"
+    }
 
 
 def test_session_expiry_fires_on_the_shard_timer() -> None:
     h = Harness([topic("t", 4)])
     a, b = Client(h, "a"), Client(h, "b")
     settle([a, b])
-    epoch = h.group.group_epoch
-    deadline = h.group.next_deadline_ms()
+    epoch = h.consumer_group().group_epoch
+    deadline = h.consumer_group().next_deadline_ms()
     # the timer may be set earlier (a deadline since dropped): it then finds nobody expired
     assert h.shard.timer.next_deadline() <= deadline
     h.now = deadline - 1
     b.heartbeat()  # b stays alive; a does not
     h.shard.timer.fire_due()
-    assert set(h.group.members) == {"a", "b"}
+    assert set(h.consumer_group().members) == {"a", "b"}
     assert h.shard.timer.next_deadline() == deadline
     h.now = deadline
     assert h.shard.timer.fire_due() == 1
     h.services.run_pending()
-    assert set(h.group.members) == {"b"} and h.group.group_epoch == epoch + 1
+    assert set(h.consumer_group().members) == {"b"} and h.consumer_group().group_epoch == epoch + 1
     settle([b])
     assert len(b.owned) == 4
     # the timer moved on to (at the latest) b's deadline
-    assert h.shard.timer.next_deadline() <= h.group.next_deadline_ms()
-    assert consumer_group(h.rebuilt()).snapshot() == h.group.snapshot()
+    assert h.shard.timer.next_deadline() <= h.consumer_group().next_deadline_ms()
+    assert consumer_group(h.replayed(loaded=False)).snapshot() == h.consumer_group().snapshot()
 
 
 def test_fencing_that_cannot_be_written_is_tried_again() -> None:
     h = Harness([topic("t", 2)])
     a = Client(h, "a")
     settle([a])
-    h.now = h.group.next_deadline_ms()
+    h.now = h.consumer_group().next_deadline_ms()
     h.services.fail_with = E.not_enough_replicas
     assert h.shard.timer.fire_due() == 1
     h.services.run_pending()
-    assert "a" in h.group.members
+    assert "a" in h.consumer_group().members
     assert h.shard.timer.next_deadline() == h.now + 1000
     h.services.fail_with = None
     h.now += 1000
     h.shard.timer.fire_due()
-    assert h.group.members == {} and h.group.state == GroupState.EMPTY
+    assert h.consumer_group().members == {} and h.consumer_group().state == GroupState.EMPTY
 
 
 def test_failed_writes_answer_with_the_error_and_create_nothing() -> None:
@@ -274,7 +276,7 @@ def test_failed_writes_answer_with_the_error_and_create_nothing() -> None:
     h.services.run_pending()
     assert reply.value.error_code == E.not_coordinator
     h.services.fail_with = None
-    assert h.join("a").member_epoch == 1
+    assert h.consumer_join("a").member_epoch == 1
 
 
 def joining(member_id: str) -> HeartbeatRequest:
@@ -293,9 +295,9 @@ def test_loading_starts_the_deadlines_and_unloading_stops_them() -> None:
     a = Client(h, "a")
     settle([a])
     commit(h, "a", a.epoch, {("t", 0): 2})
-    shard = h.rebuilt(now=h.now + 10)
+    shard = h.replayed(loaded=False, now=h.now + 10)
     assert isinstance(shard.groups[GROUP], ConsumerGroupAdapter)
-    assert shard.offsets[GROUP]["t"][0].offset == 2
+    assert shard.offsets.committed[GROUP]["t"][0].offset == 2
     assert shard.timer.next_deadline() is None
     shard.on_loaded()
     assert shard.timer.next_deadline() == h.now + 10 + 45_000
@@ -307,13 +309,13 @@ def test_records_of_every_type_route_to_the_consumer_group() -> None:
     h = Harness([topic("t", 2), topic("u", 1)])
     a = Client(h, "a", topics=("t",))
     settle([a])
-    h.heartbeat(member_id="a", member_epoch=a.epoch, subscribed_topic_regex="u.*")
+    h.consumer_group_heartbeat(member_id="a", member_epoch=a.epoch, subscribed_topic_regex="u.*")
     kinds = set(record_types(h.log))
     assert {3, 5, 6, 7, 8, 16} <= kinds
     legacy = rec.PartitionMetadataValue((rec.TopicMetadataEntry(tid("t"), "t", 2),))
     h.apply([rec.encode(rec.GroupKey(rec.PARTITION_METADATA, GROUP), legacy)])
-    assert h.group.legacy_partition_metadata == legacy
-    assert consumer_group(h.rebuilt()).snapshot() == h.group.snapshot()
+    assert h.consumer_group().legacy_partition_metadata == legacy
+    assert consumer_group(h.replayed(loaded=False)).snapshot() == h.consumer_group().snapshot()
 
 
 UNIFORM_CLASS = "org.apache.kafka.coordinator.group.assignor.UniformAssignor"

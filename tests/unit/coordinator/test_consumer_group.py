@@ -45,9 +45,9 @@ def assert_disjoint(clients) -> None:
 
 
 def assert_replay_equal(h: Harness) -> None:
-    rebuilt = h.rebuilt_group()
+    rebuilt = h.replayed_consumer_group()
     assert rebuilt is not None
-    assert rebuilt.snapshot() == h.group.snapshot()
+    assert rebuilt.snapshot() == h.consumer_group().snapshot()
 
 
 def raises(code: ErrorCode, message: str | None = None):
@@ -72,10 +72,10 @@ def raises(code: ErrorCode, message: str | None = None):
 
 def test_first_member_gets_everything_at_once() -> None:
     h = Harness([topic("t", 4)])
-    r = h.join("a")
+    r = h.consumer_join("a")
     assert r.member_id == "a" and r.member_epoch == 1 and r.heartbeat_interval_ms == 5000
     assert parts(r.assignment) == all_parts(4)
-    g = h.group
+    g = h.consumer_group()
     assert g.group_epoch == 1 and g.assignment_epoch == 1
     assert g.state == GroupState.STABLE
     assert g.members["a"].state == MemberState.STABLE
@@ -88,22 +88,22 @@ def test_first_member_gets_everything_at_once() -> None:
 
 def test_heartbeat_only_computes() -> None:
     h = Harness([topic("t", 4)])
-    fresh = ConsumerGroup(GROUP, h.config)
+    fresh = ConsumerGroup(GROUP, h.shard.config.consumer)
     req = HeartbeatRequest(
         GROUP, "a", 0, rebalance_timeout_ms=1, subscribed_topic_names=("t",), topic_partitions=()
     )
     before = fresh.snapshot()
     response, records = fresh.heartbeat(req, h.now, h.topics)
-    assert fresh.snapshot() == before and not fresh.exists and h.consumer_group() is None
+    assert fresh.snapshot() == before and not fresh.exists and consumer_group(h.shard) is None
     assert response.member_epoch == 1 and records
     fresh.replay_record(*records[0])  # what the coordinator's write does (for every record)
     assert fresh.exists
     h.apply(records)
-    assert h.group.exists and h.group.group_epoch == 1
+    assert h.consumer_group().exists and h.consumer_group().group_epoch == 1
 
     # The same for every kind of heartbeat of an existing group.
     Client(h, "b").heartbeat()
-    a_owned = owned_list(parts(h.group.members["a"].assigned_partitions))
+    a_owned = owned_list(parts(h.consumer_group().members["a"].assigned_partitions))
     for req in (
         HeartbeatRequest(GROUP, "a", 1, topic_partitions=a_owned),
         HeartbeatRequest(GROUP, "a", 1, topic_partitions=()),
@@ -118,9 +118,9 @@ def test_heartbeat_only_computes() -> None:
         ),
         HeartbeatRequest(GROUP, "a", -1),
     ):
-        before = h.group.snapshot()
-        h.group.heartbeat(req, h.now, h.topics)
-        assert h.group.snapshot() == before
+        before = h.consumer_group().snapshot()
+        h.consumer_group().heartbeat(req, h.now, h.topics)
+        assert h.consumer_group().snapshot() == before
 
 
 def test_three_members_converge_to_a_disjoint_cover() -> None:
@@ -129,12 +129,12 @@ def test_three_members_converge_to_a_disjoint_cover() -> None:
     for c in clients:
         c.heartbeat()
         assert_disjoint(clients)
-    assert h.group.state in (GroupState.RECONCILING, GroupState.STABLE)
+    assert h.consumer_group().state in (GroupState.RECONCILING, GroupState.STABLE)
     settle(clients)
     assert_disjoint(clients)
     assert set().union(*(c.owned for c in clients)) == all_parts(8)
     assert sorted(len(c.owned) for c in clients) == [2, 3, 3]
-    g = h.group
+    g = h.consumer_group()
     assert g.state == GroupState.STABLE
     assert {c.epoch for c in clients} == {g.group_epoch} == {3}
     for c in clients:
@@ -153,26 +153,26 @@ def test_late_joiner_waits_for_revocation() -> None:
     r = b.heartbeat()
     # b is at the new epoch but everything it should get is still a's.
     assert r.member_epoch == 2 and parts(r.assignment) == set()
-    assert h.group.members["b"].state == MemberState.UNRELEASED_PARTITIONS
-    assert h.group.state == GroupState.RECONCILING
+    assert h.consumer_group().members["b"].state == MemberState.UNRELEASED_PARTITIONS
+    assert h.consumer_group().state == GroupState.RECONCILING
 
     r = a.heartbeat()  # a is asked to revoke half, stays at epoch 1
     assert r.member_epoch == 1 and len(a.assignment) == 2
-    assert h.group.members["a"].state == MemberState.UNREVOKED_PARTITIONS
-    assert h.group.rebalance_deadline_ms("a") == h.now + 30_000
+    assert h.consumer_group().members["a"].state == MemberState.UNREVOKED_PARTITIONS
+    assert h.consumer_group().rebalance_deadline_ms("a") == h.now + 30_000
 
     b.heartbeat()  # a has not revoked yet: still nothing for b
     assert b.owned == set()
     a.heartbeat()  # a keeps reporting all 4: no progress
-    assert h.group.members["a"].state == MemberState.UNREVOKED_PARTITIONS
+    assert h.consumer_group().members["a"].state == MemberState.UNREVOKED_PARTITIONS
 
     a.reconcile()
     r = a.heartbeat()  # a reports the smaller set: moves to epoch 2
-    assert r.member_epoch == 2 and h.group.members["a"].state == MemberState.STABLE
-    assert h.group.rebalance_deadline_ms("a") is None
+    assert r.member_epoch == 2 and h.consumer_group().members["a"].state == MemberState.STABLE
+    assert h.consumer_group().rebalance_deadline_ms("a") is None
     r = b.heartbeat()
     assert parts(r.assignment) == all_parts(4) - a.owned
-    assert h.group.state == GroupState.STABLE
+    assert h.consumer_group().state == GroupState.STABLE
     assert_disjoint([a, b])
     assert_replay_equal(h)
 
@@ -186,7 +186,7 @@ def test_revoking_partitions_the_member_no_longer_reports_is_immediate() -> None
     r = a.heartbeat()
     assert r.member_epoch == 2
     settle([a, b], 2)
-    assert h.group.state == GroupState.STABLE
+    assert h.consumer_group().state == GroupState.STABLE
 
 
 def test_leaving_member_releases_its_partitions() -> None:
@@ -194,14 +194,14 @@ def test_leaving_member_releases_its_partitions() -> None:
     clients = [Client(h, m) for m in ("a", "b", "c")]
     settle(clients)
     c = clients[2]
-    epoch = h.group.group_epoch
+    epoch = h.consumer_group().group_epoch
     r = c.leave()
     assert r.member_id == "c" and r.member_epoch == -1
-    assert "c" not in h.group.members and "c" not in h.group.target
-    assert h.group.group_epoch == epoch + 1
+    assert "c" not in h.consumer_group().members and "c" not in h.consumer_group().target
+    assert h.consumer_group().group_epoch == epoch + 1
     settle(clients[:2])
     assert set().union(*(x.owned for x in clients[:2])) == all_parts(6)
-    assert h.group.state == GroupState.STABLE
+    assert h.consumer_group().state == GroupState.STABLE
     assert_replay_equal(h)
 
 
@@ -210,7 +210,7 @@ def test_last_member_leaving_empties_the_group() -> None:
     a = Client(h, "a")
     a.heartbeat()
     a.leave()
-    g = h.group
+    g = h.consumer_group()
     assert g.state == GroupState.EMPTY and g.is_empty and g.state_name == "Empty"
     assert g.members == {} and g._owners == {}
     assert_replay_equal(h)
@@ -222,16 +222,16 @@ def test_metadata_change_triggers_a_rebalance() -> None:
     h = Harness([topic("t", 2)])
     clients = [Client(h, "a"), Client(h, "b")]
     settle(clients)
-    epoch = h.group.group_epoch
+    epoch = h.consumer_group().group_epoch
     h.set_topics([topic("t", 4)])
     settle(clients)
-    assert h.group.group_epoch == epoch + 1
+    assert h.consumer_group().group_epoch == epoch + 1
     assert set().union(*(c.owned for c in clients)) == all_parts(4)
     # Deleting the topic takes the partitions away.
     h.set_topics([])
     settle(clients)
     assert all(c.owned == set() for c in clients)
-    assert h.group.state == GroupState.STABLE
+    assert h.consumer_group().state == GroupState.STABLE
     assert_replay_equal(h)
 
 
@@ -266,8 +266,8 @@ def test_range_assignor_chosen_by_members() -> None:
     settle(clients)
     a = clients[0]
     assert a.owned == {(T, 0), (T, 1), (tid("u"), 0), (tid("u"), 1)}
-    assert h.group.preferred_assignor() == "range"
-    assert h.group.describe(h.topics).assignor_name == "range"
+    assert h.consumer_group().preferred_assignor() == "range"
+    assert h.consumer_group().describe(h.topics).assignor_name == "range"
 
 
 # -- fencing and validation ----------------------------------------------------------------------
@@ -281,13 +281,13 @@ def test_fencing_by_member_epoch() -> None:
     settle([a, b])
     epoch = a.epoch
     with raises(ErrorCode.fenced_member_epoch):
-        h.heartbeat(member_id="a", member_epoch=epoch + 1)
-    assert epoch == 2 and h.group.members["a"].previous_member_epoch == 1
+        h.consumer_group_heartbeat(member_id="a", member_epoch=epoch + 1)
+    assert epoch == 2 and h.consumer_group().members["a"].previous_member_epoch == 1
     # Rejoining with epoch 0 while still a member (Kafka: only the previous epoch is accepted).
     with raises(ErrorCode.fenced_member_epoch):
-        h.join("a")
+        h.consumer_join("a")
     with raises(ErrorCode.unknown_member_id, f"Member zz is not a member of group {GROUP}."):
-        h.heartbeat(member_id="zz", member_epoch=1)
+        h.consumer_group_heartbeat(member_id="zz", member_epoch=1)
 
 
 def test_lost_response_previous_epoch_is_accepted() -> None:
@@ -301,23 +301,59 @@ def test_lost_response_previous_epoch_is_accepted() -> None:
     r = a.heartbeat()  # a moves to epoch 2 ... but the response is "lost"
     assert r.member_epoch == old_epoch + 1
     # a retries with its previous epoch and a subset of its assignment: accepted.
-    r = h.heartbeat(member_id="a", member_epoch=old_epoch, topic_partitions=owned_list(a.owned))
+    r = h.consumer_group_heartbeat(
+        member_id="a", member_epoch=old_epoch, topic_partitions=owned_list(a.owned)
+    )
     assert r.member_epoch == old_epoch + 1
     # With a partition it is not assigned: fenced.
     with raises(ErrorCode.fenced_member_epoch):
-        h.heartbeat(member_id="a", member_epoch=old_epoch, topic_partitions=((T, (0, 1, 2, 3)),))
+        h.consumer_group_heartbeat(
+            member_id="a", member_epoch=old_epoch, topic_partitions=((T, (0, 1, 2, 3)),)
+        )
     # Without its owned partitions: fenced too.
     with raises(ErrorCode.fenced_member_epoch):
-        h.heartbeat(member_id="a", member_epoch=old_epoch)
+        h.consumer_group_heartbeat(member_id="a", member_epoch=old_epoch)
+
+
+def test_lost_revocation_is_learnt_from_the_full_heartbeat_that_follows() -> None:
+    """The steps the property test found. The response asking a to revoke is lost; a learns
+    the revocation only because its next heartbeat is full: like Kafka's coordinator, a
+    heartbeat without owned partitions is incremental and gets no assignment unless it
+    changed, so a consumer that left them out would keep all of t and a stay UNREVOKED."""
+    h = Harness([topic("t", 4), topic("u", 3)])
+    a = Client(h, "a-0", eager=False)
+    a.heartbeat()
+    s1 = Client(h, "s1-1", instance_id="s1", eager=False)
+    s1.heartbeat()
+    a.reconcile()
+    assert a.owned == all_parts(4)
+    h.consumer_group_heartbeat(member_id="s1-1", member_epoch=-2, instance_id="s1")  # s1 restarts
+    a.lose_response()  # the coordinator now waits for a to revoke half of t
+    assert h.consumer_group().members["a-0"].state == MemberState.UNREVOKED_PARTITIONS
+    full = dict(rebalance_timeout_ms=30_000, subscribed_topic_names=("t",))
+    r = h.consumer_group_heartbeat(member_id="a-0", member_epoch=1, **full)
+    assert r.assignment is None  # not a full heartbeat: no owned partitions
+
+    r = a.heartbeat(report=False)  # the consumer's full heartbeat lists them anyway
+    revoking = parts(h.consumer_group().members["a-0"].partitions_pending_revocation)
+    assert len(revoking) == 2 and a.assignment == all_parts(4) - revoking
+
+    h.fence("s1-1")  # s1 never comes back
+    for _ in range(2):
+        a.heartbeat()
+        a.reconcile()
+    assert h.consumer_group().state == GroupState.STABLE
+    assert a.owned == all_parts(4) == parts(h.consumer_group().members["a-0"].assigned_partitions)
+    assert_replay_equal(h)
 
 
 def test_unknown_group() -> None:
     h = Harness([topic("t", 1)])
     with raises(ErrorCode.group_id_not_found, f"Consumer group {GROUP} not found."):
-        h.heartbeat(member_id="a", member_epoch=3)
+        h.consumer_group_heartbeat(member_id="a", member_epoch=3)
     with raises(ErrorCode.group_id_not_found):
-        h.heartbeat(member_id="a", member_epoch=-1)
-    assert h.consumer_group() is None and h.log == []
+        h.consumer_group_heartbeat(member_id="a", member_epoch=-1)
+    assert consumer_group(h.shard) is None and h.log == []
 
 
 @pytest.mark.parametrize(
@@ -373,29 +409,31 @@ def test_validation(fields, code, message) -> None:
     )
     base.update(fields)
     with raises(code, message):
-        h.heartbeat(**base)
+        h.consumer_group_heartbeat(**base)
     assert h.log == []
 
 
 def test_v0_generates_the_member_id() -> None:
     h = Harness([topic("t", 1)])
-    r = h.join("", api_version=0)
-    assert len(r.member_id) == 22 and r.member_id in h.group.members  # a base64 Uuid
+    r = h.consumer_join("", api_version=0)
+    assert len(r.member_id) == 22 and r.member_id in h.consumer_group().members  # a base64 Uuid
     with raises(ErrorCode.invalid_request, "MemberId can't be empty."):
-        h.join("", api_version=1)
+        h.consumer_join("", api_version=1)
 
 
 def test_group_max_size() -> None:
     h = Harness([topic("t", 3)], ConsumerGroupConfig(max_size=2))
-    h.join("a")
-    h.join("b")
+    h.consumer_join("a")
+    h.consumer_join("b")
     with raises(
         ErrorCode.group_max_size_reached,
         "The consumer group has reached its maximum capacity of 2 members.",
     ):
-        h.join("c")
+        h.consumer_join("c")
     # Members already in keep heartbeating.
-    h.heartbeat(member_id="a", member_epoch=h.group.members["a"].member_epoch)
+    h.consumer_group_heartbeat(
+        member_id="a", member_epoch=h.consumer_group().members["a"].member_epoch
+    )
 
 
 # -- static membership --------------------------------------------------------------------------
@@ -407,13 +445,13 @@ def test_static_member_restart_keeps_its_assignment() -> None:
     b = Client(h, "b1", instance_id="ib")
     settle([a, b])
     before = set(a.owned)
-    epoch = h.group.group_epoch
+    epoch = h.consumer_group().group_epoch
 
-    r = h.heartbeat(member_id="a1", member_epoch=-2, instance_id="ia")
+    r = h.consumer_group_heartbeat(member_id="a1", member_epoch=-2, instance_id="ia")
     assert r.member_epoch == -2
-    m = h.group.members["a1"]
+    m = h.consumer_group().members["a1"]
     assert m.member_epoch == -2 and parts(m.assigned_partitions) == before
-    assert h.group.group_epoch == epoch  # no rebalance while it restarts
+    assert h.consumer_group().group_epoch == epoch  # no rebalance while it restarts
     b.heartbeat()
     assert b.owned.isdisjoint(before)
 
@@ -421,10 +459,12 @@ def test_static_member_restart_keeps_its_assignment() -> None:
     a2 = Client(h, "a2", instance_id="ia")
     r = a2.heartbeat()
     assert parts(r.assignment) == before and r.member_epoch == epoch
-    assert "a1" not in h.group.members and h.group.static_members["ia"] == "a2"
-    assert h.group.group_epoch == epoch
+    assert (
+        "a1" not in h.consumer_group().members and h.consumer_group().static_members["ia"] == "a2"
+    )
+    assert h.consumer_group().group_epoch == epoch
     settle([a2, b])
-    assert h.group.state == GroupState.STABLE and a2.owned == before
+    assert h.consumer_group().state == GroupState.STABLE and a2.owned == before
     assert_replay_equal(h)
 
 
@@ -437,16 +477,16 @@ def test_static_member_errors() -> None:
         "Static member a2 with instance id ia cannot join the group because the instance id "
         "is owned by a1 member.",
     ):
-        h.join("a2", instance_id="ia")
+        h.consumer_join("a2", instance_id="ia")
     with raises(
         ErrorCode.fenced_instance_id,
         "Static member a2 with instance id ia was fenced by member a1.",
     ):
-        h.heartbeat(member_id="a2", member_epoch=1, instance_id="ia")
+        h.consumer_group_heartbeat(member_id="a2", member_epoch=1, instance_id="ia")
     with raises(ErrorCode.unknown_member_id, "Instance id nope is unknown."):
-        h.heartbeat(member_id="a1", member_epoch=1, instance_id="nope")
+        h.consumer_group_heartbeat(member_id="a1", member_epoch=1, instance_id="nope")
     with raises(ErrorCode.fenced_instance_id):
-        h.heartbeat(member_id="x", member_epoch=-2, instance_id="ia")
+        h.consumer_group_heartbeat(member_id="x", member_epoch=-2, instance_id="ia")
 
 
 def test_static_member_leaving_for_good() -> None:
@@ -454,7 +494,11 @@ def test_static_member_leaving_for_good() -> None:
     a = Client(h, "a1", instance_id="ia")
     a.heartbeat()
     r = a.leave()
-    assert r.member_epoch == -1 and h.group.members == {} and h.group.static_members == {}
+    assert (
+        r.member_epoch == -1
+        and h.consumer_group().members == {}
+        and h.consumer_group().static_members == {}
+    )
 
 
 def test_static_member_that_never_returns_is_expired() -> None:
@@ -462,10 +506,10 @@ def test_static_member_that_never_returns_is_expired() -> None:
     a = Client(h, "a1", instance_id="ia")
     b = Client(h, "b1")
     settle([a, b])
-    h.heartbeat(member_id="a1", member_epoch=-2, instance_id="ia")
+    h.consumer_group_heartbeat(member_id="a1", member_epoch=-2, instance_id="ia")
     h.now += 45_000
     b.heartbeat()
-    assert h.group.expired_members(h.now) == ["a1"]
+    assert h.consumer_group().expired_members(h.now) == ["a1"]
     h.fence("a1")
     settle([b])
     assert b.owned == all_parts(2)
@@ -479,15 +523,15 @@ def test_session_expiry() -> None:
     a, b = Client(h, "a"), Client(h, "b")
     settle([a, b])
     t0 = h.now
-    assert h.group.session_deadline_ms("a") == t0 + 45_000
-    assert h.group.next_deadline_ms() == t0 + 45_000
+    assert h.consumer_group().session_deadline_ms("a") == t0 + 45_000
+    assert h.consumer_group().next_deadline_ms() == t0 + 45_000
     h.now = t0 + 44_999
     b.heartbeat()
-    assert h.group.expired_members(h.now) == []
+    assert h.consumer_group().expired_members(h.now) == []
     h.now = t0 + 45_000
-    assert h.group.expired_members(h.now) == ["a"]
+    assert h.consumer_group().expired_members(h.now) == ["a"]
     h.fence("a")
-    assert h.group.expired_members(h.now) == []
+    assert h.consumer_group().expired_members(h.now) == []
     settle([b])
     assert b.owned == all_parts(4)
     with raises(ErrorCode.unknown_member_id):
@@ -508,15 +552,15 @@ def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
     b = Client(h, "b")
     b.heartbeat()
     a.heartbeat(rebalance_timeout_ms=10_000)  # told to revoke, does not
-    assert h.group.members["a"].state == MemberState.UNREVOKED_PARTITIONS
-    deadline = h.group.rebalance_deadline_ms("a")
+    assert h.consumer_group().members["a"].state == MemberState.UNREVOKED_PARTITIONS
+    deadline = h.consumer_group().rebalance_deadline_ms("a")
     assert deadline == h.now + 10_000
     h.now = deadline - 1
     a.heartbeat()
     b.heartbeat()
-    assert h.group.expired_members(h.now) == []
+    assert h.consumer_group().expired_members(h.now) == []
     h.now = deadline
-    assert h.group.expired_members(h.now) == ["a"]
+    assert h.consumer_group().expired_members(h.now) == ["a"]
     h.fence("a")
     settle([b])
     assert b.owned == all_parts(4)
@@ -529,7 +573,7 @@ def test_deadlines_after_load() -> None:
     a.reconcile()
     Client(h, "b").heartbeat()
     a.heartbeat()  # a is revoking
-    shard = h.rebuilt(now=5_000)
+    shard = h.replayed(loaded=False, now=5_000)
     g = consumer_group(shard)
     assert g is not None and g.next_deadline_ms() is None
     shard.on_loaded()
@@ -548,7 +592,7 @@ def test_regex_subscription() -> None:
     a = Client(h, "a")
     r = a.heartbeat(subscribed_topic_names=None, subscribed_topic_regex="t.*|__.*")
     assert parts(r.assignment) == all_parts(2, "t1") | all_parts(2, "t2")
-    g = h.group
+    g = h.consumer_group()
     assert g.resolved_regexes["t.*|__.*"].topics == {"t1", "t2"}
     assert g.members["a"].subscribed_topic_regex == "t.*|__.*"
 
@@ -572,7 +616,7 @@ def test_regex_subscription() -> None:
     )
     b.leave()
     a.leave()
-    assert h.group.resolved_regexes == {}
+    assert h.consumer_group().resolved_regexes == {}
     assert_replay_equal(h)
 
 
@@ -583,7 +627,7 @@ def test_regex_change_to_names() -> None:
     a.heartbeat(subscribed_topic_regex="", subscribed_topic_names=("x",))
     a.heartbeat()
     assert a.owned == {(tid("x"), 0)}
-    assert h.group.resolved_regexes == {}
+    assert h.consumer_group().resolved_regexes == {}
 
 
 # -- describe, offsets, deletion, kio ------------------------------------------------------------
@@ -593,7 +637,7 @@ def test_describe() -> None:
     h = Harness([topic("t", 2)])
     a = Client(h, "a", instance_id="ia")
     a.heartbeat(rack_id="r1")
-    d = h.group.describe(h.topics)
+    d = h.consumer_group().describe(h.topics)
     assert (d.group_id, d.group_state, d.group_epoch, d.assignment_epoch) == (
         GROUP,
         "Stable",
@@ -616,7 +660,7 @@ def test_offset_commit_validation() -> None:
     empty.validate_offset_commit(None, -1)  # admin commit on an empty group
     a = Client(h, "a")
     a.heartbeat()
-    g = h.group
+    g = h.consumer_group()
     g.validate_offset_commit("a", 1)
     with raises(ErrorCode.stale_member_epoch):
         g.validate_offset_commit("a", 0)
@@ -640,15 +684,15 @@ def test_group_deletion() -> None:
     a = Client(h, "a")
     a.heartbeat()
     a.leave()
-    h.group.validate_delete()
-    h.apply(h.group.tombstones())
-    assert h.consumer_group() is None
-    assert h.rebuilt_group() is None
+    h.consumer_group().validate_delete()
+    h.apply(h.consumer_group().tombstones())
+    assert consumer_group(h.shard) is None
+    assert h.replayed_consumer_group() is None
     # A non-empty group's tombstones contradict its state on replay? No: they delete it all.
     h2 = Harness([topic("t", 2)])
     Client(h2, "a").heartbeat()
-    h2.apply(h2.group.tombstones())
-    assert h2.consumer_group() is None
+    h2.apply(h2.consumer_group().tombstones())
+    assert consumer_group(h2.shard) is None
 
 
 def test_legacy_partition_metadata_is_tombstoned() -> None:
@@ -656,9 +700,9 @@ def test_legacy_partition_metadata_is_tombstoned() -> None:
     Client(h, "a").heartbeat()
     legacy = rec.PartitionMetadataValue((rec.TopicMetadataEntry(T, "t", 2),))
     h.apply([rec.encode(rec.GroupKey(rec.PARTITION_METADATA, GROUP), legacy)])
-    assert h.group.legacy_partition_metadata == legacy
+    assert h.consumer_group().legacy_partition_metadata == legacy
     Client(h, "b").heartbeat()
-    assert h.group.legacy_partition_metadata is None
+    assert h.consumer_group().legacy_partition_metadata is None
 
 
 def test_kio_round_trip() -> None:
@@ -692,7 +736,7 @@ def test_kio_round_trip() -> None:
     assert later.rebalance_timeout_ms == -1 and later.topic_partitions == ((T, (0, 1)),)
 
     h = Harness([topic("t", 2)])
-    group = ConsumerGroup(GROUP, h.config)
+    group = ConsumerGroup(GROUP, h.shard.config.consumer)
     response, records = group.heartbeat(parsed, h.now, h.topics)
     h.apply(records)
     for version in (0, 1):
@@ -703,7 +747,7 @@ def test_kio_round_trip() -> None:
         assert encode_with_kio(error.to_kio(ResponseBuilder(68, version)))
     for version in (0, 1):
         b = ResponseBuilder(69, version)
-        described = h.group.describe(h.topics).to_kio(b)
+        described = h.consumer_group().describe(h.topics).to_kio(b)
         assert encode_with_kio(
             b.ConsumerGroupDescribeResponse(throttle_time=0, groups=(described,))
         )
@@ -724,7 +768,7 @@ def test_reconcile_unknown_state_forces_a_fresh_start() -> None:
 
 
 def test_replay_refuses_double_ownership() -> None:
-    from dataplane.coordinator.consumer_group import IllegalStateError
+    from dataplane.coordinator.consumer_group_state import IllegalStateError
 
     g = ConsumerGroup(GROUP)
     value = rec.CurrentMemberAssignmentValue(1, 0, 0, (rec.TopicPartitions(T, (0,)),), ())

@@ -14,7 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from dataplane.coordinator.consumer_group import GroupState
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
-from .harness import Client, Harness, parts, tid, topic
+from .harness import Client, Harness, consumer_group, parts, tid, topic
 
 NAMES = ["a", "b", "c", "d", "s1", "s2"]  # s*: static members (instance id = name)
 SUBSCRIPTIONS = [("t",), ("t", "u"), ("u",)]
@@ -39,7 +39,7 @@ class GroupMachine(RuleBasedStateMachine):
         """The consumer is fenced: it loses its partitions and must rejoin."""
         client = self.clients.pop(name)
         client.owned = set()
-        if client.member_id in self.h.group.members:
+        if client.member_id in self.h.consumer_group().members:
             # Kafka keeps the member until its session expires; fast-forward that.
             self.h.fence(client.member_id)
 
@@ -73,8 +73,7 @@ class GroupMachine(RuleBasedStateMachine):
     def heartbeat(self, data, report) -> None:
         name = data.draw(st.sampled_from(sorted(self.clients)))
         client = self.clients[name]
-        extra = {} if report or client.epoch == 0 else {"topic_partitions": None}
-        self.call(name, lambda: client.heartbeat(**extra))
+        self.call(name, lambda: client.heartbeat(report=report))
 
     @rule(data=st.data())
     @precondition(lambda self: self.clients)
@@ -113,7 +112,9 @@ class GroupMachine(RuleBasedStateMachine):
             return
         client.owned = set()
         try:
-            self.h.heartbeat(member_id=client.member_id, member_epoch=-2, instance_id=name)
+            self.h.consumer_group_heartbeat(
+                member_id=client.member_id, member_epoch=-2, instance_id=name
+            )
         except KafkaError as e:
             assert e.code in (ErrorCode.fenced_instance_id, ErrorCode.unknown_member_id), e
         del self.clients[name]
@@ -135,7 +136,7 @@ class GroupMachine(RuleBasedStateMachine):
         member_id = pool[name]
         self.crashed.pop(name, None)
         self.away.pop(name, None)
-        group = self.h.consumer_group()
+        group = consumer_group(self.h.shard)
         if group is not None and member_id in group.members:
             self.h.now += 45_000
             assert member_id in group.expired_members(self.h.now)
@@ -148,7 +149,7 @@ class GroupMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.clients)
     def rebalance_timeout(self, data) -> None:
         """A member that does not revoke in time is fenced (and, being fenced, stops)."""
-        group = self.h.group
+        group = self.h.consumer_group()
         slow = sorted(
             n
             for n, c in self.clients.items()
@@ -175,7 +176,7 @@ class GroupMachine(RuleBasedStateMachine):
 
     @invariant()
     def consumers_only_own_what_the_coordinator_counts_as_theirs(self) -> None:
-        group = self.h.consumer_group()
+        group = consumer_group(self.h.shard)
         for client in self.clients.values():
             if group is None or client.member_id not in group.members:
                 assert not client.owned
@@ -185,7 +186,7 @@ class GroupMachine(RuleBasedStateMachine):
             assert client.owned <= server
 
     def teardown(self) -> None:
-        group = self.h.consumer_group()
+        group = consumer_group(self.h.shard)
         if group is None:
             return
         for member_id in [*self.crashed.values(), *self.away.values()]:
@@ -209,7 +210,7 @@ class GroupMachine(RuleBasedStateMachine):
         assert owned == expected
         for client in self.clients.values():
             assert parts(group.members[client.member_id].assigned_partitions) == client.owned
-        rebuilt = self.h.rebuilt_group()
+        rebuilt = self.h.replayed_consumer_group()
         assert rebuilt is not None and rebuilt.snapshot() == group.snapshot()
 
 

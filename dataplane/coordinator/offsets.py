@@ -1,0 +1,311 @@
+"""The committed offsets of one `__consumer_offsets` partition (Kafka's OffsetMetadataManager).
+
+Offsets belong to the shard, whatever the type of the group that commits them: the group is
+asked only whether a commit, fetch or deletion is allowed (`base.Group` hooks) and which topics
+it subscribes to (their offsets never expire, nor may they be deleted).
+
+A commit's offsets are *pending* until its records are replicated (`store`): OffsetFetch
+answers the last replicated offsets meanwhile (UNSTABLE_OFFSET_COMMIT with require_stable),
+and a failed write drops them, as Kafka's GroupMetadataManager does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from dataplane.coordinator.base import Group, OffsetAndMetadata, Records, Reply, ShardServices
+from dataplane.coordinator.records import (
+    OffsetCommitValue,
+    decode_record,
+    offset_commit_key,
+    offset_commit_record,
+)
+from dataplane.log.records import Record
+from dataplane.protocol.errors import ErrorCode
+
+log = logging.getLogger("rafka.coordinator.offsets")
+
+KeyValue = tuple[bytes, bytes | None]
+
+
+@dataclass(frozen=True)
+class CommitPartition:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int  # -1: none
+    metadata: str | None
+    commit_timestamp: int = -1  # OffsetCommit v1's; -1: now
+
+
+class FetchedPartition(NamedTuple):
+    partition: int
+    offset: OffsetAndMetadata | None  # None: no committed offset
+    error: ErrorCode = ErrorCode.none
+
+
+@dataclass(frozen=True)
+class FetchedTopic:
+    topic: str
+    partitions: tuple[FetchedPartition, ...]
+
+
+class OffsetStore:
+    """Committed and pending offsets by group, and the OffsetCommit/OffsetFetch/OffsetDelete
+    logic and offsets retention over them. `groups` is the shard's groups by id (shared)."""
+
+    def __init__(
+        self,
+        services: ShardServices,
+        groups: dict[str, Group],
+        classic_group: Callable[[str, bool], Group],
+    ) -> None:
+        """`classic_group(group_id, created_by_request)` adds the classic group Kafka keeps for
+        offsets of a group nobody joined (assign() consumers, admin tools)."""
+        self.services = services
+        self.groups = groups
+        self._classic_group = classic_group
+        # group -> topic -> partition -> committed offset
+        self.committed: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+        # group -> record key -> commits appended but not yet replicated, oldest first
+        self.pending: dict[str, dict[bytes, list[KeyValue]]] = {}
+
+    # -- replay ----------------------------------------------------------------------------
+
+    def replay(self, record: Record) -> None:
+        assert record.key is not None
+        self._apply(record.key, record.value)
+
+    def _apply(self, record_key: bytes, record_value: bytes | None) -> None:
+        decoded = decode_record(record_key, record_value)
+        assert decoded is not None
+        key = decoded.key
+        if decoded.value is None:
+            # a deletion also cancels the commits in flight (Kafka's removeOffsets)
+            pending = self.pending.get(key.group)
+            if pending is not None and pending.pop(record_key, False) and not pending:
+                del self.pending[key.group]
+            topics = self.committed.get(key.group)
+            if topics is not None and key.topic in topics:
+                topics[key.topic].pop(key.partition, None)
+                if not topics[key.topic]:
+                    del topics[key.topic]
+                if not topics:
+                    del self.committed[key.group]
+            return
+        value: OffsetCommitValue = decoded.value
+        if key.group not in self.groups:
+            self._classic_group(key.group, False)
+        self.committed.setdefault(key.group, {}).setdefault(key.topic, {})[key.partition] = (
+            OffsetAndMetadata(
+                value.offset,
+                value.leader_epoch,
+                value.metadata,
+                value.commit_timestamp,
+                value.expire_timestamp,
+            )
+        )
+
+    # -- OffsetCommit ------------------------------------------------------------------------
+
+    def commit(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        api_version: int,
+        partitions: Sequence[CommitPartition],
+        expire_timestamp: int = -1,
+    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode], list[KeyValue]]:
+        """Validate a commit: (group-level error, per-partition errors, records to write)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                # a member of a generation of a group that does not exist
+                code = (
+                    ErrorCode.group_id_not_found
+                    if api_version >= 9
+                    else ErrorCode.illegal_generation
+                )
+                return code, {}, []
+            group = self._classic_group(group_id, True)
+        error = group.validate_offset_commit(member_id, instance_id, generation, api_version)
+        if error != ErrorCode.none:
+            return error, {}, []
+        now = self.services.now_ms()
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        records = []
+        for p in partitions:
+            metadata = p.metadata or ""
+            if len(metadata) > self.services.config.offset_metadata_max_bytes:
+                errors[p.topic, p.partition] = ErrorCode.offset_metadata_too_large
+                continue
+            committed_at = now if p.commit_timestamp == -1 else p.commit_timestamp
+            value = OffsetCommitValue(
+                p.offset, p.leader_epoch, metadata, committed_at, expire_timestamp
+            )
+            records.append(offset_commit_record(group_id, p.topic, p.partition, value))
+            errors[p.topic, p.partition] = ErrorCode.none
+        return ErrorCode.none, errors, records
+
+    def store(self, group_id: str, records: Records) -> Reply[ErrorCode]:
+        """Write the records of a validated commit (`commit`). Until they are replicated they
+        are pending: OffsetFetch still answers the previous offsets; once replicated they
+        replace them, and a failed write drops them (Kafka's prepareOffsetCommit /
+        onOffsetCommitAppend / failPendingOffsetWrite). The reply completes with the write's
+        error (NONE: replicated)."""
+        reply: Reply[ErrorCode] = Reply()
+        if not records:
+            reply.complete(ErrorCode.none)
+            return reply
+        pending = self.pending.setdefault(group_id, {})
+        for record in records:
+            pending.setdefault(record[0], []).append(record)
+
+        def done(error: ErrorCode) -> None:
+            self._settle(group_id, records, replicated=error == ErrorCode.none)
+            reply.complete(error)
+
+        refused = self.services.write(group_id, records, replay=False, done=done)
+        if refused is not None:  # not even appended (a replication failure is logged by write)
+            log.info(
+                "offset commit of group %s not written: %s; clients retry", group_id, refused.name
+            )
+            self._settle(group_id, records, replicated=False)
+        return reply
+
+    def _settle(self, group_id: str, records: Records, *, replicated: bool) -> None:
+        """End the pending state of these commit records: replicated ones become the committed
+        offsets (and older commits of the same partitions still in flight can no longer
+        replace them); failed ones are dropped. Records no longer pending (a deletion, or a
+        newer commit already applied) are left alone."""
+        pending = self.pending.get(group_id, {})
+        for record in records:
+            queue = pending.get(record[0], [])
+            index = next((i for i, r in enumerate(queue) if r is record), None)
+            if index is None:
+                continue
+            if replicated:
+                del queue[: index + 1]
+                self._apply(*record)
+            else:
+                del queue[index]
+            if not queue:
+                del pending[record[0]]
+        if not pending:
+            self.pending.pop(group_id, None)
+
+    # -- OffsetFetch -------------------------------------------------------------------------
+
+    def fetch(
+        self,
+        group_id: str,
+        topics: Sequence[tuple[str, Sequence[int]]] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+        require_stable: bool = False,
+    ) -> tuple[ErrorCode, list[FetchedTopic]]:
+        """Committed offsets of `topics` (None: every committed partition). With
+        require_stable, a partition with a commit in flight answers UNSTABLE_OFFSET_COMMIT
+        (the client retries) instead of the offset that commit is replacing."""
+        group = self.groups.get(group_id)
+        offsets = self.committed.get(group_id, {})
+        if group is not None:
+            error = group.validate_offset_fetch(member_id, member_epoch)
+            if error == ErrorCode.group_id_not_found:
+                offsets = {}
+            elif error != ErrorCode.none:
+                return error, []
+        if topics is None:  # Kafka checks no pending commits here
+            return ErrorCode.none, [
+                FetchedTopic(
+                    topic, tuple(FetchedPartition(*item) for item in sorted(parts.items()))
+                )
+                for topic, parts in offsets.items()
+            ]
+        pending = self.pending.get(group_id) if require_stable else None
+        return ErrorCode.none, [
+            FetchedTopic(
+                topic,
+                tuple(
+                    FetchedPartition(p, None, ErrorCode.unstable_offset_commit)
+                    if pending and offset_commit_key(group_id, topic, p) in pending
+                    else FetchedPartition(p, offsets.get(topic, {}).get(p))
+                    for p in partitions
+                ),
+            )
+            for topic, partitions in topics
+        ]
+
+    # -- OffsetDelete, group deletion, retention -----------------------------------------------
+
+    def delete(
+        self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]]
+    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode], list[KeyValue]]:
+        """OffsetDelete: (group error, per-partition errors, tombstones)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found, {}, []
+        error = group.validate_offset_delete()
+        if error != ErrorCode.none:
+            return error, {}, []
+        offsets = self.committed.get(group_id, {})
+        pending = self.pending.get(group_id, {})
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        records = []
+        for topic, partitions in topics:
+            subscribed = group.is_subscribed_to_topic(topic)
+            for p in partitions:
+                if subscribed:
+                    errors[topic, p] = ErrorCode.group_subscribed_to_topic
+                    continue
+                tombstone = offset_commit_record(group_id, topic, p, None)
+                if p in offsets.get(topic, {}) or tombstone[0] in pending:
+                    records.append(tombstone)  # a commit in flight is deleted too
+                errors[topic, p] = ErrorCode.none
+        return ErrorCode.none, errors, records
+
+    def tombstones(self, group_id: str) -> list[KeyValue]:
+        """Tombstones of all the group's offsets, those of commits in flight included."""
+        keys = dict.fromkeys(
+            offset_commit_key(group_id, topic, p)
+            for topic, parts in self.committed.get(group_id, {}).items()
+            for p in parts
+        )
+        keys |= dict.fromkeys(self.pending.get(group_id, {}))
+        return [(key, None) for key in keys]
+
+    def expire(self) -> tuple[dict[str, list[KeyValue]], list[str]]:
+        """Kafka's offsets retention: tombstones of the offsets past offsets.retention.ms (per
+        group), and the empty groups left without offsets (deleted too)."""
+        now = self.services.now_ms()
+        retention = self.services.config.offsets_retention_ms
+        by_group: dict[str, list[KeyValue]] = {}
+        deleted: list[str] = []
+        for group_id, group in list(self.groups.items()):
+            records = []
+            all_expired = group_id not in self.pending  # Kafka's hasOffsets
+            for topic, parts in self.committed.get(group_id, {}).items():
+                if group.is_subscribed_to_topic(topic):
+                    all_expired = False
+                    continue
+                for p, offset in parts.items():
+                    base = group.offsets_expire_from(offset)
+                    if base is not None and (
+                        now >= offset.expire_timestamp
+                        if offset.expire_timestamp >= 0
+                        else now - base >= retention
+                    ):
+                        records.append(offset_commit_record(group_id, topic, p, None))
+                    else:
+                        all_expired = False
+            if all_expired and group.is_empty():
+                records += group.tombstones()
+                deleted.append(group_id)
+            if records:
+                by_group[group_id] = records
+        return by_group, deleted

@@ -1,0 +1,84 @@
+"""The contract between the server and the handlers: what a handler is given and returns.
+
+A handler sees the broker only through `BrokerServices`, the few components `dataplane.broker`
+wires once at start-up (as Kafka's BrokerServer hands its KafkaApis the managers it needs), so
+nothing under handlers/ imports the broker or the server. A check every request must pass (an
+authorizer) belongs in one place: the server's dispatch, which builds each `RequestContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+from kio.static.protocol import Payload
+
+from dataplane.protocol.codec import RequestHeader
+from dataplane.protocol.encoders import Bytes
+
+if TYPE_CHECKING:
+    from dataplane.config import BrokerConfig
+    from dataplane.coordinator.runtime import InternalTopic
+    from dataplane.coordinator.service import GroupCoordinator
+    from dataplane.metadata_cache import MetadataCache
+    from dataplane.producer_ids import ProducerIdManager
+    from dataplane.replica.manager import ReplicaManager
+    from dataplane.topic_admin import TopicAdmin
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerServices:
+    """The broker's components handlers use; one instance serves every request."""
+
+    config: BrokerConfig
+    cache: MetadataCache
+    replicas: ReplicaManager
+    topic_admin: TopicAdmin
+    producer_ids: ProducerIdManager
+    group_coordinator: GroupCoordinator
+    offsets_topic: InternalTopic  # __consumer_offsets: where groups are coordinated
+    transactions_topic: InternalTopic  # __transaction_state: where transactional ids are
+
+
+@dataclass(slots=True)
+class Connection:
+    """Per-connection state a handler may read or update."""
+
+    peer: str
+    client_software: tuple[str, str] = ("", "")
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RequestContext:
+    services: BrokerServices
+    header: RequestHeader
+    conn: Connection
+    supported: Mapping[int, tuple[int, int]]  # API key -> (min, max) version served
+
+
+Request: TypeAlias = Any
+"""The kio request object of the version the header names. Its fields differ from version to
+version, so a handler reads them as the version allows (`getattr` for optional ones)."""
+
+Body: TypeAlias = bytes | list[Bytes] | Payload
+"""A response body: encoded by a fast encoder (bytes, or buffers to send back to back), or a kio
+response object the server encodes."""
+
+Response: TypeAlias = Body | Awaitable[Body] | None
+"""What a handler returns: the body; an awaitable of it when the answer must wait (acks=all,
+a fetch long poll), while the server goes on reading the connection and keeps answers in
+request order; None for no answer at all (acks=0)."""
+
+Handler: TypeAlias = Callable[[RequestContext, Request], Awaitable[Response]]
+
+
+class HandlerModule(Protocol):
+    """A module of handlers/: the API it serves, the versions it accepts, its handler."""
+
+    API_KEY: int
+    VERSIONS: tuple[int, int]  # (min, max)
+
+    @property
+    def handle(self) -> Handler: ...
