@@ -219,7 +219,9 @@ def free_base_port(brokers: int = 3, metas: int = 3) -> int:
     """A base port whose whole layout (module docstring) is free right now: for tests and
     benchmarks that run clusters side by side."""
     for _ in range(200):
-        base = random.randrange(20000, 50000, 10)
+        # Below Linux's ephemeral range (32768-60999): a port picked there can be handed to
+        # some client connection's local end before the node binds it.
+        base = random.randrange(10000, 32768 - 400, 10)
         ports = [
             base + offset + i
             for offset, count in ((0, brokers), (100, metas), (200, metas), (300, brokers))
