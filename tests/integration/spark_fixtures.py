@@ -16,13 +16,14 @@ import json
 import sys
 import time
 import uuid
-from datetime import datetime
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from tests.integration.conftest import wait_for
+from tests.integration.conftest import running_cluster, wait_for
 
 T = TypeVar("T")
 
@@ -258,3 +259,93 @@ def _precedence_child(fake_jar: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "precedence":
         _precedence_child(sys.argv[2])
+
+
+# -- the cluster and topic the connector tests read and write ---------------------------------
+
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
+PARTS, PER_PART = 6, 10
+
+
+def source_record(p: int, j: int) -> dict[str, Any]:
+    r: dict[str, Any] = {
+        "key": f"k{p}-{j}".encode(),
+        "value": f"v{p}-{j}".encode(),
+        "partition": p,
+        "timestamp": T0 + j * 1000 + p,
+    }
+    if j % 2 == 0:
+        r["headers"] = [("h", str(p).encode()), ("j", str(j).encode())]
+    return r
+
+
+def source_row(topic: str, p: int, j: int, headers: bool = False) -> tuple:
+    r = source_record(p, j)
+    row = (
+        r["key"],
+        r["value"],
+        topic,
+        p,
+        j,
+        datetime.fromtimestamp(r["timestamp"] / 1000, UTC),
+        0,
+    )
+    if headers:
+        hs = r.get("headers")
+        row += (tuple(hs) if hs else None,)
+    return row
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """conftest's 3-broker cluster, with retention enforced every 200 ms: the data-loss tests
+    age records out of a topic (`aged_topic`)."""
+    with running_cluster(
+        tmp_path_factory.mktemp("cluster"), log_retention_check_interval_ms=200
+    ) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def topic(cluster: Any) -> str:
+    """6 partitions x 10 records: offset j of partition p has key k{p}-{j}, value v{p}-{j},
+    timestamp T0 + j s + p ms, and headers on even offsets."""
+    name = create_topic(cluster.bootstrap, unique("src"), PARTS, 3)
+    produce(
+        cluster.bootstrap,
+        name,
+        [source_record(p, j) for j in range(PER_PART) for p in range(PARTS)],
+    )
+    return name
+
+
+def read_kafka(spark: Any, bootstrap: str, **options: str) -> Any:
+    r = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def rows_of(df: Any) -> set[tuple]:
+    out = set()
+    for r in df.collect():
+        t = (
+            bytes(r.key),
+            bytes(r.value),
+            r.topic,
+            r.partition,
+            r.offset,
+            r.timestamp.replace(tzinfo=UTC),
+            r.timestampType,
+        )
+        if "headers" in r:
+            t += (tuple((h.key, bytes(h.value)) for h in r.headers) if r.headers else None,)
+        out.add(t)
+    return out
+
+
+def stream_kafka(spark: Any, bootstrap: str, **options: str) -> Any:
+    r = spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()

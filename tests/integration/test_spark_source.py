@@ -1,6 +1,6 @@
 """Rafka's Spark Kafka connector (spark/connector) against a 3-broker Rafka cluster: what
 format("kafka") resolves to, the official connector's options and schema for batch and
-streaming reads, the sink, and the official connector's errors for bad options."""
+streaming reads, and its errors for bad options (the sink: test_spark_sink.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,61 +19,29 @@ from spark.connector.client import librdkafka_config, parse_jaas
 from spark.connector.options import IllegalArgumentException
 from spark.connector.source import SCHEMA, KafkaStreamReader, split_ranges
 
-from .conftest import running_cluster, wait_for
+from .conftest import wait_for
 from .spark_fixtures import (
     FAKE_MARKER,
     FAKE_PROVIDER,
+    PARTS,
+    PER_PART,
     REPO,
+    T0,
     build_fake_official_jar,
+    cluster,
     create_topic,
     produce,
+    read_kafka,
+    rows_of,
+    source_record,
+    source_row,
     spark,
+    stream_kafka,
+    topic,
     unique,
 )
 
-__all__ = ["spark"]  # the fixture
-
-T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
-PARTS, PER_PART = 6, 10
-
-
-def _record(p: int, j: int) -> dict[str, Any]:
-    r: dict[str, Any] = {
-        "key": f"k{p}-{j}".encode(),
-        "value": f"v{p}-{j}".encode(),
-        "partition": p,
-        "timestamp": T0 + j * 1000 + p,
-    }
-    if j % 2 == 0:
-        r["headers"] = [("h", str(p).encode()), ("j", str(j).encode())]
-    return r
-
-
-def _row(topic: str, p: int, j: int, headers: bool = False) -> tuple:
-    r = _record(p, j)
-    row = (
-        r["key"],
-        r["value"],
-        topic,
-        p,
-        j,
-        datetime.fromtimestamp(r["timestamp"] / 1000, UTC),
-        0,
-    )
-    if headers:
-        hs = r.get("headers")
-        row += (tuple(hs) if hs else None,)
-    return row
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """conftest's 3-broker cluster, with retention enforced every 200 ms: the data-loss tests
-    age records out of a topic (`aged_topic`)."""
-    with running_cluster(
-        tmp_path_factory.mktemp("cluster"), log_retention_check_interval_ms=200
-    ) as c:
-        yield c
+__all__ = ["cluster", "spark", "topic"]  # the fixtures
 
 
 def aged_topic(bootstrap: str, name: str) -> str:
@@ -100,46 +66,12 @@ def aged_topic(bootstrap: str, name: str) -> str:
     return name
 
 
-@pytest.fixture(scope="module")
-def topic(cluster: Any) -> str:
-    """6 partitions x 10 records: offset j of partition p has key k{p}-{j}, value v{p}-{j},
-    timestamp T0 + j s + p ms, and headers on even offsets."""
-    name = create_topic(cluster.bootstrap, unique("src"), PARTS, 3)
-    produce(cluster.bootstrap, name, [_record(p, j) for j in range(PER_PART) for p in range(PARTS)])
-    return name
-
-
-def _read(spark: Any, bootstrap: str, **options: str) -> Any:
-    r = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-    for k, v in options.items():
-        r = r.option(k, v)
-    return r.load()
-
-
-def _rows(df: Any) -> set[tuple]:
-    out = set()
-    for r in df.collect():
-        t = (
-            bytes(r.key),
-            bytes(r.value),
-            r.topic,
-            r.partition,
-            r.offset,
-            r.timestamp.replace(tzinfo=UTC),
-            r.timestampType,
-        )
-        if "headers" in r:
-            t += (tuple((h.key, bytes(h.value)) for h in r.headers) if r.headers else None,)
-        out.add(t)
-    return out
-
-
 # -- what format("kafka") is ---------------------------------------------------------------------
 
 
 def test_format_kafka_resolves_to_rafka_source(spark: Any, cluster: Any, topic: str) -> None:
     assert kafka_provider(spark) == SHIM_CLASS
-    df = _read(spark, cluster.bootstrap, subscribe=topic)
+    df = read_kafka(spark, cluster.bootstrap, subscribe=topic)
     assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
         ("key", "binary"),
         ("value", "binary"),
@@ -149,7 +81,7 @@ def test_format_kafka_resolves_to_rafka_source(spark: Any, cluster: Any, topic: 
         ("timestamp", "timestamp"),
         ("timestampType", "int"),
     ]
-    df = _read(spark, cluster.bootstrap, subscribe=topic, includeHeaders="true")
+    df = read_kafka(spark, cluster.bootstrap, subscribe=topic, includeHeaders="true")
     assert df.schema.fields[-1].dataType.simpleString() == "array<struct<key:string,value:binary>>"
 
 
@@ -201,19 +133,19 @@ def test_official_connector_wins_when_present(tmp_path: Path) -> None:
 
 
 def test_batch_read_all_with_headers(spark: Any, cluster: Any, topic: str) -> None:
-    df = _read(spark, cluster.bootstrap, subscribe=topic, includeHeaders="true")
-    expected = {_row(topic, p, j, True) for p in range(PARTS) for j in range(PER_PART)}
-    assert _rows(df) == expected
+    df = read_kafka(spark, cluster.bootstrap, subscribe=topic, includeHeaders="true")
+    expected = {source_row(topic, p, j, True) for p in range(PARTS) for j in range(PER_PART)}
+    assert rows_of(df) == expected
     assert df.count() == PARTS * PER_PART
     # Without includeHeaders, the same records without the column.
-    df = _read(spark, cluster.bootstrap, subscribe=topic)
-    assert _rows(df) == {_row(topic, p, j) for p in range(PARTS) for j in range(PER_PART)}
+    df = read_kafka(spark, cluster.bootstrap, subscribe=topic)
+    assert rows_of(df) == {source_row(topic, p, j) for p in range(PARTS) for j in range(PER_PART)}
 
 
 def test_batch_offsets_json(spark: Any, cluster: Any, topic: str) -> None:
     start = {"0": 3, "1": -2, "2": 5, "3": 0, "4": 9, "5": -2}
     end = {"0": 7, "1": 4, "2": -1, "3": 0, "4": 10, "5": -1}
-    df = _read(
+    df = read_kafka(
         spark,
         cluster.bootstrap,
         subscribe=topic,
@@ -222,44 +154,46 @@ def test_batch_offsets_json(spark: Any, cluster: Any, topic: str) -> None:
     )
     resolve = {-2: 0, -1: PER_PART}
     expected = {
-        _row(topic, p, j)
+        source_row(topic, p, j)
         for p in range(PARTS)
         for j in range(
             resolve.get(start[str(p)], start[str(p)]), resolve.get(end[str(p)], end[str(p)])
         )
     }
-    assert _rows(df) == expected
+    assert rows_of(df) == expected
     assert len(expected) == 4 + 4 + 5 + 0 + 1 + 10
 
 
 def test_batch_timestamps(spark: Any, cluster: Any, topic: str) -> None:
     b = cluster.bootstrap
     # Offset j has timestamp T0 + j s (+ p ms): [3 s, 7 s) is offsets 3..6 of every partition.
-    df = _read(
+    df = read_kafka(
         spark, b, subscribe=topic, startingTimestamp=str(T0 + 3000), endingTimestamp=str(T0 + 7000)
     )
-    assert _rows(df) == {_row(topic, p, j) for p in range(PARTS) for j in range(3, 7)}
+    assert rows_of(df) == {source_row(topic, p, j) for p in range(PARTS) for j in range(3, 7)}
 
     by_ts = {topic: {str(p): T0 + p * 1000 + p for p in range(PARTS)}}  # partition p from offset p
-    df = _read(spark, b, subscribe=topic, startingOffsetsByTimestamp=json.dumps(by_ts))
-    assert _rows(df) == {_row(topic, p, j) for p in range(PARTS) for j in range(p, PER_PART)}
+    df = read_kafka(spark, b, subscribe=topic, startingOffsetsByTimestamp=json.dumps(by_ts))
+    assert rows_of(df) == {
+        source_row(topic, p, j) for p in range(PARTS) for j in range(p, PER_PART)
+    }
 
     # Partition p up to offset p + 2 (exclusive); partition 5's end timestamp matches no offset,
     # which for an end means the latest offset.
     end_ts = {str(p): T0 + (p + 2) * 1000 + p for p in range(PARTS - 1)}
     end_ts[str(PARTS - 1)] = T0 + 3_600_000
-    df = _read(spark, b, subscribe=topic, endingOffsetsByTimestamp=json.dumps({topic: end_ts}))
-    expected = {_row(topic, p, j) for p in range(PARTS - 1) for j in range(p + 2)}
-    assert _rows(df) == expected | {_row(topic, PARTS - 1, j) for j in range(PER_PART)}
+    df = read_kafka(spark, b, subscribe=topic, endingOffsetsByTimestamp=json.dumps({topic: end_ts}))
+    expected = {source_row(topic, p, j) for p in range(PARTS - 1) for j in range(p + 2)}
+    assert rows_of(df) == expected | {source_row(topic, PARTS - 1, j) for j in range(PER_PART)}
     with pytest.raises(Exception, match="timestamp based ending offsets don't match"):
         subset = json.dumps({topic: {"0": T0}})
-        _read(spark, b, subscribe=topic, endingOffsetsByTimestamp=subset).collect()
+        read_kafka(spark, b, subscribe=topic, endingOffsetsByTimestamp=subset).collect()
 
     # No offset at or after the timestamp: an error by default, the end with strategy latest.
     late = str(T0 + 3_600_000)
     with pytest.raises(Exception, match="No offset matched from request of topic-partition"):
-        _read(spark, b, subscribe=topic, startingTimestamp=late).collect()
-    df = _read(
+        read_kafka(spark, b, subscribe=topic, startingTimestamp=late).collect()
+    df = read_kafka(
         spark,
         b,
         subscribe=topic,
@@ -271,30 +205,30 @@ def test_batch_timestamps(spark: Any, cluster: Any, topic: str) -> None:
 
 def test_assign_and_subscribe_pattern(spark: Any, cluster: Any, topic: str) -> None:
     b = cluster.bootstrap
-    df = _read(spark, b, assign=json.dumps({topic: [1, 4]}))
-    assert _rows(df) == {_row(topic, p, j) for p in (1, 4) for j in range(PER_PART)}
+    df = read_kafka(spark, b, assign=json.dumps({topic: [1, 4]}))
+    assert rows_of(df) == {source_row(topic, p, j) for p in (1, 4) for j in range(PER_PART)}
 
     prefix = unique("pat")
     t1, t2 = create_topic(b, f"{prefix}-a", 2, 1), create_topic(b, f"{prefix}-b", 1, 1)
     produce(b, t1, [{"value": b"a0", "partition": 0}, {"value": b"a1", "partition": 1}])
     produce(b, t2, [{"value": b"b0", "partition": 0}])
-    df = _read(spark, b, subscribePattern=f"{prefix}-.*")
+    df = read_kafka(spark, b, subscribePattern=f"{prefix}-.*")
     assert sorted(bytes(r.value) for r in df.collect()) == [b"a0", b"a1", b"b0"]
-    df = _read(spark, b, subscribe=f" {t2} , {t1},")
+    df = read_kafka(spark, b, subscribe=f" {t2} , {t1},")
     assert df.count() == 3
 
 
 def test_offset_ranges_split_across_tasks(spark: Any, cluster: Any, topic: str) -> None:
     b = cluster.bootstrap
-    everything = {_row(topic, p, j) for p in range(PARTS) for j in range(PER_PART)}
-    default = _read(spark, b, subscribe=topic)
+    everything = {source_row(topic, p, j) for p in range(PARTS) for j in range(PER_PART)}
+    default = read_kafka(spark, b, subscribe=topic)
     assert default.rdd.getNumPartitions() == PARTS  # one task per Kafka partition
-    split = _read(spark, b, subscribe=topic, minPartitions="12")
+    split = read_kafka(spark, b, subscribe=topic, minPartitions="12")
     assert split.rdd.getNumPartitions() == 12
-    assert _rows(split) == everything
-    capped = _read(spark, b, subscribe=topic, maxRecordsPerPartition="3")
+    assert rows_of(split) == everything
+    capped = read_kafka(spark, b, subscribe=topic, maxRecordsPerPartition="3")
     assert capped.rdd.getNumPartitions() == PARTS * 4  # 10 records -> 3+3+2+2
-    assert _rows(capped) == everything
+    assert rows_of(capped) == everything
 
 
 def test_batch_fail_on_data_loss(spark: Any, cluster: Any) -> None:
@@ -304,10 +238,10 @@ def test_batch_fail_on_data_loss(spark: Any, cluster: Any) -> None:
     aged = aged_topic(b, unique("aged"))
     from_zero = json.dumps({aged: {"0": 0}})
     with pytest.raises(Exception, match=r"KAFKA_DATA_LOSS\.COULD_NOT_READ_OFFSET_RANGE"):
-        _read(spark, b, subscribe=aged, startingOffsets=from_zero).collect()
-    df = _read(spark, b, subscribe=aged, startingOffsets=from_zero, failOnDataLoss="false")
+        read_kafka(spark, b, subscribe=aged, startingOffsets=from_zero).collect()
+    df = read_kafka(spark, b, subscribe=aged, startingOffsets=from_zero, failOnDataLoss="false")
     assert [(bytes(r.value), r.offset) for r in df.collect()] == [(b"v4", 4)]
-    df = _read(spark, b, subscribe=aged)  # earliest: nothing lost
+    df = read_kafka(spark, b, subscribe=aged)  # earliest: nothing lost
     assert [(bytes(r.value), r.offset) for r in df.collect()] == [(b"v4", 4)]
 
 
@@ -453,79 +387,6 @@ def test_bad_stream_options(spark: Any, cluster: Any) -> None:
         assert message in str(err.value), (options, str(err.value)[-1500:])
 
 
-def test_bad_sink_options(spark: Any, cluster: Any) -> None:
-    def write(ddl: str, row: tuple, **options: str) -> None:
-        w = spark.createDataFrame([row], ddl).write.format("kafka")
-        w = w.option("kafka.bootstrap.servers", cluster.bootstrap)
-        for k, v in options.items():
-            w = w.option(k, v)
-        w.save()
-
-    cases = [
-        (
-            ("value string", ("v",)),
-            {},
-            "topic option required when no 'topic' attribute is "
-            "present. Use the topic option for setting a topic.",
-        ),
-        (("key string", ("k",)), {"topic": "t"}, "Required attribute 'value' not found"),
-        (
-            ("value int", (1,)),
-            {"topic": "t"},
-            "value attribute unsupported type int. value must be a(n) string or binary",
-        ),
-        (
-            ("value string, partition string", ("v", "0")),
-            {"topic": "t"},
-            "partition attribute unsupported type string. partition must be a(n) int",
-        ),
-        (
-            ("value string, timestamp string", ("v", "2026")),
-            {"topic": "t"},
-            "timestamp attribute unsupported type string. timestamp must be a(n) double or "
-            "timestamp",
-        ),
-        (
-            ("value string", ("v",)),
-            {"topic": "t", "kafka.value.serializer": "x"},
-            "Kafka option 'value.serializer' is not supported",
-        ),
-        (
-            # librdkafka's name for it is queue.buffering.max.ms
-            ("value string", ("v",)),
-            {"topic": "t", "kafka.linger.ms": "-5"},
-            "Kafka option 'kafka.linger.ms' is not valid",
-        ),
-        (
-            ("value string", ("v",)),
-            {"topic": "t", "kafka.delivery.timeout.ms": "1000", "kafka.linger.ms": "2000"},
-            "Kafka options 'kafka.delivery.timeout.ms', 'kafka.linger.ms' are not valid together",
-        ),
-        (
-            # Idempotence asked for explicitly, with a setting it cannot work with: the Java
-            # producer's ConfigException.
-            ("value string", ("v",)),
-            {"topic": "t", "kafka.enable.idempotence": "true", "kafka.acks": "1"},
-            "Kafka option 'kafka.acks' is not valid with kafka.enable.idempotence=true: Must "
-            "set acks to all in order to use the idempotent producer.",
-        ),
-        (
-            ("value string", ("v",)),
-            {
-                "topic": "t",
-                "kafka.enable.idempotence": "true",
-                "kafka.max.in.flight.requests.per.connection": "10",
-            },
-            "Kafka option 'kafka.max.in.flight.requests.per.connection' is not valid with "
-            "kafka.enable.idempotence=true",
-        ),
-    ]
-    for (ddl, row), options, message in cases:
-        with pytest.raises(Exception) as err:
-            write(ddl, row, **options)
-        assert message in str(err.value), (options, str(err.value)[-1500:])
-
-
 def test_java_client_settings_map_to_librdkafka() -> None:
     module, opts = parse_jaas(
         'org.apache.kafka.common.security.plain.PlainLoginModule required username="bob" '
@@ -577,20 +438,13 @@ def _memory_query(df: Any, name: str, checkpoint: Path) -> Any:
     )
 
 
-def _stream(spark: Any, bootstrap: str, **options: str) -> Any:
-    r = spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-    for k, v in options.items():
-        r = r.option(k, v)
-    return r.load()
-
-
 def test_stream_starting_offsets(spark: Any, cluster: Any, topic: str, tmp_path: Path) -> None:
     b = cluster.bootstrap
     # latest (the default): only what arrives after the start.
     live = create_topic(b, unique("live"), 3, 3)
     produce(b, live, [{"value": b"old", "partition": p} for p in range(3)])
     name = unique("latest").replace("-", "_")
-    q = _memory_query(_stream(spark, b, subscribe=live), name, tmp_path / "latest")
+    q = _memory_query(stream_kafka(spark, b, subscribe=live), name, tmp_path / "latest")
     try:
         q.processAllAvailable()
         assert spark.sql(f"select * from {name}").count() == 0
@@ -623,7 +477,7 @@ def test_stream_starting_offsets(spark: Any, cluster: Any, topic: str, tmp_path:
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     name = unique("busy").replace("-", "_")
-    q = _memory_query(_stream(spark, b, subscribe=busy), name, tmp_path / "busy")
+    q = _memory_query(stream_kafka(spark, b, subscribe=busy), name, tmp_path / "busy")
     try:
 
         def reading() -> bool:
@@ -654,30 +508,32 @@ def test_stream_starting_offsets(spark: Any, cluster: Any, topic: str, tmp_path:
     start = {topic: {"0": 8, "1": -2, "2": 9, "3": 10, "4": 0, "5": 5}}
     name = unique("json").replace("-", "_")
     q = _memory_query(
-        _stream(spark, b, subscribe=topic, startingOffsets=json.dumps(start)),
+        stream_kafka(spark, b, subscribe=topic, startingOffsets=json.dumps(start)),
         name,
         tmp_path / "json",
     )
     try:
         q.processAllAvailable()
-        rows = _rows(spark.sql(f"select * from {name}"))
+        rows = rows_of(spark.sql(f"select * from {name}"))
     finally:
         q.stop()
     first = {"0": 8, "1": 0, "2": 9, "3": 10, "4": 0, "5": 5}
-    assert rows == {_row(topic, p, j) for p in range(PARTS) for j in range(first[str(p)], PER_PART)}
+    assert rows == {
+        source_row(topic, p, j) for p in range(PARTS) for j in range(first[str(p)], PER_PART)
+    }
 
     name = unique("ts").replace("-", "_")
     q = _memory_query(
-        _stream(spark, b, subscribe=topic, startingTimestamp=str(T0 + 8000)),
+        stream_kafka(spark, b, subscribe=topic, startingTimestamp=str(T0 + 8000)),
         name,
         tmp_path / "ts",
     )
     try:
         q.processAllAvailable()
-        rows = _rows(spark.sql(f"select * from {name}"))
+        rows = rows_of(spark.sql(f"select * from {name}"))
     finally:
         q.stop()
-    assert rows == {_row(topic, p, j) for p in range(PARTS) for j in (8, 9)}
+    assert rows == {source_row(topic, p, j) for p in range(PARTS) for j in (8, 9)}
 
 
 def test_stream_latest_is_pinned_when_the_query_starts(cluster: Any) -> None:
@@ -724,7 +580,7 @@ def test_stream_restart_before_first_batch_commits(
         raise RuntimeError(f"batch {batch_id} fails on purpose")
 
     q = (
-        _stream(spark, b, subscribe=t)
+        stream_kafka(spark, b, subscribe=t)
         .writeStream.foreachBatch(fail)
         .option("checkpointLocation", str(ck))
         .start()
@@ -738,7 +594,7 @@ def test_stream_restart_before_first_batch_commits(
 
     produce(b, t, [{"value": f"after{p}".encode(), "partition": p} for p in range(2)])
     seen: list = []
-    q = _collecting_query(_stream(spark, b, subscribe=t), ck, seen)
+    q = _collecting_query(stream_kafka(spark, b, subscribe=t), ck, seen)
     try:
         produce(b, t, [{"value": f"later{p}".encode(), "partition": p} for p in range(2)])
         wait_for(lambda: len(seen) >= 4 or not q.isActive, 60, "the restarted query")
@@ -762,7 +618,7 @@ def test_stream_added_partitions_start_at_earliest(
     runs: dict[str, list] = {"true": [], "false": []}
 
     def start(fail: str) -> Any:
-        df = _stream(
+        df = stream_kafka(
             spark,
             b,
             subscribePattern=f"{prefix}-.*",
@@ -822,10 +678,12 @@ def test_stream_max_offsets_per_trigger_and_restart(
 ) -> None:
     b = cluster.bootstrap
     topic = create_topic(b, unique("rate"), PARTS, 3)  # its own: the test adds records
-    produce(b, topic, [_record(p, j) for j in range(PER_PART) for p in range(PARTS)])
+    produce(b, topic, [source_record(p, j) for j in range(PER_PART) for p in range(PARTS)])
     ck = tmp_path / "rate"
     seen: list = []
-    df = _stream(spark, b, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger="13")
+    df = stream_kafka(
+        spark, b, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger="13"
+    )
     q = _collecting_query(df, ck, seen)
     try:
         q.processAllAvailable()
@@ -852,7 +710,9 @@ def test_stream_max_offsets_per_trigger_and_restart(
     # numbered after the first run's.
     produce(b, topic, [{"value": b"extra", "partition": p} for p in range(PARTS)])
     seen.clear()
-    q = _collecting_query(_stream(spark, b, subscribe=topic, startingOffsets="earliest"), ck, seen)
+    q = _collecting_query(
+        stream_kafka(spark, b, subscribe=topic, startingOffsets="earliest"), ck, seen
+    )
     try:
         q.processAllAvailable()
     finally:
@@ -876,7 +736,7 @@ def test_stream_fail_on_data_loss(spark: Any, cluster: Any, tmp_path: Path) -> N
     produce(b, kept, [{"value": b"k"}])
     queries = {}
     for fail in ("true", "false"):
-        df = _stream(
+        df = stream_kafka(
             spark,
             b,
             subscribePattern=f"{prefix}-.*",
@@ -909,181 +769,6 @@ def test_stream_fail_on_data_loss(spark: Any, cluster: Any, tmp_path: Path) -> N
             q.stop()
 
 
-# -- sink ----------------------------------------------------------------------------------------
-
-
-def test_sink_save_modes(spark: Any, cluster: Any) -> None:
-    """Spark's documented batch write, `df.write.format("kafka")...save()` with no save mode,
-    works as on the official connector: the default (ErrorIfExists) and Append write;
-    Overwrite and Ignore fail with the official connector's AnalysisException, writing
-    nothing."""
-    from pyspark.errors import AnalysisException
-
-    b = cluster.bootstrap
-    out = create_topic(b, unique("modes"), 3, 3)
-
-    def rows(tag: str) -> Any:
-        return spark.createDataFrame(
-            [(f"k-{tag}-{i}", f"{tag}-{i}") for i in range(3)], "key string, value string"
-        )
-
-    # The call as Spark's Kafka integration guide writes it, unchanged.
-    rows("default").write.format("kafka").option("kafka.bootstrap.servers", b).option(
-        "topic", out
-    ).save()
-    for mode in ("errorifexists", "append"):
-        rows(mode).write.format("kafka").option("kafka.bootstrap.servers", b).option(
-            "topic", out
-        ).mode(mode).save()
-    for mode, name in (("overwrite", "Overwrite"), ("ignore", "Ignore")):
-        with pytest.raises(AnalysisException) as err:
-            rows(mode).write.format("kafka").option("kafka.bootstrap.servers", b).option(
-                "topic", out
-            ).mode(mode).save()
-        assert err.value.getCondition() == "_LEGACY_ERROR_TEMP_3081"
-        assert str(err.value).startswith(
-            f"Save mode {name} not allowed for Kafka. Allowed save modes are Append and "
-            "ErrorIfExists (default)."
-        ), str(err.value)[-1500:]
-    got = sorted((bytes(r.key), bytes(r.value)) for r in _read(spark, b, subscribe=out).collect())
-    assert got == sorted(
-        (f"k-{tag}-{i}".encode(), f"{tag}-{i}".encode())
-        for tag in ("default", "errorifexists", "append")
-        for i in range(3)
-    )
-
-
-def test_sink_batch_and_stream(spark: Any, cluster: Any, topic: str, tmp_path: Path) -> None:
-    b = cluster.bootstrap
-    out1, out2 = create_topic(b, unique("sink1"), 3, 3), create_topic(b, unique("sink2"), 3, 3)
-    rows = [
-        (out1, "k1", "v1", 0, [("a", bytearray(b"1"))]),
-        (out2, "k2", "v2", 2, None),
-        (out1, None, "v3", 1, [("b", bytearray(b"2")), ("c", bytearray(b""))]),
-    ]
-    df = spark.createDataFrame(
-        rows,
-        "topic string, key string, value string, partition int, "
-        "headers array<struct<key:string,value:binary>>",
-    )
-    df.write.format("kafka").option("kafka.bootstrap.servers", b).save()
-    got = _read(spark, b, subscribePattern=f"{out1}|{out2}", includeHeaders="true").collect()
-    read_back = {
-        (
-            r.topic,
-            None if r.key is None else bytes(r.key),
-            bytes(r.value),
-            r.partition,
-            tuple((h.key, bytes(h.value)) for h in r.headers) if r.headers else None,
-        )
-        for r in got
-    }
-    assert read_back == {
-        (
-            t,
-            None if k is None else k.encode(),
-            v.encode(),
-            p,
-            tuple((hk, bytes(hv)) for hk, hv in h) if h else None,
-        )
-        for t, k, v, p, h in rows
-    }
-
-    # The topic option overrides a topic column; a stream copies one topic into another.
-    copy = create_topic(b, unique("copy"), 6, 3)
-    q = (
-        _stream(spark, b, subscribe=topic, startingOffsets="earliest")
-        .selectExpr("key", "value", "'ignored' as topic")
-        .writeStream.format("kafka")
-        .option("kafka.bootstrap.servers", b)
-        .option("topic", copy)
-        .option("checkpointLocation", str(tmp_path / "copy"))
-        .start()
-    )
-    try:
-        q.processAllAvailable()
-    finally:
-        q.stop()
-    copied = _read(spark, b, subscribe=copy).collect()
-    assert sorted((bytes(r.key), bytes(r.value)) for r in copied) == sorted(
-        (f"k{p}-{j}".encode(), f"v{p}-{j}".encode()) for p in range(PARTS) for j in range(PER_PART)
-    )
-    # Keyed records land where the Java client's default partitioner (murmur2) puts them.
-    assert {(bytes(r.key), r.partition) for r in copied} == {
-        (k, java_partition(k, PARTS)) for k, _ in ((bytes(r.key), 0) for r in copied)
-    }
-
-
-def test_sink_producer_settings(spark: Any, cluster: Any) -> None:
-    """kafka.* producer settings the idempotent producer cannot work with, given without
-    asking for idempotence: the Java producer turns idempotence off, and so does this sink."""
-    b = cluster.bootstrap
-    out = create_topic(b, unique("acks"), 1, 3)
-    settings = [{"kafka.acks": "1"}, {"kafka.max.in.flight.requests.per.connection": "10"}]
-    for i, extra in enumerate(settings):
-        w = spark.createDataFrame([(f"v{i}",)], "value string").write.format("kafka")
-        w = w.option("kafka.bootstrap.servers", b).option("topic", out)
-        for k, v in extra.items():
-            w = w.option(k, v)
-        w.save()
-    assert sorted(bytes(r.value) for r in _read(spark, b, subscribe=out).collect()) == [
-        b"v0",
-        b"v1",
-    ]
-
-
-def test_sink_timestamp_column(spark: Any, cluster: Any) -> None:
-    """The sink's `timestamp` column (a timestamp, or a double of seconds) sets the record
-    timestamp to the millisecond, microseconds truncated; null leaves it to the producer (now).
-    A record without a timestamp (-1) reads as 1 ms before the epoch, as the official source's
-    java.sql.Timestamp(-1)."""
-    b = cluster.bootstrap
-    # Records months apart would roll a segment, and the module's fast retention would then
-    # delete the older one (retention.ms is 7 days): keep them all.
-    out = create_topic(b, unique("stamped"), 1, 3, {"retention.ms": "-1"})
-    t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    rows = [("a", t0 + timedelta(microseconds=1_234_567)), ("b", None)]
-    spark.createDataFrame(rows, "value string, timestamp timestamp").write.format("kafka").option(
-        "kafka.bootstrap.servers", b
-    ).option("topic", out).save()
-    spark.createDataFrame(
-        [("c", t0.timestamp() + 2.5)], "value string, timestamp double"
-    ).write.format("kafka").option("kafka.bootstrap.servers", b).option("topic", out).save()
-    produce(b, out, [{"value": b"d", "timestamp": -1}])
-    written_by = datetime.now(UTC)
-    got = {
-        bytes(r.value): (r.timestamp.replace(tzinfo=UTC), r.timestampType)
-        for r in _read(spark, b, subscribe=out).collect()
-    }
-    assert got[b"a"] == (t0 + timedelta(milliseconds=1234), 0)
-    assert got[b"c"] == (t0 + timedelta(milliseconds=2500), 0)
-    assert got[b"d"] == (datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=UTC), 0)
-    assert written_by - timedelta(minutes=5) < got[b"b"][0] <= written_by
-
-
-def java_partition(key: bytes, partitions: int) -> int:
-    """Kafka's Utils.murmur2 and toPositive: the partition the Java producer picks for a key."""
-    m, h = 0x5BD1E995, (0x9747B28C ^ len(key)) & 0xFFFFFFFF
-    for i in range(len(key) // 4):
-        k = int.from_bytes(key[4 * i : 4 * i + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> 24
-        k = (k * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    tail, rest = len(key) & ~3, len(key) % 4
-    if rest == 3:
-        h ^= key[tail + 2] << 16
-    if rest >= 2:
-        h ^= key[tail + 1] << 8
-    if rest >= 1:
-        h ^= key[tail]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return (h & 0x7FFFFFFF) % partitions
-
-
 def test_stream_trigger_available_now(spark: Any, cluster: Any, topic: str, tmp_path: Path) -> None:
     """Trigger.AvailableNow reads what is there when the query starts, in rate-limited batches,
     and stops by itself."""
@@ -1092,7 +777,7 @@ def test_stream_trigger_available_now(spark: Any, cluster: Any, topic: str, tmp_
     def collect(batch: Any, batch_id: int) -> None:
         seen.extend((batch_id, r) for r in batch.collect())
 
-    df = _stream(
+    df = stream_kafka(
         spark,
         cluster.bootstrap,
         subscribe=topic,
