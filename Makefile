@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(PY) bench/groups.py
 	$(PY) bench/spark.py
 	$(PY) bench/meta.py
+	$(PY) bench/security.py
 
 proto: $(STAMP)
 	$(PY) -m proto.generate

@@ -36,7 +36,7 @@ async def run(args: argparse.Namespace, root: Path) -> None:
     cluster = LocalCluster(0, args.nodes, root, free_base_port(0, args.nodes), overrides)
     cluster.start()
     try:
-        async with MetaClient(cluster.meta_servers) as client:
+        async with cluster.meta_client() as client:
             while (await client.describe_cluster()).leader_id <= 0:
                 await asyncio.sleep(0.05)
             epochs = {
@@ -47,7 +47,7 @@ async def run(args: argparse.Namespace, root: Path) -> None:
             }
             await write_latency(client, epochs[1], args.writes)
             for clients in args.clients:
-                await topic_rate(cluster.meta_servers, clients, args.topics)
+                await topic_rate(cluster, clients, args.topics)
     finally:
         cluster.stop()
 
@@ -66,12 +66,12 @@ async def write_latency(client: MetaClient, epoch: int, writes: int) -> None:
     )
 
 
-async def topic_rate(meta_servers: list[str], clients: int, topics: int) -> None:
+async def topic_rate(cluster: LocalCluster, clients: int, topics: int) -> None:
     run_id = uuid.uuid4().hex[:8]
     names = iter(range(topics))
 
     async def creator() -> None:
-        async with MetaClient(meta_servers) as client:
+        async with cluster.meta_client() as client:
             for n in names:
                 topic = meta_pb2.CreatableTopic(
                     name=f"t-{run_id}-{n}", num_partitions=1, replication_factor=3

@@ -81,9 +81,10 @@ def bench_producer(bootstrap: str, acks: str, **extra: object) -> Producer:
     )
 
 
-def produce(bootstrap: str, topic: str, total_mb: int, acks: str = "1") -> float:
-    """MB/s from the first send to the last delivery report."""
-    producer = bench_producer(bootstrap, acks)
+def produce(bootstrap: str, topic: str, total_mb: int, acks: str = "1", **conf: object) -> float:
+    """MB/s from the first send to the last delivery report (`conf`: more librdkafka
+    settings, e.g. security)."""
+    producer = bench_producer(bootstrap, acks, **conf)
     value = b"x" * RECORD
     count = total_mb * MB // RECORD
     failed: list = []
@@ -109,8 +110,9 @@ def produce(bootstrap: str, topic: str, total_mb: int, acks: str = "1") -> float
     return count * RECORD / MB / elapsed
 
 
-def consume(bootstrap: str, topic: str, partitions: int, total_mb: int) -> float:
-    """MB/s reading everything back from offset 0 (assign, no group)."""
+def consume(bootstrap: str, topic: str, partitions: int, total_mb: int, **conf: object) -> float:
+    """MB/s reading everything back from offset 0 (assign, no group; `conf`: more librdkafka
+    settings)."""
     errors: list[str] = []
     consumer = Consumer(
         {
@@ -122,6 +124,7 @@ def consume(bootstrap: str, topic: str, partitions: int, total_mb: int) -> float
             "queued.max.messages.kbytes": 262_144,
             "error_cb": lambda err: errors.append(str(err)),
             "logger": _Quiet(errors),
+            **conf,
         }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])

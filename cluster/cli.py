@@ -1,12 +1,20 @@
 """The `rafka` command: start a local cluster, run one meta node or one broker, administer.
 
     rafka up [--brokers 3] [--meta 3] [--data-dir ./data] [--base-port 9092]
+             [--security-protocol PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL]
     rafka meta   [--config meta.properties]   [-o key=value ...]
     rafka broker [--config server.properties] [-o key=value ...]
     rafka cluster                                   # meta quorum, brokers, partition health
     rafka topics list | describe [TOPIC...] | create NAME [-p N] [-r N] [--config k=v] | delete
     rafka groups list | describe GROUP | delete GROUP...
+    rafka acls list | add | remove  [--allow-principal P] [--operation OP] [--topic T] ...
+    rafka users list | create USER [--mechanism M] | delete USER...
 
+Admin commands take `--command-config FILE`: the client's security settings in a Java
+.properties file, as Kafka's tools do (security.protocol, sasl.mechanism, sasl.jaas.config,
+ssl.truststore.location with ssl.truststore.type=PEM, ...); the commands that ask the meta
+service (cluster, groups list) take its internal.* credentials from it too (a local cluster's
+are in <data-dir>/internal.properties).
 Settings use Kafka's names; see README.md for the list and for RAFKA_* environment variables.
 """
 
@@ -15,10 +23,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from enum import IntEnum, StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from cluster.admin import Brokers, Meta
+    from meta.acl import AclBinding, AclBindingFilter, ResourceType
 
 app = typer.Typer(
     add_completion=False,
@@ -54,6 +67,15 @@ def parse_overrides(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+class SecurityProtocol(StrEnum):
+    """The protocol of the brokers' client listener under `rafka up`."""
+
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+
 @app.command()
 def up(
     brokers: Annotated[int, typer.Option(min=1, help="Number of brokers.")] = 3,
@@ -66,6 +88,14 @@ def up(
     ] = 9092,
     override: OverrideOpt = None,
     log_level: LogLevelOpt = "INFO",
+    security_protocol: Annotated[
+        SecurityProtocol,
+        typer.Option(
+            help="Protocol (and listener name) of every broker's client listener. SSL and "
+            "SASL_SSL without ssl.keystore.* overrides use a development CA under "
+            "<data-dir>/tls (clients trust <data-dir>/tls/ca.pem)."
+        ),
+    ] = SecurityProtocol.PLAINTEXT,
 ) -> None:
     """Start a local cluster as separate processes; Ctrl-C or SIGTERM stops it cleanly."""
     from cluster.local import LocalCluster
@@ -74,7 +104,15 @@ def up(
         raise typer.BadParameter("--meta must be 1 or 3")
     setup_logging(log_level)
     try:
-        LocalCluster(brokers, meta, data_dir, base_port, parse_overrides(override), log_level).run()
+        LocalCluster(
+            brokers,
+            meta,
+            data_dir,
+            base_port,
+            parse_overrides(override),
+            log_level,
+            security_protocol=security_protocol.value,
+        ).run()
     except (RuntimeError, TimeoutError, ValueError) as e:
         typer.echo(f"rafka up failed: {e}", err=True)
         raise typer.Exit(1) from None
@@ -131,6 +169,16 @@ MetaOpt = Annotated[
         help="Meta service gRPC addresses, comma-separated.",
     ),
 ]
+CommandConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--command-config",
+        envvar="RAFKA_COMMAND_CONFIG",
+        help="Client security settings (.properties: security.protocol, sasl.mechanism, "
+        "sasl.jaas.config, ssl.truststore.location, ...), as Kafka's tools take them; "
+        "internal.* entries are the credentials of the meta service's gRPC.",
+    ),
+]
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_META = "127.0.0.1:9192"
 
@@ -139,13 +187,43 @@ DEFAULT_META = "127.0.0.1:9192"
 def admin_errors() -> Iterator[None]:
     """What the cluster refused or could not answer, said in one line; exit status 1."""
     from cluster.admin import AdminError
+    from cluster.client_security import SecurityConfigError
+    from cluster.internal_security import InternalSecurityError
     from meta.client import MetaError
 
     try:
         yield
-    except (AdminError, MetaError, ConnectionError, TimeoutError, OSError) as e:
+    except (
+        AdminError,
+        MetaError,
+        SecurityConfigError,
+        InternalSecurityError,
+        ConnectionError,
+        TimeoutError,
+        OSError,
+    ) as e:
         typer.echo(f"rafka: {e}", err=True)
         raise typer.Exit(1) from None
+
+
+def brokers(bootstrap: str, command_config: Path | None) -> Brokers:
+    """The brokers to ask, with the security settings of `--command-config`."""
+    from cluster.admin import Brokers
+    from cluster.client_security import ClientSecurity
+
+    if command_config is None:
+        return Brokers(bootstrap)
+    return Brokers(bootstrap, ClientSecurity.from_file(command_config))
+
+
+def meta_service(servers: str, command_config: Path | None) -> Meta:
+    """The meta service, with the `internal.*` credentials of `--command-config`."""
+    from cluster.admin import Meta
+    from cluster.internal_security import InternalSecurity
+
+    if command_config is None:
+        return Meta(servers)
+    return Meta(servers, InternalSecurity.from_file(command_config))
 
 
 def print_table(title: str | None, columns: list[str], rows: list[list[object]]) -> None:
@@ -168,14 +246,16 @@ def _ids(nodes: list[int]) -> str:
 
 @app.command("cluster")
 def cluster_status(
-    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP, meta: MetaOpt = DEFAULT_META
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+    meta: MetaOpt = DEFAULT_META,
 ) -> None:
     """The meta quorum, the brokers and the health of the partitions."""
     from cluster import admin
 
     with admin_errors():
-        q = admin.quorum(meta)
-        info = admin.metadata(bootstrap)
+        q = admin.quorum(meta_service(meta, command_config))
+        info = admin.metadata(brokers(bootstrap, command_config))
     print_table(
         f"cluster {q.cluster_id}: meta leader {q.leader if q.leader >= 0 else 'none'}",
         ["META NODE", "ADDRESS", "ROLE"],
@@ -199,12 +279,14 @@ def cluster_status(
 
 
 @topics_app.command("list")
-def topics_list(bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP) -> None:
+def topics_list(
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP, command_config: CommandConfigOpt = None
+) -> None:
     """Topic names, partitions and replication factor."""
     from cluster import admin
 
     with admin_errors():
-        info = admin.metadata(bootstrap)
+        info = admin.metadata(brokers(bootstrap, command_config))
     print_table(
         None,
         ["TOPIC", "PARTITIONS", "REPLICATION", "ID"],
@@ -216,12 +298,13 @@ def topics_list(bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP) -> None:
 def topics_describe(
     topics: Annotated[list[str] | None, typer.Argument(help="Topics (default: all).")] = None,
     bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
 ) -> None:
     """Leader, epoch, replicas and ISR of every partition."""
     from cluster import admin
 
     with admin_errors():
-        info = admin.metadata(bootstrap, topics or None)
+        info = admin.metadata(brokers(bootstrap, command_config), topics or None)
     for t in info.topics:
         print_table(
             f"{t.name}  id {t.topic_id}  partitions {len(t.partitions)}  "
@@ -257,22 +340,33 @@ def topics_create(
         list[str] | None, typer.Option("--config", help="Topic setting key=value; repeatable.")
     ] = None,
     bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
 ) -> None:
     """Create a topic."""
     from cluster import admin
 
     with admin_errors():
-        admin.create_topic(bootstrap, name, partitions, replication_factor, parse_overrides(config))
+        admin.create_topic(
+            brokers(bootstrap, command_config),
+            name,
+            partitions,
+            replication_factor,
+            parse_overrides(config),
+        )
     typer.echo(f"Created topic {name}.")
 
 
 @topics_app.command("delete")
-def topics_delete(names: list[str], bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP) -> None:
+def topics_delete(
+    names: list[str],
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+) -> None:
     """Delete topics."""
     from cluster import admin
 
     with admin_errors():
-        results = admin.delete_topics(bootstrap, names)
+        results = admin.delete_topics(brokers(bootstrap, command_config), names)
     report(results, "Deleted topic")
 
 
@@ -285,12 +379,18 @@ def report(results: Mapping[str, Exception | None], done: str) -> None:
 
 
 @groups_app.command("list")
-def groups_list(bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP, meta: MetaOpt = DEFAULT_META) -> None:
+def groups_list(
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+    meta: MetaOpt = DEFAULT_META,
+) -> None:
     """Every consumer group of the cluster (the meta service's registry), with its coordinator."""
     from cluster import admin
 
     with admin_errors():
-        groups = admin.list_groups(bootstrap, meta)
+        groups = admin.list_groups(
+            brokers(bootstrap, command_config), meta_service(meta, command_config)
+        )
     print_table(
         None,
         ["GROUP", "TYPE", "STATE", "COORDINATOR", "PARTITION"],
@@ -308,12 +408,14 @@ def groups_list(bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP, meta: MetaOpt = DEF
 
 
 @groups_app.command("describe")
-def groups_describe(group: str, bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP) -> None:
+def groups_describe(
+    group: str, bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP, command_config: CommandConfigOpt = None
+) -> None:
     """Members, assignments, committed offsets and lag of a group."""
     from cluster import admin
 
     with admin_errors():
-        d = admin.describe_group(bootstrap, group)
+        d = admin.describe_group(brokers(bootstrap, command_config), group)
     typer.echo(
         f"group {d.group} ({d.type}): {d.state}, assignor {d.protocol or '-'}, "
         f"coordinator {d.coordinator}, {len(d.members)} member(s)"
@@ -351,13 +453,354 @@ def groups_describe(group: str, bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP) -> 
 
 
 @groups_app.command("delete")
-def groups_delete(groups: list[str], bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP) -> None:
+def groups_delete(
+    groups: list[str],
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+) -> None:
     """Delete groups with no members (their committed offsets go too)."""
     from cluster import admin
 
     with admin_errors():
-        results = admin.delete_groups(bootstrap, groups)
+        results = admin.delete_groups(brokers(bootstrap, command_config), groups)
     report(results, "Deleted group")
+
+
+# ---------------------------------------------------------------- ACLs and SCRAM users
+
+acls_app = typer.Typer(
+    no_args_is_help=True, help="List, add and remove ACLs (as kafka-acls.sh does)."
+)
+users_app = typer.Typer(
+    no_args_is_help=True, help="List, create and delete SCRAM users (as kafka-configs.sh does)."
+)
+app.add_typer(acls_app, name="acls")
+app.add_typer(users_app, name="users")
+
+
+def _enum(enum: type[IntEnum], text: str, what: str) -> IntEnum:
+    """Kafka's spellings of an ACL enum value: Write, WRITE, AlterConfigs, alter-configs."""
+    wanted = text.replace("-", "").replace("_", "").lower()
+    for member in enum:
+        if member.name.replace("_", "").lower() == wanted:
+            return member
+    names = ", ".join(m.name for m in enum if m.name not in ("UNKNOWN", "ANY", "MATCH"))
+    raise typer.BadParameter(f"unknown {what} {text!r}; one of {names}")
+
+
+def acl_resources(
+    topic: list[str] | None,
+    group: list[str] | None,
+    transactional_id: list[str] | None,
+    delegation_token: list[str] | None,
+    cluster: bool,
+) -> list[tuple[ResourceType, str]]:
+    """The resources named on the command line (kafka-acls.sh's --topic, --group, ...)."""
+    from meta.acl import CLUSTER_NAME, ResourceType
+
+    named = [
+        (ResourceType.TOPIC, topic),
+        (ResourceType.GROUP, group),
+        (ResourceType.TRANSACTIONAL_ID, transactional_id),
+        (ResourceType.DELEGATION_TOKEN, delegation_token),
+    ]
+    out = [(rtype, name) for rtype, names in named for name in names or []]
+    return out + ([(ResourceType.CLUSTER, CLUSTER_NAME)] if cluster else [])
+
+
+def acl_bindings(
+    resources: list[tuple[ResourceType, str]],
+    pattern: str,
+    allow: list[str],
+    deny: list[str],
+    hosts: list[str],
+    operations: list[str],
+) -> list[AclBinding]:
+    """kafka-acls.sh --add: every principal x host x operation x resource."""
+    from meta.acl import AclBinding, AclOperation, AclPermissionType, PatternType
+
+    pattern_type = _enum(PatternType, pattern, "resource pattern type")
+    if pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+        raise typer.BadParameter("--resource-pattern-type must be literal or prefixed to add")
+    if not resources or not (allow or deny) or not operations:
+        raise typer.BadParameter(
+            "add needs a resource (--topic, --group, --cluster, ...), --allow-principal or "
+            "--deny-principal, and --operation"
+        )
+    ops = [_enum(AclOperation, op, "operation") for op in operations]
+    principals = [(p, AclPermissionType.ALLOW) for p in allow]
+    principals += [(p, AclPermissionType.DENY) for p in deny]
+    for principal, _ in principals:
+        _check_principal(principal)
+    return [
+        AclBinding(rtype, name, PatternType(pattern_type), principal, host, AclOperation(op), perm)
+        for rtype, name in resources
+        for principal, perm in principals
+        for host in hosts or ["*"]
+        for op in ops
+    ]
+
+
+def acl_filters(
+    resources: list[tuple[ResourceType, str]],
+    pattern: str,
+    principals: list[str],
+    hosts: list[str],
+    operations: list[str],
+) -> list[AclBindingFilter]:
+    """kafka-acls.sh --list/--remove: what is not given matches anything (no resource: every
+    resource)."""
+    from meta.acl import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        PatternType,
+        ResourceType,
+    )
+
+    pattern_type = PatternType(_enum(PatternType, pattern, "resource pattern type"))
+    targets: list[tuple[ResourceType, str | None]] = list(resources) or [(ResourceType.ANY, None)]
+    for principal in principals:
+        _check_principal(principal)
+    anyone: list[str | None] = [None]  # Kafka's null: matches every value
+    return [
+        AclBindingFilter(
+            rtype,
+            name,
+            pattern_type,
+            principal,
+            host,
+            AclOperation(_enum(AclOperation, op, "operation")) if op else AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
+        for rtype, name in targets
+        for principal in principals or anyone
+        for host in hosts or anyone
+        for op in operations or anyone
+    ]
+
+
+def _check_principal(principal: str) -> None:
+    kind, sep, name = principal.partition(":")
+    if not sep or not kind or not name:
+        raise typer.BadParameter(f"principal {principal!r}: expected Type:name, e.g. User:alice")
+
+
+def print_acls(bindings: list[AclBinding]) -> None:
+    print_table(
+        None,
+        ["RESOURCE", "NAME", "PATTERN", "PRINCIPAL", "HOST", "OPERATION", "PERMISSION"],
+        [
+            [
+                b.resource_type.name,
+                b.resource_name,
+                b.pattern_type.name,
+                b.principal,
+                b.host,
+                b.operation.name,
+                b.permission_type.name,
+            ]
+            for b in sorted(bindings, key=lambda b: (b.resource_type, b.resource_name, b.principal))
+        ],
+    )
+
+
+TopicOpt = Annotated[list[str] | None, typer.Option("--topic", help="Topic; repeatable.")]
+GroupOpt = Annotated[list[str] | None, typer.Option("--group", help="Group; repeatable.")]
+TxnOpt = Annotated[
+    list[str] | None, typer.Option("--transactional-id", help="Transactional id; repeatable.")
+]
+TokenOpt = Annotated[
+    list[str] | None, typer.Option("--delegation-token", help="Token id; repeatable.")
+]
+ClusterFlag = Annotated[bool, typer.Option("--cluster", help="The cluster resource.")]
+OperationOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--operation",
+        help="Read, Write, Create, Delete, Alter, Describe, "
+        "ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, All; repeatable.",
+    ),
+]
+HostOpt = Annotated[list[str] | None, typer.Option("--host", help="Client IP (default: *).")]
+
+
+@acls_app.command("list")
+def acls_list(
+    topic: TopicOpt = None,
+    group: GroupOpt = None,
+    transactional_id: TxnOpt = None,
+    delegation_token: TokenOpt = None,
+    cluster: ClusterFlag = False,
+    principal: Annotated[list[str] | None, typer.Option(help="Type:name; repeatable.")] = None,
+    resource_pattern_type: Annotated[
+        str, typer.Option(help="any, match, literal or prefixed.")
+    ] = "any",
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+) -> None:
+    """The ACLs (all of them, or those of the given resources / principals)."""
+    from cluster import admin
+
+    resources = acl_resources(topic, group, transactional_id, delegation_token, cluster)
+    filters = acl_filters(resources, resource_pattern_type, principal or [], [], [])
+    with admin_errors():
+        target = brokers(bootstrap, command_config)
+        found = {b for f in filters for b in admin.describe_acls(target, f)}
+    print_acls(list(found))
+
+
+@acls_app.command("add")
+def acls_add(
+    allow_principal: Annotated[
+        list[str] | None, typer.Option(help="Type:name allowed; repeatable.")
+    ] = None,
+    deny_principal: Annotated[
+        list[str] | None, typer.Option(help="Type:name denied; repeatable.")
+    ] = None,
+    operation: OperationOpt = None,
+    topic: TopicOpt = None,
+    group: GroupOpt = None,
+    transactional_id: TxnOpt = None,
+    delegation_token: TokenOpt = None,
+    cluster: ClusterFlag = False,
+    host: HostOpt = None,
+    resource_pattern_type: Annotated[str, typer.Option(help="literal or prefixed.")] = "literal",
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+) -> None:
+    """Add ACLs: each principal x host x operation on each resource."""
+    from cluster import admin
+
+    resources = acl_resources(topic, group, transactional_id, delegation_token, cluster)
+    bindings = acl_bindings(
+        resources,
+        resource_pattern_type,
+        allow_principal or [],
+        deny_principal or [],
+        host or [],
+        operation or [],
+    )
+    with admin_errors():
+        results = admin.create_acls(brokers(bootstrap, command_config), bindings)
+    print_acls([b for b, error in zip(bindings, results, strict=True) if error is None])
+    report({str(b): e for b, e in zip(bindings, results, strict=True) if e is not None}, "")
+
+
+@acls_app.command("remove")
+def acls_remove(
+    topic: TopicOpt = None,
+    group: GroupOpt = None,
+    transactional_id: TxnOpt = None,
+    delegation_token: TokenOpt = None,
+    cluster: ClusterFlag = False,
+    principal: Annotated[
+        list[str] | None, typer.Option(help="Type:name (default: any); repeatable.")
+    ] = None,
+    operation: OperationOpt = None,
+    host: HostOpt = None,
+    resource_pattern_type: Annotated[
+        str, typer.Option(help="literal, prefixed, match or any.")
+    ] = "literal",
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+) -> None:
+    """Remove the ACLs of the given resources (narrowed by principal, host, operation)."""
+    from cluster import admin
+
+    resources = acl_resources(topic, group, transactional_id, delegation_token, cluster)
+    if not resources:
+        raise typer.BadParameter("remove needs a resource (--topic, --group, --cluster, ...)")
+    filters = acl_filters(
+        resources, resource_pattern_type, principal or [], host or [], operation or []
+    )
+    with admin_errors():
+        results = admin.delete_acls(brokers(bootstrap, command_config), filters)
+    removed = [b for _, deleted in results for b in deleted]
+    typer.echo(f"Removed {len(removed)} ACL(s).")
+    if removed:
+        print_acls(removed)
+    report({f"filter {i}": e for i, (e, _) in enumerate(results) if e is not None}, "")
+
+
+MechanismOpt = Annotated[
+    list[str] | None,
+    typer.Option("--mechanism", help="SCRAM-SHA-256 or SCRAM-SHA-512; repeatable."),
+]
+
+
+@users_app.command("list")
+def users_list(
+    users: Annotated[list[str] | None, typer.Argument(help="Users (default: all).")] = None,
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+) -> None:
+    """SCRAM users, with their mechanisms and iteration counts (never the keys)."""
+    from cluster import admin
+
+    with admin_errors():
+        found = admin.describe_users(brokers(bootstrap, command_config), users or None)
+    print_table(
+        None,
+        ["USER", "MECHANISM", "ITERATIONS"],
+        [[u.user, m, i] for u in found for m, i in u.credentials],
+    )
+
+
+def _mechanisms(mechanism: list[str] | None) -> list[str]:
+    from dataplane.security.sasl.scram import SCRAM_MECHANISMS
+
+    chosen = [m.upper() for m in mechanism or list(SCRAM_MECHANISMS)]
+    for m in chosen:
+        if m not in SCRAM_MECHANISMS:
+            raise typer.BadParameter(f"mechanism {m}: SCRAM-SHA-256 or SCRAM-SHA-512")
+    return chosen
+
+
+@users_app.command("create")
+def users_create(
+    user: str,
+    password: Annotated[
+        str, typer.Option(prompt=True, hide_input=True, envvar="RAFKA_USER_PASSWORD")
+    ],
+    mechanism: MechanismOpt = None,
+    iterations: Annotated[int, typer.Option(min=4096, max=16384)] = 4096,
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+) -> None:
+    """Create or update a user's SCRAM credentials (default: both mechanisms). The password
+    is salted and hashed here; only the salted password is sent."""
+    from cluster import admin
+
+    upserts = [(user, m, password, iterations) for m in _mechanisms(mechanism)]
+    with admin_errors():
+        results = admin.alter_users(brokers(bootstrap, command_config), upserts, [])
+    report(results, "Set SCRAM credentials of")
+
+
+@users_app.command("delete")
+def users_delete(
+    users: list[str],
+    mechanism: MechanismOpt = None,
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+) -> None:
+    """Delete users' SCRAM credentials (default: every mechanism each user has)."""
+    from cluster import admin
+
+    with admin_errors():
+        target = brokers(bootstrap, command_config)
+        if mechanism:
+            deletions = [(u, m) for u in users for m in _mechanisms(mechanism)]
+        else:
+            known = {u.user: u for u in admin.describe_users(target)}
+            missing = [u for u in users if u not in known]
+            if missing:
+                typer.echo(f"rafka: no SCRAM credentials for {', '.join(missing)}", err=True)
+                raise typer.Exit(1)
+            deletions = [(u, m) for u in users for m, _ in known[u].credentials]
+        results = admin.alter_users(target, [], deletions)
+    report(results, "Deleted SCRAM credentials of")
 
 
 if __name__ == "__main__":

@@ -14,9 +14,11 @@ import socket
 import struct
 from typing import Any
 
+from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
+from cluster.client_security import ClientSecurity, SaslFailed
 from dataplane.protocol.codec import (
     EntityBuilder,
     entity_class,
@@ -55,24 +57,81 @@ def split_address(address: str, default_port: int = 9092) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+PLAINTEXT = ClientSecurity()
+
+
+class AuthenticationError(ConnectionError):
+    """The broker refused the credentials (Kafka's error name first), or the exchange broke."""
+
+    def __init__(self, error: str, message: str) -> None:
+        self.error = error
+        super().__init__(f"{error}: {message}")
+
+
 class KafkaConnection:
     client_id = b"rafka"
 
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 15) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(
+        self,
+        port: int,
+        host: str = "127.0.0.1",
+        timeout: float = 15,
+        security: ClientSecurity = PLAINTEXT,
+        authenticate: bool = True,
+    ) -> None:
+        self.security = security
+        self.session_lifetime_ms = 0
         self._corr = 0
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        try:
+            if security.tls:
+                self.sock = security.ssl_context().wrap_socket(self.sock, server_hostname=host)
+            if security.sasl and authenticate:
+                self.authenticate()
+        except BaseException:
+            self.sock.close()
+            raise
 
     @classmethod
-    def to_any(cls, bootstrap: str, timeout: float = 15) -> KafkaConnection:
-        """A connection to the first reachable of the comma-separated `bootstrap` addresses."""
+    def to_any(
+        cls, bootstrap: str, timeout: float = 15, security: ClientSecurity = PLAINTEXT
+    ) -> KafkaConnection:
+        """A connection to the first reachable of the comma-separated `bootstrap` addresses
+        (credentials the broker refuses are not retried elsewhere)."""
         errors = []
         for address in filter(None, (a.strip() for a in bootstrap.split(","))):
             host, port = split_address(address)
             try:
-                return cls(port, host, timeout)
+                return cls(port, host, timeout, security)
+            except AuthenticationError:
+                raise
             except OSError as e:
                 errors.append(f"{address}: {e}")
         raise ConnectionError(f"no broker reachable ({'; '.join(errors) or 'no address given'})")
+
+    def authenticate(self) -> None:
+        """SaslHandshake v1 then SaslAuthenticate v2 until the mechanism is done; the broker's
+        session lifetime (KIP-368) is kept in `session_lifetime_ms`."""
+        mechanism = self.security.mechanism
+        r = self.call(SASL_HANDSHAKE, 1, mechanism=mechanism)
+        if r.error_code != ErrorCode.none:
+            raise AuthenticationError(
+                r.error_code.name.upper(),
+                f"{mechanism} not enabled on this listener (it offers "
+                f"{', '.join(r.mechanisms) or 'none'})",
+            )
+        client = self.security.mechanism_client()
+        token: bytes | None = client.first()
+        while token is not None:
+            a = self.call(SASL_AUTHENTICATE, 2, auth_bytes=token)
+            if a.error_code != ErrorCode.none:
+                raise AuthenticationError(a.error_code.name.upper(), a.error_message or "")
+            self.session_lifetime_ms = int(a.session_lifetime.total_seconds() * 1000)
+            try:
+                token = client.respond(a.auth_bytes)
+            except SaslFailed as e:
+                raise AuthenticationError("SASL_AUTHENTICATION_FAILED", str(e)) from None
 
     def __enter__(self) -> KafkaConnection:
         return self

@@ -6,6 +6,11 @@ Port layout from --base-port B (default 9092), node i counted from 0:
   meta i Raft                  B + 200 + i    (9292, ...)
   broker i replication gRPC    B + 300 + i    (9392, ...)
 Each node gets a properties file under <data-dir>/config and a log under <data-dir>/logs.
+
+`security_protocol` sets the protocol of the brokers' listener, also its listener name (so
+``listener.name.sasl_ssl.*`` settings apply to it, as in Kafka). SSL and SASL_SSL without a
+keystore setting use a development CA and broker certificates under <data-dir>/tls
+(cluster/dev_ca.py); clients trust `ca_path`.
 """
 
 from __future__ import annotations
@@ -20,8 +25,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from cluster import dev_ca
+from cluster.internal_security import InternalSecurity, local_cluster_credentials
 from dataplane.config import BrokerConfig
+from dataplane.security.listeners import SECURITY_PROTOCOLS, TLS_PROTOCOLS
+from meta.client import MetaClient
 from meta.config import MetaConfig
 
 log = logging.getLogger("rafka.cluster")
@@ -46,12 +56,28 @@ class LocalCluster:
         base_port: int = 9092,
         overrides: dict[str, str] | None = None,
         log_level: str = "INFO",
+        internal_tls: bool = False,
+        security_protocol: str = "PLAINTEXT",
     ) -> None:
+        """``internal_tls``: TLS with client certificates on the meta and replication gRPC,
+        besides the cluster secret every local cluster gets (on with an SSL or SASL_SSL
+        ``security_protocol`` anyway)."""
         self.data_dir = data_dir.resolve()
         self.base_port = base_port
         self.log_level = log_level
+        self.security_protocol = security_protocol.upper()
+        if self.security_protocol not in SECURITY_PROTOCOLS:
+            raise ValueError(
+                f"unknown security protocol {security_protocol!r}; "
+                f"use one of {', '.join(SECURITY_PROTOCOLS)}"
+            )
         overrides = overrides or {}
-        broker_keys = {k for k in overrides if k.replace(".", "_") in BrokerConfig.model_fields}
+        broker_keys = {
+            k
+            for k in overrides
+            if k.replace(".", "_") in BrokerConfig.model_fields
+            or k.startswith(BrokerConfig.PREFIXES)
+        }
         meta_keys = {k for k in overrides if k.replace(".", "_") in MetaConfig.model_fields}
         unknown = set(overrides) - broker_keys - meta_keys
         if unknown:
@@ -60,29 +86,58 @@ class LocalCluster:
         voters = ",".join(f"{i + 1}@127.0.0.1:{base_port + 200 + i}" for i in range(metas))
         listeners = ",".join(f"{i + 1}@{addr}" for i, addr in enumerate(meta_grpc))
         self.nodes: dict[str, Node] = {}
+        # The development CA, when the brokers' certificates are ours to make.
+        self.ca_path: Path | None = None
+        if self.security_protocol in TLS_PROTOCOLS and not _has_keystore(
+            overrides, self.security_protocol
+        ):
+            self.ca_path = dev_ca.ensure_ca(dev_ca.tls_dir(self.data_dir))
+        # Never open: fresh internal credentials, also in internal.properties for admin tools.
+        self.internal_properties = local_cluster_credentials(
+            self.data_dir, internal_tls or self.security_protocol in TLS_PROTOCOLS
+        )
+        self.internal_properties_file = self.data_dir / "internal.properties"
         for i in range(metas):
-            props = {
-                "node.id": i + 1,
-                "meta.listener": meta_grpc[i],
-                "meta.quorum.voters": voters,
-                "meta.quorum.listeners": listeners,
-                "meta.data.dir": self.data_dir / f"meta-{i + 1}",
-            } | {k: overrides[k] for k in meta_keys}
+            props = (
+                {
+                    "node.id": i + 1,
+                    "meta.listener": meta_grpc[i],
+                    "meta.quorum.voters": voters,
+                    "meta.quorum.listeners": listeners,
+                    "meta.data.dir": self.data_dir / f"meta-{i + 1}",
+                }
+                | self.internal_properties
+                | {k: overrides[k] for k in meta_keys}
+            )
             self._add(f"meta-{i + 1}", "meta", props, base_port + 100 + i)
         for i in range(brokers):
-            props = {
-                "node.id": i + 1,
-                "listeners": f"PLAINTEXT://127.0.0.1:{base_port + i}",
-                "replication.listener": f"127.0.0.1:{base_port + 300 + i}",
-                "log.dirs": self.data_dir / f"broker-{i + 1}",
-                "meta.bootstrap.servers": ",".join(meta_grpc),
-                "default.replication.factor": min(3, brokers),
-            } | {k: overrides[k] for k in broker_keys}
+            props = (
+                {
+                    "node.id": i + 1,
+                    "listeners": f"{self.security_protocol}://127.0.0.1:{base_port + i}",
+                    "replication.listener": f"127.0.0.1:{base_port + 300 + i}",
+                    "log.dirs": self.data_dir / f"broker-{i + 1}",
+                    "meta.bootstrap.servers": ",".join(meta_grpc),
+                    "default.replication.factor": min(3, brokers),
+                }
+                | self.internal_properties
+                | self._broker_certificate(i + 1)
+                | {k: overrides[k] for k in broker_keys}
+            )
             self._add(f"broker-{i + 1}", "broker", props, base_port + i)
+
+    def _broker_certificate(self, node_id: int) -> dict[str, Path]:
+        """The keystore setting of a broker's development certificate (none without the CA)."""
+        if self.ca_path is None:
+            return {}
+        path = dev_ca.ensure_broker_certificate(self.ca_path.parent, node_id)
+        return {"ssl.keystore.location": path}
 
     def _add(self, name: str, kind: str, props: dict, port: int) -> None:
         config_file = self.data_dir / "config" / f"{name}.properties"
         config_file.parent.mkdir(parents=True, exist_ok=True)
+        config_file.touch(mode=0o600)  # it holds secrets (internal.secret, JAAS passwords)
+        config_file.chmod(0o600)
         config_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         log_file = self.data_dir / "logs" / f"{name}.log"
         log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -93,8 +148,23 @@ class LocalCluster:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values() if n.kind == "broker")
 
     @property
+    def client_config(self) -> dict[str, str]:
+        """What a Kafka client needs to connect (SASL credentials aside), Kafka's names."""
+        config = {"bootstrap.servers": self.bootstrap}
+        if self.security_protocol != "PLAINTEXT":
+            config["security.protocol"] = self.security_protocol
+        if self.ca_path is not None:
+            config["ssl.ca.location"] = str(self.ca_path)
+        return config
+
+    @property
     def meta_servers(self) -> list[str]:
         return [f"127.0.0.1:{n.port}" for n in self.nodes.values() if n.kind == "meta"]
+
+    def meta_client(self, **kwargs: Any) -> MetaClient:
+        """A MetaClient of this cluster's meta service, with its internal credentials."""
+        security = InternalSecurity.from_properties(self.internal_properties)
+        return MetaClient(self.meta_servers, security=security, **kwargs)
 
     # -- process control -----------------------------------------------------------------------
 
@@ -195,7 +265,16 @@ class LocalCluster:
         try:
             self.start()
             print(f"Rafka is up: bootstrap.servers={self.bootstrap}", flush=True)
+            if self.security_protocol != "PLAINTEXT":
+                print(f"  security.protocol={self.security_protocol}", flush=True)
+            if self.ca_path is not None:
+                print(f"  CA certificate (clients' ssl.ca.location): {self.ca_path}", flush=True)
             print(f"  meta service: {','.join(self.meta_servers)}", flush=True)
+            print(
+                f"  internal credentials (admin commands' --command-config): "
+                f"{self.internal_properties_file}",
+                flush=True,
+            )
             print(f"  data: {self.data_dir}   logs: {self.data_dir / 'logs'}", flush=True)
             print("  Ctrl-C stops the cluster.", flush=True)
             while not stop:
@@ -213,6 +292,13 @@ class LocalCluster:
             print("stopping Rafka...", flush=True)
             self.stop()
             print("stopped.", flush=True)
+
+
+def _has_keystore(overrides: dict[str, str], listener: str) -> bool:
+    """Whether the settings name the brokers' own certificate (broker-wide or per listener)."""
+    names = ("ssl.keystore.location", "ssl.keystore.certificate.chain")
+    prefix = f"listener.name.{listener.lower()}."
+    return any(overrides.get(n) or overrides.get(prefix + n) for n in names)
 
 
 def free_base_port(brokers: int = 3, metas: int = 3) -> int:

@@ -12,10 +12,10 @@ import signal
 import uuid
 from functools import partial
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import anyio
 
+from cluster.internal_security import InternalSecurity, InternalSecurityError
 from dataplane import metrics, server
 from dataplane.config import BrokerConfig
 from dataplane.coordinator.runtime import InternalTopic
@@ -29,19 +29,14 @@ from dataplane.replica.fetcher import ReplicaFetchers
 from dataplane.replica.isr import IsrManager
 from dataplane.replica.manager import ReplicaManager
 from dataplane.replica.replication_service import serve_replication
+from dataplane.security.authorizer import Authorizer, AuthorizerConfigError
+from dataplane.security.listeners import ListenerConfigError, broker_listeners
+from dataplane.security.sasl import SaslAuthenticator, SaslConfigError
+from dataplane.security.tls import ServerTls, TlsConfigError
 from dataplane.topic_admin import TopicAdmin
 from meta.client import MetaClient, MetaError
 
 log = logging.getLogger("rafka.broker")
-
-
-def parse_listener(listener: str) -> tuple[str, str, int]:
-    """``PLAINTEXT://host:9092`` -> ("PLAINTEXT", "host", 9092)."""
-    first = listener.split(",")[0].strip()
-    parts = urlsplit(first if "://" in first else f"PLAINTEXT://{first}")
-    if parts.port is None:
-        raise ValueError(f"listener {listener!r} has no port")
-    return parts.scheme.upper(), parts.hostname or "", parts.port
 
 
 class Broker:
@@ -51,15 +46,20 @@ class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.node_id = config.node_id
-        _, self.listen_host, self.listen_port = parse_listener(config.listeners)
-        _, host, port = parse_listener(config.advertised_listeners or config.listeners)
-        self.advertised_host = host if host not in ("", "0.0.0.0", "::") else "127.0.0.1"
-        self.advertised_port = port
+        # Bad listener or TLS settings stop the broker here, before it registers.
+        self.listeners = broker_listeners(config)
+        self.tls = {
+            listener.name: ServerTls(config, listener.name, listener.security_protocol)
+            for listener in self.listeners.bound
+            if listener.tls
+        }
         Path(config.log_dirs).mkdir(parents=True, exist_ok=True)
         self.store = StateStore(Path(config.log_dirs) / ".state")
         self.cache = MetadataCache()
+        self.security = InternalSecurity.from_config(config)
         self.meta = MetaClient(
-            [s.strip() for s in config.meta_bootstrap_servers.split(",") if s.strip()]
+            [s.strip() for s in config.meta_bootstrap_servers.split(",") if s.strip()],
+            security=self.security,
         )
         self.broker_epoch = -1  # set by each registration
         self.producer_ids = ProducerIdManager(self.meta, self.node_id, self._broker_epoch)
@@ -85,7 +85,7 @@ class Broker:
             {"cleanup.policy": "compact", "min.insync.replicas": "2"},
         )
         self.isr = IsrManager(self.meta, self.node_id, self._broker_epoch)
-        self.fetchers = ReplicaFetchers(self.cache, self.node_id, self._broker_epoch)
+        self.fetchers = ReplicaFetchers(self.cache, self.node_id, self._broker_epoch, self.security)
         self.replicas = ReplicaManager(
             config, self.store, self.cache, self.isr.submit, self.fetchers
         )
@@ -102,6 +102,9 @@ class Broker:
             group_coordinator=self.group_coordinator,
             offsets_topic=self.offsets_topic,
             transactions_topic=self.transactions_topic,
+            meta=self.meta,
+            authorizer=Authorizer(config, self.cache),
+            sasl=SaslAuthenticator(config, self.cache),
         )
         self.incarnation_id = uuid.uuid4().bytes
         self._session_scope: anyio.CancelScope | None = None
@@ -113,7 +116,11 @@ class Broker:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch_signals, tg.cancel_scope)
                 replication = await serve_replication(
-                    self.cache, self.replicas, self.config.replication_listener
+                    self.cache, self.replicas, self.config.replication_listener, self.security
+                )
+                self.security.warn_if_open(
+                    f"Broker {self.node_id}",
+                    f"its replication port {self.config.replication_listener}",
                 )
                 await self._register()
                 tg.start_soon(self._heartbeat_loop)
@@ -129,12 +136,11 @@ class Broker:
                 tg.start_soon(self.replicas.clean_logs)
                 tg.start_soon(self.group_coordinator.run)  # runs its CoordinatorRuntime too
                 metrics.serve(self.config.metrics_port, self.replicas.partitions)
-                await tg.start(server.serve, self.services, self.listen_host, self.listen_port)
+                await tg.start(server.serve, self.services, self.listeners.bound, self.tls)
                 log.info(
-                    "broker %d ready: advertised %s:%d, cluster %s",
+                    "broker %d ready: advertised %s, cluster %s",
                     self.node_id,
-                    self.advertised_host,
-                    self.advertised_port,
+                    ",".join(f"{a.name}://{a.host}:{a.port}" for a in self.listeners.advertised),
                     self.cache.cluster_id,
                 )
         finally:
@@ -179,10 +185,12 @@ class Broker:
             )
 
     async def _register(self) -> None:
+        advertised = self.listeners.advertised
         self.broker_epoch = await self.meta.register_broker(
             node_id=self.node_id,
-            host=self.advertised_host,
-            port=self.advertised_port,
+            host=advertised[0].host,
+            port=advertised[0].port,
+            endpoints=[(a.name, a.host, a.port, a.security_protocol) for a in advertised],
             rack=self.config.broker_rack or "",
             replication_endpoint=self.config.advertised_replication_listener
             or self.config.replication_listener,
@@ -226,4 +234,15 @@ class Broker:
 def run_broker(config: BrokerConfig) -> None:
     """Entry point of `rafka broker`."""
     tune_for_large_buffers()
-    anyio.run(Broker(config).run)
+    try:
+        broker = Broker(config)
+    except (
+        InternalSecurityError,
+        AuthorizerConfigError,
+        ListenerConfigError,
+        TlsConfigError,
+        SaslConfigError,
+    ) as e:
+        log.error("broker %d cannot start: %s", config.node_id, e)
+        raise SystemExit(1) from None
+    anyio.run(broker.run)

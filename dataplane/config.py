@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import Field
 
-from cluster.settings import KafkaSettings
+from cluster.internal_security import InternalSecurityConfig
+from cluster.settings import field_name
 
 
-class BrokerConfig(KafkaSettings):
+class BrokerConfig(InternalSecurityConfig):
     """Settings of one broker. Names match Kafka's broker configs where Kafka has one."""
+
+    # listener.name.<listener>.<setting> and listener.name.<listener>.<mechanism>.<setting>
+    PREFIXES: ClassVar[tuple[str, ...]] = ("listener.name.",)
 
     node_id: int = Field(1, description="node.id: this broker's id, unique in the cluster.")
     listeners: str = Field(
@@ -166,3 +172,119 @@ class BrokerConfig(KafkaSettings):
         "an in-sync replica on their own rack (KIP-392, client.rack); empty: leader only.",
     )
     metrics_port: int = Field(0, description="metrics.port: Prometheus endpoint (0: off).")
+
+    # -- listeners and TLS (Kafka's names; each may be set per listener, see listener_value) --
+    listener_security_protocol_map: str = Field(
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        description="listener.security.protocol.map: listener name -> security protocol.",
+    )
+    ssl_keystore_type: str = Field("PEM", description="ssl.keystore.type: PEM only.")
+    ssl_keystore_location: str = Field(
+        "", description="ssl.keystore.location: PEM file with the certificate chain and key."
+    )
+    ssl_keystore_certificate_chain: str = Field(
+        "", description="ssl.keystore.certificate.chain: inline PEM certificate chain."
+    )
+    ssl_keystore_key: str = Field("", description="ssl.keystore.key: inline PEM private key.")
+    ssl_key_password: str = Field("", description="ssl.key.password: of an encrypted key.")
+    ssl_truststore_type: str = Field("PEM", description="ssl.truststore.type: PEM only.")
+    ssl_truststore_location: str = Field(
+        "", description="ssl.truststore.location: PEM file of the CAs client certificates chain to."
+    )
+    ssl_truststore_certificates: str = Field(
+        "", description="ssl.truststore.certificates: inline PEM CA certificates."
+    )
+    ssl_client_auth: str = Field(
+        "none", description="ssl.client.auth: required, requested or none."
+    )
+    ssl_enabled_protocols: str = Field(
+        "TLSv1.2,TLSv1.3", description="ssl.enabled.protocols: TLS versions accepted."
+    )
+    ssl_cipher_suites: str = Field(
+        "", description="ssl.cipher.suites: OpenSSL cipher list (empty: the library's default)."
+    )
+    ssl_principal_mapping_rules: str = Field(
+        "DEFAULT",
+        description="ssl.principal.mapping.rules: RULE:pattern/replacement/[LU], ... DEFAULT "
+        "(the certificate subject's distinguished name).",
+    )
+
+    # -- SASL --
+    sasl_enabled_mechanisms: str = Field(
+        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        description="sasl.enabled.mechanisms: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER.",
+    )
+    sasl_jaas_config: str = Field(
+        "",
+        description="sasl.jaas.config: JAAS login module configuration (PLAIN: user_<name>=...);"
+        " usually set as listener.name.<listener>.<mechanism>.sasl.jaas.config.",
+    )
+    sasl_server_max_receive_size: int = Field(
+        524288, description="sasl.server.max.receive.size: largest SASL token accepted."
+    )
+    connections_max_reauth_ms: int = Field(
+        0,
+        description="connections.max.reauth.ms: SASL sessions last at most this long, then "
+        "the client must re-authenticate (KIP-368); 0: forever.",
+    )
+    sasl_oauthbearer_jwks_endpoint_url: str = Field(
+        "",
+        description="sasl.oauthbearer.jwks.endpoint.url: https:// or file: JWKS that signs "
+        "OAUTHBEARER tokens (empty: Kafka's unsecured validator, for development only).",
+    )
+    sasl_oauthbearer_jwks_endpoint_refresh_ms: int = Field(
+        3600000, description="sasl.oauthbearer.jwks.endpoint.refresh.ms: JWKS reload period."
+    )
+    sasl_oauthbearer_expected_audience: str = Field(
+        "", description="sasl.oauthbearer.expected.audience: comma-separated accepted audiences."
+    )
+    sasl_oauthbearer_expected_issuer: str = Field(
+        "", description="sasl.oauthbearer.expected.issuer: the issuer tokens must name."
+    )
+    sasl_oauthbearer_sub_claim_name: str = Field(
+        "sub", description="sasl.oauthbearer.sub.claim.name: the claim that names the principal."
+    )
+    sasl_oauthbearer_scope_claim_name: str = Field(
+        "scope", description="sasl.oauthbearer.scope.claim.name."
+    )
+    sasl_oauthbearer_clock_skew_seconds: int = Field(
+        30, description="sasl.oauthbearer.clock.skew.seconds: tolerance on exp/nbf/iat."
+    )
+    delegation_token_secret_key: str = Field(
+        "",
+        description="delegation.token.secret.key: HMAC key of delegation tokens, the same on "
+        "every broker (empty: delegation tokens are disabled).",
+    )
+    delegation_token_max_lifetime_ms: int = Field(
+        604800000, description="delegation.token.max.lifetime.ms: no renewal goes past this."
+    )
+    delegation_token_expiry_time_ms: int = Field(
+        86400000, description="delegation.token.expiry.time.ms: default renew interval."
+    )
+
+    # -- authorization --
+    authorizer_class_name: str = Field(
+        "",
+        description="authorizer.class.name: "
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACLs on (empty: off).",
+    )
+    super_users: str = Field(
+        "", description="super.users: principals allowed everything, ';'-separated (User:admin)."
+    )
+    allow_everyone_if_no_acl_found: bool = Field(
+        False,
+        description="allow.everyone.if.no.acl.found: a resource no ACL matches is open to all.",
+    )
+
+    def listener_value(self, listener: str, name: str, mechanism: str = "") -> str:
+        """A setting as it applies on one listener (and SASL mechanism), as Kafka resolves it:
+        listener.name.<listener>.<mechanism>.<name>, then listener.name.<listener>.<name>, then
+        the broker-wide setting."""
+        prefix = f"listener.name.{listener.lower()}."
+        for key in ([f"{prefix}{mechanism.lower()}.{name}"] if mechanism else []) + [
+            f"{prefix}{name}"
+        ]:
+            if key in self.prefixed:
+                return self.prefixed[key]
+        value = getattr(self, field_name(name), "")
+        return "" if value is None else str(value)

@@ -8,11 +8,14 @@ an entry, and readers holding the old one see a consistent snapshot.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 import anyio
 
+from meta import wire
+from meta.acl import AclBinding
+from meta.model import DelegationToken, ScramCredential
 from proto import meta_pb2
 
 log = logging.getLogger("rafka.metadata")
@@ -46,6 +49,8 @@ class BrokerInfo:
     fenced: bool
     epoch: int
     replication_endpoint: str
+    # listener name -> advertised (host, port); host/port above are the first listener's
+    endpoints: Mapping[str, tuple[str, int]] = field(default_factory=dict)
 
 
 def partition_info(p: meta_pb2.Partition) -> PartitionInfo:
@@ -65,8 +70,10 @@ def _topic(t: meta_pb2.Topic) -> TopicInfo:
 
 
 def _broker(b: meta_pb2.Broker) -> BrokerInfo:
+    # No endpoints: registered before listeners were, host:port is its one PLAINTEXT listener.
+    endpoints = {e.name: (e.host, e.port) for e in b.endpoints} or {"PLAINTEXT": (b.host, b.port)}
     return BrokerInfo(
-        b.id, b.host, b.port, b.rack or None, b.fenced, b.epoch, b.replication_endpoint
+        b.id, b.host, b.port, b.rack or None, b.fenced, b.epoch, b.replication_endpoint, endpoints
     )
 
 
@@ -83,6 +90,12 @@ class MetadataCache:
         self.topics: dict[str, TopicInfo] = {}
         self.topics_by_id: dict[bytes, TopicInfo] = {}
         self.brokers: dict[int, BrokerInfo] = {}
+        # Security metadata. The ACL set is replaced as a whole on every change and
+        # acl_version moves then, so an authorizer rebuilds its index only when it must.
+        self.acls: tuple[AclBinding, ...] = ()
+        self.acl_version = 0
+        self.scram_credentials: dict[tuple[str, str], ScramCredential] = {}  # (user, mechanism)
+        self.delegation_tokens: dict[str, DelegationToken] = {}  # by token id
         self.topic_listeners: list[TopicListener] = []
         self.broker_listeners: list[BrokerListener] = []
         self._changed = anyio.Event()
@@ -120,6 +133,21 @@ class MetadataCache:
                 self._remove_topic(old)
         elif kind == "broker":
             self._set_broker(_broker(event.broker))
+        elif kind == "acls":
+            removed = set(map(wire.acl_from_proto, event.acls.removed))
+            kept = [b for b in self.acls if b not in removed]
+            self._set_acls([*kept, *map(wire.acl_from_proto, event.acls.added)])
+        elif kind == "scram_credential":
+            c = event.scram_credential
+            self.scram_credentials[c.user, c.mechanism] = wire.scram_from_proto(c)
+        elif kind == "scram_credential_deleted":
+            d = event.scram_credential_deleted
+            self.scram_credentials.pop((d.user, d.mechanism), None)
+        elif kind == "delegation_token":
+            token = wire.token_from_proto(event.delegation_token)
+            self.delegation_tokens[token.token_id] = token
+        elif kind == "delegation_token_removed":
+            self.delegation_tokens.pop(event.delegation_token_removed.token_id, None)
         self.offset = event.offset
         self.ready.set()
         self._changed.set()
@@ -140,6 +168,19 @@ class MetadataCache:
                 self._notify_broker(old_b, None)
         for broker in new_brokers.values():
             self._set_broker(broker)
+        self._set_acls(map(wire.acl_from_proto, snap.acls))
+        self.scram_credentials = {
+            (c.user, c.mechanism): wire.scram_from_proto(c) for c in snap.scram_credentials
+        }
+        self.delegation_tokens = {
+            t.token_id: t for t in map(wire.token_from_proto, snap.delegation_tokens)
+        }
+
+    def _set_acls(self, bindings: Iterable[AclBinding]) -> None:
+        acls = tuple(dict.fromkeys(bindings))  # each once, in creation order
+        if acls != self.acls:
+            self.acls = acls
+            self.acl_version += 1
 
     def _set_topic(self, topic: TopicInfo) -> None:
         old = self.topics.get(topic.name)

@@ -4,17 +4,27 @@ A connection's reader parses each frame, runs its handler up to the point where 
 must wait (an acks=all produce waiting for replicas, a fetch long poll), and queues the result;
 the writer sends results strictly in request order. So requests of one connection are applied
 in order (a pipelined producer's appends keep their order) while waits overlap.
+
+Each listener (``listeners``) has its security protocol: TLS listeners wrap the socket after the
+accept (the plaintext path is the bare socket, untouched); on SASL listeners a connection may
+only negotiate versions and authenticate until its SASL session is authenticated and current.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
+import ssl
 import struct
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from functools import partial
 from typing import Any
 
 import anyio
-from anyio.abc import SocketAttribute, SocketStream
+from anyio.abc import ByteStream, SocketAttribute, SocketStream
+from kio.schema.index import api_key_map
 
 from dataplane import metrics
 from dataplane.handlers import HANDLERS, SUPPORTED_VERSIONS
@@ -30,18 +40,26 @@ from dataplane.protocol.codec import (
     response_header_flexible,
 )
 from dataplane.protocol.errors import ConnectionClosed
+from dataplane.security.listeners import Listener
+from dataplane.security.ssl_principal import NoMatchingRule
+from dataplane.security.tls import ServerTls
+from dataplane.security.tls_stream import ServerTlsStream
 
 log = logging.getLogger("rafka.server")
 
 _SIZE = struct.Struct(">i")
 _MAX_IN_FLIGHT = 64  # queued responses per connection before the reader waits (back-pressure)
 _RECV = 1 << 20
+_TLS_HANDSHAKE_TIMEOUT_S = 10.0
+# What a SASL connection may send before it is authenticated, or once its session expired
+# (KIP-368): ApiVersions, SaslHandshake, SaslAuthenticate.
+_SASL_OPEN_APIS = frozenset({18, 17, 36})
 
 
 class FrameReader:
     """Splits the byte stream into frames, enforcing socket.request.max.bytes."""
 
-    def __init__(self, stream: SocketStream, max_bytes: int) -> None:
+    def __init__(self, stream: ByteStream, max_bytes: int) -> None:
         self._stream = stream
         self._max = max_bytes
         self._buf = bytearray()
@@ -54,16 +72,23 @@ class FrameReader:
                 return False
         return True
 
-    async def read(self) -> bytes | None:
-        """The next frame without its length prefix; None at a clean end of stream."""
+    async def read(self, unauthenticated_max: int = 0) -> bytes | None:
+        """The next frame without its length prefix; None at a clean end of stream. A client
+        that has not authenticated yet (``unauthenticated_max`` set) may send no more than
+        sasl.server.max.receive.size, so it cannot make the broker buffer a large frame."""
         if not await self._fill(4):
             if self._buf:
                 raise ConnectionClosed(f"stream ended inside a length prefix ({len(self._buf)} B)")
             return None
         (size,) = _SIZE.unpack_from(self._buf, 0)
-        if size < 0 or size > self._max:
+        limit, setting = (
+            (unauthenticated_max, "sasl.server.max.receive.size before authentication")
+            if unauthenticated_max
+            else (self._max, "socket.request.max.bytes")
+        )
+        if size < 0 or size > limit:
             raise ConnectionClosed(
-                f"request of {size} bytes exceeds socket.request.max.bytes={self._max}"
+                f"request of {size} bytes exceeds {setting}={limit}"
                 if size > 0
                 else f"negative frame length {size}"
             )
@@ -77,35 +102,61 @@ class FrameReader:
 
 async def serve(
     services: BrokerServices,
-    host: str,
-    port: int,
+    listeners: Sequence[Listener],
+    tls: Mapping[str, ServerTls],
     *,
     task_status: Any = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Accept Kafka connections until cancelled; handlers get `services`."""
-    listener = await anyio.create_tcp_listener(
-        local_host=host or None, local_port=port, reuse_port=False
-    )
-    log.info("serving the Kafka protocol on %s:%d", host or "*", port)
-    task_status.started()
-    async with listener:
-        await listener.serve(lambda stream: _connection(services, stream))
+    """Accept Kafka connections on every listener until cancelled; handlers get `services`.
+    `tls` holds the context of each TLS listener (by name)."""
+    async with AsyncExitStack() as stack, anyio.create_task_group() as tg:
+        for listener in listeners:
+            sockets = await anyio.create_tcp_listener(
+                local_host=listener.host or None, local_port=listener.port, reuse_port=False
+            )
+            await stack.enter_async_context(sockets)
+            log.info(
+                "serving the Kafka protocol on %s:%d (listener %s, %s)",
+                listener.host or "*",
+                listener.port,
+                listener.name,
+                listener.security_protocol,
+            )
+            context = tls.get(listener.name)
+            if context is not None:
+                tg.start_soon(context.watch)
+            tg.start_soon(sockets.serve, partial(_connection, services, listener, context))
+        task_status.started()
 
 
-async def _connection(services: BrokerServices, stream: SocketStream) -> None:
+async def _connection(
+    services: BrokerServices, listener: Listener, tls: ServerTls | None, stream: SocketStream
+) -> None:
     try:
         addr = stream.extra(SocketAttribute.remote_address)
-        peer = f"{addr[0]}:{addr[1]}" if isinstance(addr, tuple) else str(addr)
+        host, peer = (
+            (addr[0], f"{addr[0]}:{addr[1]}") if isinstance(addr, tuple) else ("", str(addr))
+        )
     except Exception:
-        peer = "?"
-    conn = Connection(peer)
+        host, peer = "", "?"
+    conn = Connection(
+        peer, listener=listener.name, security_protocol=listener.security_protocol, host=host
+    )
+    transport: ByteStream = stream
+    if tls is not None:
+        wrapped = await _tls_handshake(tls, conn, stream)
+        if wrapped is None:
+            return
+        transport = wrapped
+    if listener.sasl:
+        conn.sasl = services.sasl.new_session(listener.name)
     send, receive = anyio.create_memory_object_stream[Any](_MAX_IN_FLIGHT)
-    async with stream:
+    async with transport:
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_writer, stream, receive)
+                tg.start_soon(_writer, transport, receive)
                 async with send:
-                    await _reader(services, conn, stream, send)
+                    await _reader(services, conn, transport, send)
         except* ConnectionClosed as group:
             metrics.CLOSED.inc()
             log.warning("closing connection from %s: %s", peer, group.exceptions[0])
@@ -115,16 +166,74 @@ async def _connection(services: BrokerServices, stream: SocketStream) -> None:
             log.error("internal error on connection from %s; closed it", peer, exc_info=group)
 
 
-async def _reader(
-    services: BrokerServices, conn: Connection, stream: SocketStream, out: Any
-) -> None:
+async def _tls_handshake(
+    tls: ServerTls, conn: Connection, stream: SocketStream
+) -> ServerTlsStream | None:
+    """The TLS stream of an accepted connection, its principal set from the client certificate
+    on SSL listeners; None (socket closed, reason logged) if the handshake fails."""
+    try:
+        with anyio.fail_after(_TLS_HANDSHAKE_TIMEOUT_S):
+            wrapped = await ServerTlsStream.handshake(stream, tls.context)
+    except TimeoutError:
+        await stream.aclose()
+        log.warning(
+            "TLS handshake with %s on listener %s took over %.0fs; closed the connection",
+            conn.peer,
+            conn.listener,
+            _TLS_HANDSHAKE_TIMEOUT_S,
+        )
+        return None
+    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError) as e:
+        await stream.aclose()
+        if isinstance(e, ssl.SSLError):
+            log.warning(
+                "TLS handshake with %s on listener %s failed: %s — the client must use TLS "
+                "(security.protocol SSL or SASL_SSL), trust the broker's CA%s",
+                conn.peer,
+                conn.listener,
+                e.reason or e,
+                " and present a certificate the truststore trusts" if tls.client_auth else "",
+            )
+        else:  # closed before finishing the handshake, such as a port probe
+            log.debug("connection from %s closed during the TLS handshake", conn.peer)
+        return None
+    certificate = wrapped.peer_certificate()
+    if certificate is not None and conn.security_protocol == "SSL":
+        try:
+            conn.principal = tls.principal(certificate)
+        except NoMatchingRule as e:
+            await wrapped.aclose()
+            log.warning(
+                "refused the client certificate of %s on listener %s: %s — add a rule (or "
+                "DEFAULT) to ssl.principal.mapping.rules",
+                conn.peer,
+                conn.listener,
+                e,
+            )
+            return None
+    return wrapped
+
+
+async def _reader(services: BrokerServices, conn: Connection, stream: ByteStream, out: Any) -> None:
     frames = FrameReader(stream, services.config.socket_request_max_bytes)
-    while (frame := await frames.read()) is not None:
+    sasl_max = services.config.sasl_server_max_receive_size
+    while (
+        frame := await frames.read(
+            sasl_max if conn.sasl is not None and not conn.sasl.authenticated else 0
+        )
+    ) is not None:
+        if conn.sasl is not None and conn.sasl.raw_tokens:  # bare SASL tokens (SaslHandshake v0)
+            await out.send((None, False, await services.sasl.raw_token(conn, frame)))
+            if conn.sasl.closing:
+                return  # authentication failed: the writer sends the answer, then we close
+            continue
         try:
             header = parse_header(frame, SUPPORTED_VERSIONS)
         except MalformedRequest as e:
             raise ConnectionClosed(f"malformed request header: {e}") from e
         metrics.request(header.api_key)
+        if conn.sasl is not None and header.api_key not in _SASL_OPEN_APIS:
+            _check_sasl_session(conn, header)
         versions = SUPPORTED_VERSIONS.get(header.api_key)
         if versions is None:
             raise ConnectionClosed(
@@ -155,9 +264,33 @@ async def _reader(
             continue  # acks=0 produce: Kafka sends no response
         flexible = response_header_flexible(header.api_key, header.api_version)
         await out.send((header.correlation_id, flexible, result))
+        if conn.sasl is not None and conn.sasl.closing:
+            return  # SASL authentication failed: close once the answer is out, as Kafka does
 
 
-async def _writer(stream: SocketStream, queue: Any) -> None:
+def _check_sasl_session(conn: Connection, header: RequestHeader) -> None:
+    """Kafka closes a SASL connection that sends anything but the handshake before it has
+    authenticated, or after its session lifetime (KIP-368) without re-authenticating."""
+    session = conn.sasl
+    assert session is not None
+    if session.authenticated and (
+        not session.expires_at_ms or time.time() * 1000 < session.expires_at_ms
+    ):
+        return
+    api = api_key_map.get(header.api_key, "unknown API")
+    what = (
+        "after its SASL session expired (connections.max.reauth.ms) without re-authenticating"
+        if session.authenticated
+        else "before SASL authentication"
+    )
+    raise ConnectionClosed(
+        f"{api} (API key {header.api_key}, client {header.client_id!r}) {what} on listener "
+        f"{conn.listener}; the client must authenticate with SaslHandshake/SaslAuthenticate "
+        "(check its sasl.mechanism and security.protocol)"
+    )
+
+
+async def _writer(stream: ByteStream, queue: Any) -> None:
     async with queue:
         async for correlation_id, flexible, result in queue:
             if inspect.isawaitable(result):
@@ -169,7 +302,10 @@ async def _writer(stream: SocketStream, queue: Any) -> None:
                 body = result if isinstance(result, bytes | list) else encode_with_kio(result)
             except Exception as e:
                 raise _internal_error(None, e) from e
-            data = b"".join(frame_response(correlation_id, flexible, body))
+            if correlation_id is None:  # a bare SASL token (bytes): no response header
+                data = _SIZE.pack(len(body)) + bytes(body)
+            else:
+                data = b"".join(frame_response(correlation_id, flexible, body))
             metrics.BYTES_OUT.inc(len(data))
             await stream.send(data)
 

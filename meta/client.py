@@ -18,6 +18,10 @@ from typing import Any, NamedTuple
 import grpc
 from grpc import aio
 
+from cluster.internal_security import InternalSecurity
+from meta import wire
+from meta.acl import AclBinding, AclBindingFilter
+from meta.model import DelegationToken, ScramCredential
 from meta.protocol import LEADER_METADATA_KEY, ErrorCode
 from proto import meta_pb2, meta_pb2_grpc
 
@@ -87,8 +91,11 @@ class MetaClient:
         *,
         timeout_s: float = 30.0,
         attempt_timeout_s: float = 15.0,
+        security: InternalSecurity | None = None,
     ) -> None:
         """``addresses``: meta gRPC host:port list (or a comma-separated string), tried in order.
+        ``security``: the cluster's internal credentials (cluster.internal_security); None for
+        a meta service that has none.
 
         A call gives up after ``timeout_s``; one attempt on one node after ``attempt_timeout_s``
         (longer than the nodes' meta.write.timeout.ms, so a node can report its own timeout).
@@ -102,6 +109,7 @@ class MetaClient:
         self._channels: dict[str, aio.Channel] = {}
         self._timeout_s = timeout_s
         self._attempt_timeout_s = attempt_timeout_s
+        self._security = security or InternalSecurity()
 
     async def __aenter__(self) -> MetaClient:
         return self
@@ -125,13 +133,18 @@ class MetaClient:
         rack: str | None = None,
         replication_endpoint: str = "",
         incarnation_id: bytes,
+        endpoints: Sequence[tuple[str, str, int, str]] | None = None,
     ) -> int:
         """Register (or re-register) a broker, unfencing it; returns its new broker epoch.
 
-        ``host``/``port``: the Kafka listener advertised to clients; ``rack``: None or "" for
-        none. ``incarnation_id`` (e.g. ``uuid.uuid4().bytes``) must be new for every start of
-        the broker process and stay the same for its re-registrations.
+        ``host``/``port``: the first Kafka listener advertised to clients; ``endpoints``: every
+        advertised listener as (listener name, host, port, security protocol), names unique
+        (None: one listener "PLAINTEXT" at host:port); ``rack``: None or "" for none.
+        ``incarnation_id`` (e.g. ``uuid.uuid4().bytes``) must be new for every start of the
+        broker process and stay the same for its re-registrations.
         """
+        if endpoints is None:
+            endpoints = [("PLAINTEXT", host, port, "PLAINTEXT")]
         request = meta_pb2.RegisterBrokerRequest(
             request_id=_request_id(),
             broker_id=node_id,
@@ -140,6 +153,10 @@ class MetaClient:
             rack=rack or "",
             replication_endpoint=replication_endpoint,
             incarnation_id=incarnation_id,
+            endpoints=[
+                meta_pb2.Endpoint(name=name, host=h, port=p, security_protocol=protocol)
+                for name, h, p, protocol in endpoints
+            ],
         )
         response = await self._call("RegisterBroker", request)
         return response.broker_epoch
@@ -301,6 +318,85 @@ class MetaClient:
         response = await self._call("ListGroups", request)
         return [(g.group_id, g.coordinator_partition) for g in response.groups]
 
+    # ------------------------------------------------------------ security
+
+    async def create_acls(self, bindings: Iterable[AclBinding]) -> list[tuple[int, str]]:
+        """Kafka's CreateAcls: (error code, message) per binding, in order; a binding already
+        stored succeeds. Every broker's cache has the new ones within a watch round trip."""
+        request = meta_pb2.CreateAclsRequest(
+            request_id=_request_id(), bindings=[wire.acl_to_proto(b) for b in bindings]
+        )
+        response = await self._call("CreateAcls", request)
+        return [(r.error_code, r.error_message) for r in response.results]
+
+    async def delete_acls(
+        self, filters: Iterable[AclBindingFilter]
+    ) -> list[tuple[int, str, list[AclBinding]]]:
+        """Kafka's DeleteAcls: per filter, in order, (error code, message, the bindings it
+        matched and that are now removed)."""
+        request = meta_pb2.DeleteAclsRequest(
+            request_id=_request_id(), filters=[wire.acl_filter_to_proto(f) for f in filters]
+        )
+        response = await self._call("DeleteAcls", request)
+        return [
+            (r.error_code, r.error_message, [wire.acl_from_proto(b) for b in r.deleted])
+            for r in response.results
+        ]
+
+    async def alter_scram_credentials(
+        self,
+        upserts: Iterable[tuple[str, str, ScramCredential]],
+        deletions: Iterable[tuple[str, str]],
+    ) -> list[tuple[str, int, str]]:
+        """Kafka's AlterUserScramCredentials with the keys already derived: upserts (user,
+        mechanism, credential), deletions (user, mechanism); per user (user, error code,
+        message). A user's alterations are applied together or not at all."""
+        request = meta_pb2.AlterScramCredentialsRequest(
+            request_id=_request_id(),
+            upserts=[wire.scram_to_proto(u, m, c) for u, m, c in upserts],
+            deletions=[meta_pb2.ScramCredentialDeleted(user=u, mechanism=m) for u, m in deletions],
+        )
+        response = await self._call("AlterScramCredentials", request)
+        return [(r.user, r.error_code, r.error_message) for r in response.results]
+
+    async def create_delegation_token(self, token: DelegationToken) -> tuple[int, str]:
+        """Store a token the broker made (id, HMAC, times); (error code, message)."""
+        request = meta_pb2.CreateDelegationTokenRequest(
+            request_id=_request_id(), token=wire.token_to_proto(token)
+        )
+        response = await self._call("CreateDelegationToken", request)
+        return response.error_code, response.error_message
+
+    async def renew_delegation_token(
+        self, hmac: bytes, principal: str, renew_period_ms: int, now_ms: int
+    ) -> tuple[int, str, int]:
+        """Kafka's RenewDelegationToken by ``principal``: (error code, message, new expiry ms).
+        DELEGATION_TOKEN_NOT_FOUND, DELEGATION_TOKEN_OWNER_MISMATCH, DELEGATION_TOKEN_EXPIRED."""
+        request = meta_pb2.RenewDelegationTokenRequest(
+            request_id=_request_id(),
+            hmac=hmac,
+            principal=principal,
+            renew_period_ms=renew_period_ms,
+            now_ms=now_ms,
+        )
+        response = await self._call("RenewDelegationToken", request)
+        return response.error_code, response.error_message, response.expiry_ms
+
+    async def expire_delegation_token(
+        self, hmac: bytes, principal: str, expiry_period_ms: int, now_ms: int
+    ) -> tuple[int, str, int]:
+        """Kafka's ExpireDelegationToken (a negative period removes the token now): (error
+        code, message, expiry ms), with the errors of ``renew_delegation_token``."""
+        request = meta_pb2.ExpireDelegationTokenRequest(
+            request_id=_request_id(),
+            hmac=hmac,
+            principal=principal,
+            expiry_period_ms=expiry_period_ms,
+            now_ms=now_ms,
+        )
+        response = await self._call("ExpireDelegationToken", request)
+        return response.error_code, response.error_message, response.expiry_ms
+
     # ------------------------------------------------------------ watch and tooling
 
     async def watch(self, from_offset: int = 0) -> AsyncIterator[meta_pb2.WatchEvent]:
@@ -369,9 +465,7 @@ class MetaClient:
     def _stub(self, address: str) -> meta_pb2_grpc.MetaServiceStub:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = aio.insecure_channel(
-                address, options=_CHANNEL_OPTIONS
-            )
+            channel = self._channels[address] = self._security.channel(address, _CHANNEL_OPTIONS)
         return meta_pb2_grpc.MetaServiceStub(channel)
 
     async def _call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:

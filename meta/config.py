@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from cluster.settings import KafkaSettings
+from cluster.internal_security import InternalSecurityConfig
 
 
 def parse_node_addresses(value: str, setting: str) -> dict[int, str]:
@@ -28,8 +28,8 @@ def parse_node_addresses(value: str, setting: str) -> dict[int, str]:
     return nodes
 
 
-class MetaConfig(KafkaSettings):
-    """Settings of one meta node."""
+class MetaConfig(InternalSecurityConfig):
+    """Settings of one meta node (with the internal.* credentials of cluster.internal_security)."""
 
     node_id: int = Field(1, description="node.id: this meta node's id; must be in the voters.")
     meta_listener: str = Field(

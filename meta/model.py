@@ -1,4 +1,5 @@
-"""The entities of cluster metadata: brokers, topics and their partitions.
+"""The entities of cluster metadata: brokers, topics and their partitions, and the security
+metadata (SCRAM credentials, delegation tokens; ACL bindings are ``meta.acl.AclBinding``).
 
 They are frozen: a change replaces the object (``dataclasses.replace``), so a reader holding one
 never sees it change underneath, and results can share objects with the state safely.
@@ -7,6 +8,7 @@ never sees it change underneath, and results can share objects with the state sa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 NO_LEADER = -1
 
@@ -30,10 +32,19 @@ class Topic:
     internal: bool = False
 
 
+class Endpoint(NamedTuple):
+    """One Kafka listener a broker advertises to clients."""
+
+    name: str  # the listener name, e.g. "SASL_SSL" or "INTERNAL"
+    host: str
+    port: int
+    security_protocol: str  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+
+
 @dataclass(frozen=True)
 class Broker:
     id: int
-    host: str
+    host: str  # the first listener's (``endpoints[0]``), kept for readers of one address
     port: int
     rack: str | None
     replication_endpoint: str
@@ -43,8 +54,49 @@ class Broker:
     # Asked for a controlled shutdown: leads nothing new, joins no ISR, and heartbeats do not
     # unfence it; a new registration (the restarted process) clears it.
     in_controlled_shutdown: bool = False
+    # Every advertised listener, the first one at host:port. Empty for a registration from
+    # before listeners were registered: then host:port is its one PLAINTEXT listener.
+    endpoints: tuple[Endpoint, ...] = ()
 
     @property
     def active(self) -> bool:
         """May lead partitions and be in ISRs: unfenced and not shutting down (KRaft's isActive)."""
         return not self.fenced and not self.in_controlled_shutdown
+
+
+@dataclass(frozen=True)
+class ScramCredential:
+    """A user's SCRAM credential for one mechanism (RFC 5802): only the salted keys, never the
+    password, as Kafka's UserScramCredentialRecord."""
+
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def __repr__(self) -> str:  # keys stay out of logs, as Kafka's ScramCredentialValue
+        return f"ScramCredential(iterations={self.iterations}, keys=[hidden])"
+
+
+@dataclass(frozen=True)
+class DelegationToken:
+    """A delegation token (KIP-48): ``hmac`` is its password; all times wall clock ms."""
+
+    token_id: str
+    hmac: bytes
+    owner: str  # principal, "User:alice"
+    requester: str  # the principal that created it
+    renewers: tuple[str, ...]  # principals that may renew or expire it besides these two
+    issue_ms: int
+    expiry_ms: int  # renewals move it, never past max_ms
+    max_ms: int
+
+    def __repr__(self) -> str:
+        return (
+            f"DelegationToken(token_id={self.token_id!r}, owner={self.owner!r}, "
+            f"expiry_ms={self.expiry_ms}, max_ms={self.max_ms}, hmac=[hidden])"
+        )
+
+    def may_renew(self, principal: str) -> bool:
+        """Kafka's TokenInformation.ownerOrRenewer: who may renew or expire the token."""
+        return principal in (self.owner, self.requester) or principal in self.renewers

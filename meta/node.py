@@ -12,6 +12,7 @@ from pathlib import Path
 
 import grpc
 
+from cluster.internal_security import InternalSecurity, InternalSecurityError
 from meta.config import MetaConfig
 from meta.feed import ChangeFeed
 from meta.journal import JournalError
@@ -47,12 +48,17 @@ class MetaServer:
     def start(self) -> None:
         config = self.config
         data_dir = _prepare_data_dir(config.meta_data_dir)
+        try:
+            security = InternalSecurity.from_config(config)
+        except InternalSecurityError as exc:
+            raise MetaStartupError(str(exc)) from exc
         self._server = grpc.server(
             ThreadPoolExecutor(config.meta_server_threads, thread_name_prefix="meta-grpc"),
+            interceptors=security.server_interceptors(asynchronous=False),
             options=_SERVER_OPTIONS,
         )
         try:
-            self._server.add_insecure_port(config.meta_listener)
+            security.add_port(self._server, config.meta_listener)
         except RuntimeError as exc:
             raise MetaStartupError(
                 f"cannot listen on meta.listener {config.meta_listener}: the port is in use or "
@@ -69,6 +75,7 @@ class MetaServer:
                 feed,
                 config.meta_write_timeout_ms / 1000,
                 on_leadership=leases.clear,
+                password=security.raft_password,
             )
         except RaftStartError as exc:
             raise MetaStartupError(
@@ -85,13 +92,26 @@ class MetaServer:
         self._service.start()
         self._server.start()
         log.info(
-            "Meta node %d started: gRPC on %s, Raft on %s (voters %s), data in %s",
+            "Meta node %d started: gRPC on %s, Raft on %s (voters %s), data in %s; internal "
+            "traffic secured by %s",
             config.node_id,
             config.meta_listener,
             voters[config.node_id],
             config.meta_quorum_voters,
             data_dir,
+            security.describe(),
         )
+        security.warn_if_open(
+            f"Meta node {config.node_id}",
+            f"its gRPC port {config.meta_listener} and Raft port {voters[config.node_id]}",
+        )
+        if security.tls and security.raft_password is None:
+            log.warning(
+                "Meta node %d has internal TLS but no internal.secret: its Raft port %s is "
+                "open to anyone who can reach it (Raft has no TLS); set internal.secret too",
+                config.node_id,
+                voters[config.node_id],
+            )
 
     def stop(self) -> None:
         stopped = self._server.stop(_SHUTDOWN_GRACE_S)  # refuse new RPCs, let others finish

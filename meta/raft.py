@@ -179,8 +179,11 @@ class MetaRaft:
         feed: ChangeFeed,
         write_timeout_s: float,
         on_leadership: Callable[[], None],
+        password: str | None = None,
     ) -> None:
-        """``on_leadership`` is called (on the Raft thread) whenever this node becomes leader."""
+        """``on_leadership`` is called (on the Raft thread) whenever this node becomes leader.
+        ``password`` (the same on every node) encrypts and authenticates the peers' traffic:
+        a connection that does not know it is dropped before anything it sends is unpickled."""
         self.machine = MetaStateMachine(feed)
         serialize, deserialize = dump_codec(self.machine._serialize, self.machine._deserialize)
         self._write_timeout_s = write_timeout_s
@@ -200,6 +203,7 @@ class MetaRaft:
             dnsFailCacheTime=1.0,
             leaderFallbackTimeout=3.0,  # a leader cut off from the majority steps down soon
             maxBindRetries=3,
+            password=password,
             onStateChanged=self._on_state_changed,
         )
         self._sync = SyncObj(

@@ -31,34 +31,54 @@ from typing import Any, Generic, TypeVar
 
 from google.protobuf.message import Message
 
+from meta.acl import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
-from meta.model import Broker, Partition, Topic
+from meta.model import Broker, Endpoint, Partition, ScramCredential, Topic
 from meta.protocol import ErrorCode
 from meta.state import (
+    AclDeleteOutcome,
     AllocateProducerIds,
     AlterPartition,
     AlterPartitionOutcome,
+    AlterScramCredentials,
     BalanceLeaders,
     Body,
     Command,
     ControlledShutdown,
+    CreateAcls,
+    CreateDelegationToken,
     CreateTopics,
+    DeleteAcls,
     DeleteOutcome,
     DeleteTopics,
     ElectionOutcome,
     ElectLeaders,
+    ExpireDelegationToken,
     FenceBroker,
     InitCluster,
     IsrOutcome,
     MetaState,
+    Outcome,
     ProducerIdBlock,
     RegisterBroker,
     RegisterGroups,
     Remembered,
+    RemoveExpiredTokens,
+    RenewDelegationToken,
+    ScramOutcome,
     ShutdownOutcome,
+    TokenOutcome,
     UnfenceBroker,
     UnregisterGroups,
 )
+from meta.wire import token_from_proto, token_to_proto
 from proto import metadata_records_pb2 as pb
 
 RECORD_VERSION = 1
@@ -114,6 +134,17 @@ def _topic_from(r: pb.Topic) -> Topic:
     return Topic(r.name, r.topic_id, partitions, _configs_from(r.configs), r.internal)
 
 
+def _endpoints(endpoints: Iterable[Endpoint]) -> list[pb.Endpoint]:
+    return [
+        pb.Endpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
+        for e in endpoints
+    ]
+
+
+def _endpoints_from(records: Iterable[pb.Endpoint]) -> tuple[Endpoint, ...]:
+    return tuple(Endpoint(r.name, r.host, r.port, r.security_protocol) for r in records)
+
+
 def _broker(broker: Broker) -> pb.Broker:
     return pb.Broker(
         id=broker.id,
@@ -125,6 +156,7 @@ def _broker(broker: Broker) -> pb.Broker:
         epoch=broker.epoch,
         fenced=broker.fenced,
         in_controlled_shutdown=broker.in_controlled_shutdown,
+        endpoints=_endpoints(broker.endpoints),
     )
 
 
@@ -139,7 +171,71 @@ def _broker_from(r: pb.Broker) -> Broker:
         r.epoch,
         r.fenced,
         r.in_controlled_shutdown,
+        _endpoints_from(r.endpoints),
     )
+
+
+def _acl(b: AclBinding) -> pb.AclBinding:
+    return pb.AclBinding(
+        resource_type=b.resource_type,
+        resource_name=b.resource_name,
+        pattern_type=b.pattern_type,
+        principal=b.principal,
+        host=b.host,
+        operation=b.operation,
+        permission_type=b.permission_type,
+    )
+
+
+def _acl_from(r: pb.AclBinding) -> AclBinding:
+    return AclBinding(
+        ResourceType(r.resource_type),
+        r.resource_name,
+        PatternType(r.pattern_type),
+        r.principal,
+        r.host,
+        AclOperation(r.operation),
+        AclPermissionType(r.permission_type),
+    )
+
+
+def _acl_filter(f: AclBindingFilter) -> pb.AclBindingFilter:
+    return pb.AclBindingFilter(  # None leaves an optional field absent
+        resource_type=f.resource_type,
+        resource_name=f.resource_name,
+        pattern_type=f.pattern_type,
+        principal=f.principal,
+        host=f.host,
+        operation=f.operation,
+        permission_type=f.permission_type,
+    )
+
+
+def _acl_filter_from(r: pb.AclBindingFilter) -> AclBindingFilter:
+    return AclBindingFilter(
+        ResourceType(r.resource_type),
+        r.resource_name if r.HasField("resource_name") else None,
+        PatternType(r.pattern_type),
+        r.principal if r.HasField("principal") else None,
+        r.host if r.HasField("host") else None,
+        AclOperation(r.operation),
+        AclPermissionType(r.permission_type),
+    )
+
+
+def _scram(user: str, mechanism: str, c: ScramCredential) -> pb.ScramCredential:
+    return pb.ScramCredential(
+        user=user,
+        mechanism=mechanism,
+        salt=c.salt,
+        stored_key=c.stored_key,
+        server_key=c.server_key,
+        iterations=c.iterations,
+    )
+
+
+def _scram_from(r: pb.ScramCredential) -> tuple[str, str, ScramCredential]:
+    return r.user, r.mechanism, ScramCredential(r.salt, r.stored_key, r.server_key, r.iterations)
 
 
 def _groups(groups: Iterable[tuple[str, int]]) -> list[pb.GroupEntry]:
@@ -219,6 +315,7 @@ def _register_broker(b: RegisterBroker) -> pb.RegisterBroker:
         replication_endpoint=b.replication_endpoint,
         incarnation_id=b.incarnation_id,
         unclean_election_default=b.unclean_election_default,
+        endpoints=_endpoints(b.endpoints),
     )
 
 
@@ -232,6 +329,7 @@ def _register_broker_from(r: pb.RegisterBroker) -> RegisterBroker:
         r.replication_endpoint,
         r.incarnation_id,
         r.unclean_election_default,
+        _endpoints_from(r.endpoints),
     )
 
 
@@ -375,6 +473,45 @@ def _producer_ids_from(r: pb.ProducerIdBlock) -> ProducerIdBlock:
     return ProducerIdBlock(r.first, r.count, ErrorCode(r.error_code), r.error_message)
 
 
+def _token_outcome(o: TokenOutcome) -> pb.TokenOutcome:
+    return pb.TokenOutcome(
+        error_code=o.error_code, error_message=o.error_message, expiry_ms=o.expiry_ms
+    )
+
+
+def _token_outcome_from(r: pb.TokenOutcome) -> TokenOutcome:
+    return TokenOutcome(ErrorCode(r.error_code), r.error_message, r.expiry_ms)
+
+
+def _change_token(b: RenewDelegationToken | ExpireDelegationToken) -> pb.ChangeDelegationToken:
+    period = b.renew_period_ms if isinstance(b, RenewDelegationToken) else b.expiry_period_ms
+    return pb.ChangeDelegationToken(
+        hmac=b.hmac, principal=b.principal, period_ms=period, now_ms=b.now_ms
+    )
+
+
+def _acl_delete_outcomes(outcomes: list[AclDeleteOutcome]) -> pb.DeleteAclsResult:
+    return pb.DeleteAclsResult(
+        filters=[
+            pb.AclDeleteOutcome(
+                error_code=o.error_code,
+                error_message=o.error_message,
+                deleted=[_acl(b) for b in o.deleted],
+            )
+            for o in outcomes
+        ]
+    )
+
+
+def _acl_delete_outcomes_from(r: pb.DeleteAclsResult) -> list[AclDeleteOutcome]:
+    return [
+        AclDeleteOutcome(
+            ErrorCode(o.error_code), o.error_message, tuple(_acl_from(b) for b in o.deleted)
+        )
+        for o in r.filters
+    ]
+
+
 _KINDS: tuple[_Kind[Any, Any], ...] = (
     _Kind(
         InitCluster,
@@ -468,6 +605,75 @@ _KINDS: tuple[_Kind[Any, Any], ...] = (
         lambda b: pb.UnregisterGroups(group_ids=b.group_ids),
         lambda r: UnregisterGroups(tuple(r.group_ids)),
     ),
+    _Kind(
+        CreateAcls,
+        "create_acls",
+        lambda b: pb.CreateAcls(bindings=[_acl(a) for a in b.bindings]),
+        lambda r: CreateAcls(tuple(_acl_from(a) for a in r.bindings)),
+        lambda outcomes: pb.CreateAclsResult(
+            bindings=[
+                pb.Outcome(error_code=o.error_code, error_message=o.error_message) for o in outcomes
+            ]
+        ),
+        lambda r: [Outcome(ErrorCode(o.error_code), o.error_message) for o in r.bindings],
+    ),
+    _Kind(
+        DeleteAcls,
+        "delete_acls",
+        lambda b: pb.DeleteAcls(filters=[_acl_filter(f) for f in b.filters]),
+        lambda r: DeleteAcls(tuple(_acl_filter_from(f) for f in r.filters)),
+        _acl_delete_outcomes,
+        _acl_delete_outcomes_from,
+    ),
+    _Kind(
+        AlterScramCredentials,
+        "alter_scram_credentials",
+        lambda b: pb.AlterScramCredentials(
+            upserts=[_scram(*upsert) for upsert in b.upserts],
+            deletions=[pb.ScramCredentialDeletion(user=u, mechanism=m) for u, m in b.deletions],
+        ),
+        lambda r: AlterScramCredentials(
+            tuple(_scram_from(u) for u in r.upserts),
+            tuple((d.user, d.mechanism) for d in r.deletions),
+        ),
+        lambda outcomes: pb.AlterScramCredentialsResult(
+            users=[
+                pb.ScramOutcome(user=o.user, error_code=o.error_code, error_message=o.error_message)
+                for o in outcomes
+            ]
+        ),
+        lambda r: [ScramOutcome(o.user, ErrorCode(o.error_code), o.error_message) for o in r.users],
+    ),
+    _Kind(
+        CreateDelegationToken,
+        "create_delegation_token",
+        lambda b: pb.CreateDelegationToken(token=token_to_proto(b.token, pb.DelegationToken)),
+        lambda r: CreateDelegationToken(token_from_proto(r.token)),
+        _token_outcome,
+        _token_outcome_from,
+    ),
+    _Kind(
+        RenewDelegationToken,
+        "renew_delegation_token",
+        _change_token,
+        lambda r: RenewDelegationToken(r.hmac, r.principal, r.period_ms, r.now_ms),
+        _token_outcome,
+        _token_outcome_from,
+    ),
+    _Kind(
+        ExpireDelegationToken,
+        "expire_delegation_token",
+        _change_token,
+        lambda r: ExpireDelegationToken(r.hmac, r.principal, r.period_ms, r.now_ms),
+        _token_outcome,
+        _token_outcome_from,
+    ),
+    _Kind(
+        RemoveExpiredTokens,
+        "remove_expired_tokens",
+        lambda b: pb.RemoveExpiredTokens(now_ms=b.now_ms),
+        lambda r: RemoveExpiredTokens(r.now_ms),
+    ),
 )
 _BY_TYPE = {kind.body_type: kind for kind in _KINDS}
 _BY_NAME = {kind.name: kind for kind in _KINDS}
@@ -542,6 +748,11 @@ def encode_state(state: MetaState) -> bytes:
         ],
         next_producer_id=state.next_producer_id,
         groups=_groups(state.groups.items()),
+        acls=[_acl(binding) for binding in state.acls],
+        scram_credentials=[_scram(u, m, c) for (u, m), c in state.scram_credentials.items()],
+        delegation_tokens=[
+            token_to_proto(token, pb.DelegationToken) for token in state.delegation_tokens.values()
+        ],
     ).SerializeToString()
 
 
@@ -556,6 +767,12 @@ def decode_state(data: bytes) -> MetaState:
         applied_requests={r.request_id: _remembered_from(r) for r in record.applied_requests},
         next_producer_id=record.next_producer_id,
         groups=dict(_groups_from(record.groups)),
+        acls=dict.fromkeys(map(_acl_from, record.acls)),
+        scram_credentials={
+            (user, mechanism): credential
+            for user, mechanism, credential in map(_scram_from, record.scram_credentials)
+        },
+        delegation_tokens={t.token_id: t for t in map(token_from_proto, record.delegation_tokens)},
     )
 
 

@@ -3,8 +3,9 @@
 Reads (Watch, DescribeCluster, validate-only creates) are served from this node's applied state.
 Writes become Raft commands that any node accepts (see ``meta.raft``). Heartbeats need the
 broker leases, which only the Raft leader keeps, so other nodes point the caller to the leader.
-The leader also proposes, on its own, the fencing of brokers whose lease ran out and (with
-auto.leader.rebalance.enable) the return of leaderships to preferred replicas.
+The leader also proposes, on its own, the fencing of brokers whose lease ran out, the removal
+of expired delegation tokens and (with auto.leader.rebalance.enable) the return of leaderships
+to preferred replicas.
 """
 
 from __future__ import annotations
@@ -27,19 +28,30 @@ from meta.leases import BrokerLeases
 from meta.protocol import LEADER_METADATA_KEY, ErrorCode
 from meta.raft import MetaRaft, NoLeaderError
 from meta.state import (
+    AclDeleteOutcome,
     AllocateProducerIds,
     AlterPartition,
+    AlterScramCredentials,
     BalanceLeaders,
     Body,
     ControlledShutdown,
+    CreateAcls,
+    CreateDelegationToken,
     CreateTopics,
+    DeleteAcls,
     DeleteTopics,
+    ExpireDelegationToken,
     FenceBroker,
     InitCluster,
+    Outcome,
     ProducerIdBlock,
     RegisterBroker,
     RegisterGroups,
+    RemoveExpiredTokens,
+    RenewDelegationToken,
+    ScramOutcome,
     ShutdownOutcome,
+    TokenOutcome,
     UnfenceBroker,
     UnregisterGroups,
 )
@@ -97,6 +109,11 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "broker id, host or port invalid")
         if not request.incarnation_id:
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "incarnation_id is required")
+        endpoints = tuple(wire.endpoint_from_proto(e) for e in request.endpoints)
+        if any(not e.name or not e.host or not 0 < e.port < 65536 for e in endpoints):
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "endpoint name, host or port invalid")
+        if len({e.name for e in endpoints}) < len(endpoints):
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "endpoint names must be unique")
         command = RegisterBroker(
             request.broker_id,
             request.host,
@@ -105,6 +122,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             request.replication_endpoint,
             request.incarnation_id,
             self._unclean_default,
+            endpoints,
         )
         epoch = self._write(context, command, request.request_id)
         return meta_pb2.RegisterBrokerResponse(broker_epoch=epoch)
@@ -281,6 +299,78 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             ]
         )
 
+    # ------------------------------------------------------------ security
+
+    def CreateAcls(
+        self, request: meta_pb2.CreateAclsRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.CreateAclsResponse:
+        command = CreateAcls(tuple(wire.acl_from_proto(b) for b in request.bindings))
+        outcomes: list[Outcome] = self._write(context, command, request.request_id)
+        return meta_pb2.CreateAclsResponse(
+            results=[
+                meta_pb2.ItemResult(error_code=o.error_code, error_message=o.error_message)
+                for o in outcomes
+            ]
+        )
+
+    def DeleteAcls(
+        self, request: meta_pb2.DeleteAclsRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.DeleteAclsResponse:
+        command = DeleteAcls(tuple(wire.acl_filter_from_proto(f) for f in request.filters))
+        outcomes: list[AclDeleteOutcome] = self._write(context, command, request.request_id)
+        return meta_pb2.DeleteAclsResponse(
+            results=[
+                meta_pb2.DeleteAclsResult(
+                    error_code=o.error_code,
+                    error_message=o.error_message,
+                    deleted=[wire.acl_to_proto(b) for b in o.deleted],
+                )
+                for o in outcomes
+            ]
+        )
+
+    def AlterScramCredentials(
+        self, request: meta_pb2.AlterScramCredentialsRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.AlterScramCredentialsResponse:
+        command = AlterScramCredentials(
+            tuple((c.user, c.mechanism, wire.scram_from_proto(c)) for c in request.upserts),
+            tuple((d.user, d.mechanism) for d in request.deletions),
+        )
+        outcomes: list[ScramOutcome] = self._write(context, command, request.request_id)
+        return meta_pb2.AlterScramCredentialsResponse(
+            results=[
+                meta_pb2.ScramCredentialResult(
+                    user=o.user, error_code=o.error_code, error_message=o.error_message
+                )
+                for o in outcomes
+            ]
+        )
+
+    def CreateDelegationToken(
+        self, request: meta_pb2.CreateDelegationTokenRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.DelegationTokenResponse:
+        token = wire.token_from_proto(request.token)
+        if not token.token_id or not token.hmac or ":" not in token.owner:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "token id, hmac or owner invalid")
+        command = CreateDelegationToken(token)
+        return _token_response(self._write(context, command, request.request_id))
+
+    def RenewDelegationToken(
+        self, request: meta_pb2.RenewDelegationTokenRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.DelegationTokenResponse:
+        command = RenewDelegationToken(
+            request.hmac, request.principal, request.renew_period_ms, request.now_ms
+        )
+        return _token_response(self._write(context, command, request.request_id))
+
+    def ExpireDelegationToken(
+        self, request: meta_pb2.ExpireDelegationTokenRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.DelegationTokenResponse:
+        command = ExpireDelegationToken(
+            request.hmac, request.principal, request.expiry_period_ms, request.now_ms
+        )
+        return _token_response(self._write(context, command, request.request_id))
+
     # ------------------------------------------------------------ watch and tooling
 
     def Watch(
@@ -341,6 +431,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             try:
                 self._initialise_cluster()
                 self._fence_expired_brokers()
+                self._remove_expired_tokens()
                 self._balance_leaders()
             except NoLeaderError as exc:
                 log.warning("Leader duties postponed: %s", exc)
@@ -366,6 +457,16 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
                 broker_id,
             )
             self._raft.submit(FenceBroker(broker_id, epoch, self._unclean_default))
+
+    def _remove_expired_tokens(self) -> None:
+        """Kafka's expired-token sweep: tokens past their expiry go from the state, so no
+        broker accepts them any more (brokers also check the expiry on authentication)."""
+        now_ms = int(time.time() * 1000)
+        with self._machine.lock:
+            tokens = self._machine.state.delegation_tokens.values()
+            expired = any(min(t.expiry_ms, t.max_ms) < now_ms for t in tokens)
+        if expired:
+            self._raft.submit(RemoveExpiredTokens(now_ms))
 
     def _balance_leaders(self) -> None:
         """Kafka's auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds,
@@ -408,6 +509,14 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             grpc.StatusCode.FAILED_PRECONDITION,
             f"meta node {self._node_id} is not the Raft leader; node {leader} at {address} is",
         )
+
+
+def _token_response(outcome: TokenOutcome) -> meta_pb2.DelegationTokenResponse:
+    return meta_pb2.DelegationTokenResponse(
+        error_code=outcome.error_code,
+        error_message=outcome.error_message,
+        expiry_ms=outcome.expiry_ms,
+    )
 
 
 def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:

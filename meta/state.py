@@ -6,10 +6,11 @@ state on every node and on every replay, so a command carries all of its non-det
 inputs: the proposer's wall clock, the UUIDs and random seeds it generated, its config defaults.
 Nothing here reads a clock, a random generator or a config.
 
-Each change of a topic or a broker bumps ``MetaState.offset`` and is reported as a ``Change``;
-Watch streams publish them. The producer-id counter is state too, but nothing brokers watch: it
-bumps no offset. Commands and the state are stored as the versioned records of ``meta.records``
-(the Raft log and its dumps): a change of these classes is a change of its converters.
+Each change of a topic, a broker, the ACL set, a SCRAM credential or a delegation token bumps
+``MetaState.offset`` and is reported as a ``Change``; Watch streams publish them. The
+producer-id counter is state too, but nothing brokers watch: it bumps no offset. Commands and
+the state are stored as the versioned records of ``meta.records`` (the Raft log and its
+dumps): a change of these classes is a change of its converters.
 """
 
 from __future__ import annotations
@@ -20,8 +21,27 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple
 
 from meta import controller
+from meta.acl import (
+    CLUSTER_NAME,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    filter_matches,
+    invalid_filter,
+)
 from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
-from meta.model import NO_LEADER, Broker, Partition, Topic
+from meta.model import (
+    NO_LEADER,
+    Broker,
+    DelegationToken,
+    Endpoint,
+    Partition,
+    ScramCredential,
+    Topic,
+)
 from meta.protocol import ErrorCode
 from meta.topic_config import unclean_election_enabled
 
@@ -32,6 +52,10 @@ REQUEST_MEMORY_MS = 5 * 60 * 1000
 # Producer ids are handed to brokers in blocks of this many (Kafka's PRODUCER_ID_BLOCK_SIZE).
 PRODUCER_ID_BLOCK_SIZE = 1000
 _MAX_PRODUCER_ID = 2**63 - 1
+# SCRAM mechanisms (Kafka's ScramMechanism) and the iteration bounds Kafka's controller accepts.
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+SCRAM_MIN_ITERATIONS = 4096
+SCRAM_MAX_ITERATIONS = 16384
 
 
 class Remembered(NamedTuple):
@@ -53,12 +77,17 @@ class MetaState:
     # The group registry: group id -> its __consumer_offsets partition. Like the producer-id
     # counter it is state brokers do not watch: it bumps no offset.
     groups: dict[str, int] = field(default_factory=dict)
+    # ACL bindings, in creation order (a dict used as an ordered set)
+    acls: dict[AclBinding, None] = field(default_factory=dict)
+    scram_credentials: dict[tuple[str, str], ScramCredential] = field(default_factory=dict)
+    delegation_tokens: dict[str, DelegationToken] = field(default_factory=dict)  # by token id
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickle a state of the pickled format dumped before a field existed: give it the
         field's default (``meta.records`` reads that format)."""
         self.__dict__.update(state)
-        self.__dict__.setdefault("groups", {})
+        for name in ("groups", "acls", "scram_credentials", "delegation_tokens"):
+            self.__dict__.setdefault(name, {})
 
 
 # ---------------------------------------------------------------- commands
@@ -89,6 +118,8 @@ class RegisterBroker:
     replication_endpoint: str
     incarnation_id: bytes
     unclean_election_default: bool  # the proposer's unclean.leader.election.enable
+    # Every advertised listener; empty (registrations from before listeners): host:port only
+    endpoints: tuple[Endpoint, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,6 +195,62 @@ class UnregisterGroups:
     group_ids: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class CreateAcls:
+    """Kafka's CreateAcls (API 30): bindings already present are accepted and not added again."""
+
+    bindings: tuple[AclBinding, ...]
+
+
+@dataclass(frozen=True)
+class DeleteAcls:
+    """Kafka's DeleteAcls (API 31): every binding some filter matches is removed."""
+
+    filters: tuple[AclBindingFilter, ...]
+
+
+@dataclass(frozen=True)
+class AlterScramCredentials:
+    """Kafka's AlterUserScramCredentials (API 51), keys already derived by the broker."""
+
+    upserts: tuple[tuple[str, str, ScramCredential], ...]  # (user, mechanism, credential)
+    deletions: tuple[tuple[str, str], ...]  # (user, mechanism)
+
+
+@dataclass(frozen=True)
+class CreateDelegationToken:
+    """Kafka's CreateDelegationToken (API 38): the broker made the token (id, HMAC, times)."""
+
+    token: DelegationToken
+
+
+@dataclass(frozen=True)
+class RenewDelegationToken:
+    """Kafka's RenewDelegationToken (API 39) by ``principal`` at ``now_ms``."""
+
+    hmac: bytes
+    principal: str
+    renew_period_ms: int  # the broker resolved the default
+    now_ms: int
+
+
+@dataclass(frozen=True)
+class ExpireDelegationToken:
+    """Kafka's ExpireDelegationToken (API 40); a negative period expires the token now."""
+
+    hmac: bytes
+    principal: str
+    expiry_period_ms: int
+    now_ms: int
+
+
+@dataclass(frozen=True)
+class RemoveExpiredTokens:
+    """Proposed by the Raft leader when some delegation token expired before ``now_ms``."""
+
+    now_ms: int
+
+
 Body = (
     InitCluster
     | CreateTopics
@@ -178,6 +265,13 @@ Body = (
     | AllocateProducerIds
     | RegisterGroups
     | UnregisterGroups
+    | CreateAcls
+    | DeleteAcls
+    | AlterScramCredentials
+    | CreateDelegationToken
+    | RenewDelegationToken
+    | ExpireDelegationToken
+    | RemoveExpiredTokens
 )
 
 
@@ -191,15 +285,21 @@ class Command:
 # ---------------------------------------------------------------- results
 
 
-ChangeKind = Literal["topic", "topic_deleted", "broker"]
+ChangeKind = Literal["topic", "topic_deleted", "broker", "acls", "scram", "token"]
+ChangeKey = str | int | tuple[str, str]
 
 
 @dataclass(frozen=True)
 class Change:
+    """One change; watchers get the changed entity as it is after the command, so a scram or
+    token change whose key is no longer in the state is a removal."""
+
     offset: int
     kind: ChangeKind
-    key: str | int  # topic name or broker id
+    key: ChangeKey  # topic name, broker id, (user, mechanism), token id; "" for acls
     topic_id: bytes = b""  # of a deleted topic
+    acls_added: tuple[AclBinding, ...] = ()  # an "acls" change is a delta of the set
+    acls_removed: tuple[AclBinding, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -253,6 +353,35 @@ class ProducerIdBlock:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """The error (or none) of one item of a request: one ACL binding, one delegation token."""
+
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True)
+class AclDeleteOutcome:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    deleted: tuple[AclBinding, ...] = ()  # the bindings the filter matched, all removed
+
+
+@dataclass(frozen=True)
+class ScramOutcome:
+    user: str
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True)
+class TokenOutcome:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    expiry_ms: int = 0  # the token's expiry after the request (Kafka's expiryTimestampMs)
+
+
+@dataclass(frozen=True)
 class Applied:
     result: Any
     changes: list[Change]
@@ -286,7 +415,7 @@ class _Changes:
     def __init__(self, state: MetaState) -> None:
         self._state = state
         self.recorded: list[Change] = []
-        self._offsets: dict[tuple[ChangeKind, str | int], int] = {}
+        self._offsets: dict[tuple[ChangeKind, ChangeKey], int] = {}
 
     def topic(self, name: str) -> None:
         self._record("topic", name)
@@ -298,7 +427,19 @@ class _Changes:
         """Record a broker change; return its offset."""
         return self._record("broker", broker_id)
 
-    def _record(self, kind: ChangeKind, key: str | int, topic_id: bytes = b"") -> int:
+    def acls(self, added: tuple[AclBinding, ...], removed: tuple[AclBinding, ...]) -> None:
+        """Record a change of the ACL set (once per command)."""
+        if added or removed:
+            self._state.offset += 1
+            self.recorded.append(Change(self._state.offset, "acls", "", b"", added, removed))
+
+    def scram(self, user: str, mechanism: str) -> None:
+        self._record("scram", (user, mechanism))
+
+    def token(self, token_id: str) -> None:
+        self._record("token", token_id)
+
+    def _record(self, kind: ChangeKind, key: ChangeKey, topic_id: bytes = b"") -> int:
         if (kind, key) not in self._offsets:
             self._state.offset += 1
             self._offsets[kind, key] = self._state.offset
@@ -377,6 +518,7 @@ def _register_broker(state: MetaState, cmd: RegisterBroker, changes: _Changes) -
         cmd.incarnation_id,
         epoch,
         fenced=True,
+        endpoints=cmd.endpoints,
     )
     if old is not None and not old.fenced and old.incarnation_id != cmd.incarnation_id:
         # The old process died without being fenced: its leaderships and ISR memberships go,
@@ -681,6 +823,217 @@ def _unregister_groups(state: MetaState, cmd: UnregisterGroups, changes: _Change
     return sum(state.groups.pop(group_id, None) is not None for group_id in cmd.group_ids)
 
 
+# ---------------------------------------------------------------- security metadata
+
+
+def _create_acls(state: MetaState, cmd: CreateAcls, changes: _Changes) -> list[Outcome]:
+    """Kafka's AclControlManager.createAcls: each binding is validated on its own; one already
+    present succeeds without being added again."""
+    outcomes, added = [], []
+    for binding in cmd.bindings:
+        if invalid := _invalid_acl(binding):
+            log.warning("Refused to create ACL %s: %s", binding, invalid)
+            outcomes.append(Outcome(ErrorCode.INVALID_REQUEST, invalid))
+            continue
+        if binding not in state.acls:
+            state.acls[binding] = None
+            added.append(binding)
+            log.info("Created ACL %s", binding)
+        outcomes.append(Outcome())
+    changes.acls(tuple(added), ())
+    return outcomes
+
+
+def _invalid_acl(binding: AclBinding) -> str:
+    """Why Kafka refuses to store ``binding`` (INVALID_REQUEST), "" if it does not: the
+    controller's validateNewAcl, the broker's CLUSTER name check, a parseable principal."""
+    if binding.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
+        return f"Invalid resourceType {binding.resource_type.name}"
+    if binding.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+        return f"Invalid patternType {binding.pattern_type.name}"
+    if binding.operation in (AclOperation.UNKNOWN, AclOperation.ANY):
+        return f"Invalid operation {binding.operation.name}"
+    if binding.permission_type not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
+        return f"Invalid permissionType {binding.permission_type.name}"
+    if not binding.resource_name:
+        return "Resource name should not be empty"
+    if binding.resource_type == ResourceType.CLUSTER and binding.resource_name != CLUSTER_NAME:
+        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+    if ":" not in binding.principal:
+        return (
+            f"Could not parse principal from `{binding.principal}` (no colon is present "
+            "separating the principal type from the principal name)"
+        )
+    return ""
+
+
+def _delete_acls(state: MetaState, cmd: DeleteAcls, changes: _Changes) -> list[AclDeleteOutcome]:
+    """Kafka's AclControlManager.deleteAcls: every filter is matched against the bindings as
+    they were before the request, so a binding two filters match is reported by both."""
+    outcomes, removed = [], {}
+    for f in cmd.filters:
+        if invalid := invalid_filter(f):
+            outcomes.append(AclDeleteOutcome(ErrorCode.INVALID_REQUEST, invalid))
+        else:
+            deleted = tuple(b for b in state.acls if filter_matches(f, b))
+            removed.update(dict.fromkeys(deleted))
+            outcomes.append(AclDeleteOutcome(deleted=deleted))
+    for binding in removed:
+        del state.acls[binding]
+        log.info("Deleted ACL %s", binding)
+    changes.acls((), tuple(removed))
+    return outcomes
+
+
+def _alter_scram_credentials(
+    state: MetaState, cmd: AlterScramCredentials, changes: _Changes
+) -> list[ScramOutcome]:
+    """Kafka's AlterUserScramCredentials: one result per user (in request order, deletions
+    first); a user's alterations are applied together, or none of them if one is refused."""
+    alterations: list[tuple[str, str, ScramCredential | None]] = [
+        (user, mechanism, None) for user, mechanism in cmd.deletions
+    ] + list(cmd.upserts)
+    errors: dict[str, tuple[ErrorCode, str]] = {}
+    seen: set[tuple[str, str]] = set()
+    for user, mechanism, credential in alterations:
+        error = _invalid_scram_alteration(state, user, mechanism, credential, seen)
+        seen.add((user, mechanism))
+        if error is not None and user not in errors:
+            errors[user] = error
+    results: dict[str, ScramOutcome] = {}
+    for user, mechanism, credential in alterations:
+        if user in errors:
+            code, message = errors[user]
+            log.warning("Refused to alter SCRAM credentials of user %s: %s", user, message)
+            results[user] = ScramOutcome(user, code, message)
+            continue
+        if credential is None:
+            del state.scram_credentials[user, mechanism]
+            log.info("Deleted the %s credential of user %s", mechanism, user)
+        else:
+            state.scram_credentials[user, mechanism] = credential
+            log.info("Stored the %s credential of user %s", mechanism, user)
+        changes.scram(user, mechanism)
+        results[user] = ScramOutcome(user)
+    return list(results.values())
+
+
+def _invalid_scram_alteration(
+    state: MetaState,
+    user: str,
+    mechanism: str,
+    credential: ScramCredential | None,
+    seen: set[tuple[str, str]],
+) -> tuple[ErrorCode, str] | None:
+    """Kafka's ScramControlManager checks of one upsert (or deletion: ``credential`` None)."""
+    if (user, mechanism) in seen:
+        return (
+            ErrorCode.DUPLICATE_RESOURCE,
+            "A user credential cannot be altered twice in the same request",
+        )
+    if not user:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+    if mechanism not in SCRAM_MECHANISMS:
+        return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+    if credential is None:
+        if (user, mechanism) not in state.scram_credentials:
+            return (
+                ErrorCode.RESOURCE_NOT_FOUND,
+                "Attempt to delete a user credential that does not exist",
+            )
+    elif credential.iterations < SCRAM_MIN_ITERATIONS:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"
+    elif credential.iterations > SCRAM_MAX_ITERATIONS:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
+    return None
+
+
+def _create_delegation_token(
+    state: MetaState, cmd: CreateDelegationToken, changes: _Changes
+) -> TokenOutcome:
+    token = cmd.token
+    if token.token_id in state.delegation_tokens:
+        message = f"A delegation token with id {token.token_id} already exists."
+        log.warning("Refused to create a delegation token: %s", message)
+        return TokenOutcome(ErrorCode.INVALID_REQUEST, message)
+    state.delegation_tokens[token.token_id] = token
+    changes.token(token.token_id)
+    log.info("Created delegation token %s for %s", token.token_id, token.owner)
+    return TokenOutcome(expiry_ms=token.expiry_ms)
+
+
+def _renew_delegation_token(
+    state: MetaState, cmd: RenewDelegationToken, changes: _Changes
+) -> TokenOutcome:
+    token, refusal = _token_to_change(state, cmd.hmac, cmd.principal, cmd.now_ms, changes)
+    if token is None:
+        return refusal
+    expiry_ms = min(token.max_ms, cmd.now_ms + cmd.renew_period_ms)
+    state.delegation_tokens[token.token_id] = replace(token, expiry_ms=expiry_ms)
+    changes.token(token.token_id)
+    log.info("Renewed delegation token %s until %d", token.token_id, expiry_ms)
+    return TokenOutcome(expiry_ms=expiry_ms)
+
+
+def _expire_delegation_token(
+    state: MetaState, cmd: ExpireDelegationToken, changes: _Changes
+) -> TokenOutcome:
+    """Kafka's expire: a negative period removes the token now (and answers now as its expiry,
+    as KRaft does); otherwise it expires after the period, not past max_ms."""
+    token, refusal = _token_to_change(state, cmd.hmac, cmd.principal, cmd.now_ms, changes)
+    if token is None:
+        return refusal
+    if cmd.expiry_period_ms < 0:
+        del state.delegation_tokens[token.token_id]
+        changes.token(token.token_id)
+        log.info("Expired delegation token %s", token.token_id)
+        return TokenOutcome(expiry_ms=cmd.now_ms)
+    expiry_ms = min(token.max_ms, cmd.now_ms + cmd.expiry_period_ms)
+    state.delegation_tokens[token.token_id] = replace(token, expiry_ms=expiry_ms)
+    changes.token(token.token_id)
+    log.info("Delegation token %s now expires at %d", token.token_id, expiry_ms)
+    return TokenOutcome(expiry_ms=expiry_ms)
+
+
+def _token_to_change(
+    state: MetaState, hmac: bytes, principal: str, now_ms: int, changes: _Changes
+) -> tuple[DelegationToken | None, TokenOutcome]:
+    """The token ``principal`` may renew or expire, or (None, why not) with Kafka's errors. An
+    expired token is removed on the way."""
+    token = next((t for t in state.delegation_tokens.values() if t.hmac == hmac), None)
+    if token is None:
+        refusal = TokenOutcome(ErrorCode.DELEGATION_TOKEN_NOT_FOUND, "Delegation token not found.")
+    elif token.expiry_ms < now_ms or token.max_ms < now_ms:
+        _remove_tokens(state, [token], changes)
+        refusal = TokenOutcome(
+            ErrorCode.DELEGATION_TOKEN_EXPIRED, f"Delegation token {token.token_id} has expired."
+        )
+    elif not token.may_renew(principal):
+        refusal = TokenOutcome(
+            ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH,
+            f"{principal} is neither the owner nor a renewer of delegation token {token.token_id}.",
+        )
+    else:
+        return token, TokenOutcome()
+    log.warning("Refused to change a delegation token: %s", refusal.error_message)
+    return None, refusal
+
+
+def _remove_expired_tokens(state: MetaState, cmd: RemoveExpiredTokens, changes: _Changes) -> int:
+    expired = [
+        t for t in state.delegation_tokens.values() if min(t.expiry_ms, t.max_ms) < cmd.now_ms
+    ]
+    _remove_tokens(state, expired, changes)
+    return len(expired)
+
+
+def _remove_tokens(state: MetaState, tokens: list[DelegationToken], changes: _Changes) -> None:
+    for token in tokens:
+        del state.delegation_tokens[token.token_id]
+        changes.token(token.token_id)
+        log.info("Removed delegation token %s: it expired at %d", token.token_id, token.expiry_ms)
+
+
 def _stale_broker_epoch(state: MetaState, broker_id: int, epoch: int) -> str:
     """Why ``epoch`` is not broker ``broker_id``'s current one ("" if it is), as KRaft checks."""
     broker = state.brokers.get(broker_id)
@@ -730,4 +1083,11 @@ _APPLIERS: dict[type, Callable[[MetaState, Any, _Changes], Any]] = {
     AllocateProducerIds: _allocate_producer_ids,
     RegisterGroups: _register_groups,
     UnregisterGroups: _unregister_groups,
+    CreateAcls: _create_acls,
+    DeleteAcls: _delete_acls,
+    AlterScramCredentials: _alter_scram_credentials,
+    CreateDelegationToken: _create_delegation_token,
+    RenewDelegationToken: _renew_delegation_token,
+    ExpireDelegationToken: _expire_delegation_token,
+    RemoveExpiredTokens: _remove_expired_tokens,
 }

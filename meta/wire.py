@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+from typing import Any, TypeVar
+
+from google.protobuf.message import Message
+
+from meta.acl import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    enum_code,
+)
 from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
-from meta.model import Broker, Partition, Topic
+from meta.model import Broker, DelegationToken, Endpoint, Partition, ScramCredential, Topic
 from meta.state import (
     AlterPartitionOutcome,
     Change,
@@ -13,6 +27,8 @@ from meta.state import (
     MetaState,
 )
 from proto import meta_pb2
+
+_M = TypeVar("_M", bound=Message)
 
 
 def partition_to_proto(partition: Partition) -> meta_pb2.Partition:
@@ -46,7 +62,93 @@ def broker_to_proto(broker: Broker) -> meta_pb2.Broker:
         epoch=broker.epoch,
         replication_endpoint=broker.replication_endpoint,
         in_controlled_shutdown=broker.in_controlled_shutdown,
+        endpoints=[endpoint_to_proto(e) for e in broker.endpoints],
     )
+
+
+def endpoint_to_proto(e: Endpoint) -> meta_pb2.Endpoint:
+    return meta_pb2.Endpoint(
+        name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
+    )
+
+
+def endpoint_from_proto(e: meta_pb2.Endpoint) -> Endpoint:
+    return Endpoint(e.name, e.host, e.port, e.security_protocol)
+
+
+def acl_to_proto(b: AclBinding) -> meta_pb2.AclBinding:
+    return meta_pb2.AclBinding(
+        resource_type=b.resource_type,
+        resource_name=b.resource_name,
+        pattern_type=b.pattern_type,
+        principal=b.principal,
+        host=b.host,
+        operation=b.operation,
+        permission_type=b.permission_type,
+    )
+
+
+def acl_from_proto(b: meta_pb2.AclBinding) -> AclBinding:
+    return AclBinding(
+        enum_code(ResourceType, b.resource_type),
+        b.resource_name,
+        enum_code(PatternType, b.pattern_type),
+        b.principal,
+        b.host,
+        enum_code(AclOperation, b.operation),
+        enum_code(AclPermissionType, b.permission_type),
+    )
+
+
+def acl_filter_to_proto(f: AclBindingFilter) -> meta_pb2.AclBindingFilter:
+    return meta_pb2.AclBindingFilter(  # None leaves an optional field absent
+        resource_type=f.resource_type,
+        resource_name=f.resource_name,
+        pattern_type=f.pattern_type,
+        principal=f.principal,
+        host=f.host,
+        operation=f.operation,
+        permission_type=f.permission_type,
+    )
+
+
+def acl_filter_from_proto(f: meta_pb2.AclBindingFilter) -> AclBindingFilter:
+    return AclBindingFilter(
+        enum_code(ResourceType, f.resource_type),
+        f.resource_name if f.HasField("resource_name") else None,
+        enum_code(PatternType, f.pattern_type),
+        f.principal if f.HasField("principal") else None,
+        f.host if f.HasField("host") else None,
+        enum_code(AclOperation, f.operation),
+        enum_code(AclPermissionType, f.permission_type),
+    )
+
+
+def scram_to_proto(user: str, mechanism: str, c: ScramCredential) -> meta_pb2.ScramCredential:
+    return meta_pb2.ScramCredential(
+        user=user,
+        mechanism=mechanism,
+        salt=c.salt,
+        stored_key=c.stored_key,
+        server_key=c.server_key,
+        iterations=c.iterations,
+    )
+
+
+def scram_from_proto(c: meta_pb2.ScramCredential) -> ScramCredential:
+    return ScramCredential(c.salt, c.stored_key, c.server_key, c.iterations)
+
+
+def token_to_proto(t: DelegationToken, message: type[_M] = meta_pb2.DelegationToken) -> _M:  # type: ignore[assignment]
+    """A token as ``message``: the wire's DelegationToken, or the stored record's (meta.records),
+    which has the same fields."""
+    return message(**{f.name: getattr(t, f.name) for f in fields(DelegationToken)})
+
+
+def token_from_proto(t: Any) -> DelegationToken:
+    """The token of either DelegationToken message (see token_to_proto)."""
+    values = {f.name: getattr(t, f.name) for f in fields(DelegationToken)}
+    return DelegationToken(**values | {"renewers": tuple(t.renewers)})
 
 
 def snapshot_event(state: MetaState) -> meta_pb2.WatchEvent:
@@ -55,6 +157,12 @@ def snapshot_event(state: MetaState) -> meta_pb2.WatchEvent:
         cluster_id=state.cluster_id,
         topics=[topic_to_proto(t) for t in state.topics.values()],
         brokers=[broker_to_proto(b) for b in state.brokers.values()],
+        acls=[acl_to_proto(b) for b in state.acls],
+        scram_credentials=[
+            scram_to_proto(user, mechanism, c)
+            for (user, mechanism), c in state.scram_credentials.items()
+        ],
+        delegation_tokens=[token_to_proto(t) for t in state.delegation_tokens.values()],
     )
     return meta_pb2.WatchEvent(offset=state.offset, snapshot=snapshot)
 
@@ -62,17 +170,36 @@ def snapshot_event(state: MetaState) -> meta_pb2.WatchEvent:
 def change_event(state: MetaState, change: Change) -> meta_pb2.WatchEvent:
     """The event for ``change``, right after the command that made it was applied.
 
-    A command touches each topic and broker at most once, so the current value is the value as
-    of the change's offset.
+    A command touches each topic, broker, credential and token at most once, so the current
+    value is the value as of the change's offset (and an absent one was removed).
     """
     event = meta_pb2.WatchEvent(offset=change.offset)
-    if change.kind == "topic":
-        event.topic.CopyFrom(topic_to_proto(state.topics[str(change.key)]))
-    elif change.kind == "topic_deleted":
-        event.topic_deleted.name = str(change.key)
-        event.topic_deleted.topic_id = change.topic_id
-    else:
-        event.broker.CopyFrom(broker_to_proto(state.brokers[int(change.key)]))
+    match change.kind, change.key:
+        case "topic", str(name):
+            event.topic.CopyFrom(topic_to_proto(state.topics[name]))
+        case "topic_deleted", str(name):
+            event.topic_deleted.name = name
+            event.topic_deleted.topic_id = change.topic_id
+        case "broker", int(broker_id):
+            event.broker.CopyFrom(broker_to_proto(state.brokers[broker_id]))
+        case "acls", _:
+            event.acls.added.extend(acl_to_proto(b) for b in change.acls_added)
+            event.acls.removed.extend(acl_to_proto(b) for b in change.acls_removed)
+        case "scram", (str(user), str(mechanism)):
+            credential = state.scram_credentials.get((user, mechanism))
+            if credential is None:
+                event.scram_credential_deleted.user = user
+                event.scram_credential_deleted.mechanism = mechanism
+            else:
+                event.scram_credential.CopyFrom(scram_to_proto(user, mechanism, credential))
+        case "token", str(token_id):
+            token = state.delegation_tokens.get(token_id)
+            if token is None:
+                event.delegation_token_removed.token_id = token_id
+            else:
+                event.delegation_token.CopyFrom(token_to_proto(token))
+        case _:
+            raise ValueError(f"no event for {change}")
     return event
 
 

@@ -24,7 +24,7 @@ ROLE_FOLLOWER: Role
 ROLE_LEADER: Role
 
 class Broker(_message.Message):
-    __slots__ = ("id", "host", "port", "rack", "fenced", "epoch", "replication_endpoint", "in_controlled_shutdown")
+    __slots__ = ("id", "host", "port", "rack", "fenced", "epoch", "replication_endpoint", "in_controlled_shutdown", "endpoints")
     ID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
@@ -33,6 +33,7 @@ class Broker(_message.Message):
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     REPLICATION_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     IN_CONTROLLED_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
     id: int
     host: str
     port: int
@@ -41,7 +42,20 @@ class Broker(_message.Message):
     epoch: int
     replication_endpoint: str
     in_controlled_shutdown: bool
-    def __init__(self, id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., epoch: _Optional[int] = ..., replication_endpoint: _Optional[str] = ..., in_controlled_shutdown: _Optional[bool] = ...) -> None: ...
+    endpoints: _containers.RepeatedCompositeFieldContainer[Endpoint]
+    def __init__(self, id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., epoch: _Optional[int] = ..., replication_endpoint: _Optional[str] = ..., in_controlled_shutdown: _Optional[bool] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ...) -> None: ...
+
+class Endpoint(_message.Message):
+    __slots__ = ("name", "host", "port", "security_protocol")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    SECURITY_PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    host: str
+    port: int
+    security_protocol: str
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., security_protocol: _Optional[str] = ...) -> None: ...
 
 class Partition(_message.Message):
     __slots__ = ("index", "replicas", "isr", "leader", "leader_epoch", "partition_epoch")
@@ -88,32 +102,142 @@ class TopicDeleted(_message.Message):
     topic_id: bytes
     def __init__(self, name: _Optional[str] = ..., topic_id: _Optional[bytes] = ...) -> None: ...
 
+class AclBinding(_message.Message):
+    __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+    def __init__(self, resource_type: _Optional[int] = ..., resource_name: _Optional[str] = ..., pattern_type: _Optional[int] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ..., operation: _Optional[int] = ..., permission_type: _Optional[int] = ...) -> None: ...
+
+class AclBindingFilter(_message.Message):
+    __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+    def __init__(self, resource_type: _Optional[int] = ..., resource_name: _Optional[str] = ..., pattern_type: _Optional[int] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ..., operation: _Optional[int] = ..., permission_type: _Optional[int] = ...) -> None: ...
+
+class AclsChanged(_message.Message):
+    __slots__ = ("added", "removed")
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    added: _containers.RepeatedCompositeFieldContainer[AclBinding]
+    removed: _containers.RepeatedCompositeFieldContainer[AclBinding]
+    def __init__(self, added: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., removed: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ...) -> None: ...
+
+class ScramCredential(_message.Message):
+    __slots__ = ("user", "mechanism", "salt", "stored_key", "server_key", "iterations")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    SALT_FIELD_NUMBER: _ClassVar[int]
+    STORED_KEY_FIELD_NUMBER: _ClassVar[int]
+    SERVER_KEY_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    mechanism: str
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+    def __init__(self, user: _Optional[str] = ..., mechanism: _Optional[str] = ..., salt: _Optional[bytes] = ..., stored_key: _Optional[bytes] = ..., server_key: _Optional[bytes] = ..., iterations: _Optional[int] = ...) -> None: ...
+
+class ScramCredentialDeleted(_message.Message):
+    __slots__ = ("user", "mechanism")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    mechanism: str
+    def __init__(self, user: _Optional[str] = ..., mechanism: _Optional[str] = ...) -> None: ...
+
+class DelegationToken(_message.Message):
+    __slots__ = ("token_id", "hmac", "owner", "requester", "renewers", "issue_ms", "expiry_ms", "max_ms")
+    TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    HMAC_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    REQUESTER_FIELD_NUMBER: _ClassVar[int]
+    RENEWERS_FIELD_NUMBER: _ClassVar[int]
+    ISSUE_MS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRY_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_MS_FIELD_NUMBER: _ClassVar[int]
+    token_id: str
+    hmac: bytes
+    owner: str
+    requester: str
+    renewers: _containers.RepeatedScalarFieldContainer[str]
+    issue_ms: int
+    expiry_ms: int
+    max_ms: int
+    def __init__(self, token_id: _Optional[str] = ..., hmac: _Optional[bytes] = ..., owner: _Optional[str] = ..., requester: _Optional[str] = ..., renewers: _Optional[_Iterable[str]] = ..., issue_ms: _Optional[int] = ..., expiry_ms: _Optional[int] = ..., max_ms: _Optional[int] = ...) -> None: ...
+
+class DelegationTokenRemoved(_message.Message):
+    __slots__ = ("token_id",)
+    TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    token_id: str
+    def __init__(self, token_id: _Optional[str] = ...) -> None: ...
+
 class Snapshot(_message.Message):
-    __slots__ = ("cluster_id", "topics", "brokers")
+    __slots__ = ("cluster_id", "topics", "brokers", "acls", "scram_credentials", "delegation_tokens")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     BROKERS_FIELD_NUMBER: _ClassVar[int]
+    ACLS_FIELD_NUMBER: _ClassVar[int]
+    SCRAM_CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    DELEGATION_TOKENS_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     topics: _containers.RepeatedCompositeFieldContainer[Topic]
     brokers: _containers.RepeatedCompositeFieldContainer[Broker]
-    def __init__(self, cluster_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ...) -> None: ...
+    acls: _containers.RepeatedCompositeFieldContainer[AclBinding]
+    scram_credentials: _containers.RepeatedCompositeFieldContainer[ScramCredential]
+    delegation_tokens: _containers.RepeatedCompositeFieldContainer[DelegationToken]
+    def __init__(self, cluster_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., scram_credentials: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., delegation_tokens: _Optional[_Iterable[_Union[DelegationToken, _Mapping]]] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
-    __slots__ = ("offset", "snapshot", "topic", "topic_deleted", "broker")
+    __slots__ = ("offset", "snapshot", "topic", "topic_deleted", "broker", "acls", "scram_credential", "scram_credential_deleted", "delegation_token", "delegation_token_removed")
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     TOPIC_DELETED_FIELD_NUMBER: _ClassVar[int]
     BROKER_FIELD_NUMBER: _ClassVar[int]
+    ACLS_FIELD_NUMBER: _ClassVar[int]
+    SCRAM_CREDENTIAL_FIELD_NUMBER: _ClassVar[int]
+    SCRAM_CREDENTIAL_DELETED_FIELD_NUMBER: _ClassVar[int]
+    DELEGATION_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    DELEGATION_TOKEN_REMOVED_FIELD_NUMBER: _ClassVar[int]
     offset: int
     snapshot: Snapshot
     topic: Topic
     topic_deleted: TopicDeleted
     broker: Broker
-    def __init__(self, offset: _Optional[int] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., topic: _Optional[_Union[Topic, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeleted, _Mapping]] = ..., broker: _Optional[_Union[Broker, _Mapping]] = ...) -> None: ...
+    acls: AclsChanged
+    scram_credential: ScramCredential
+    scram_credential_deleted: ScramCredentialDeleted
+    delegation_token: DelegationToken
+    delegation_token_removed: DelegationTokenRemoved
+    def __init__(self, offset: _Optional[int] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., topic: _Optional[_Union[Topic, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeleted, _Mapping]] = ..., broker: _Optional[_Union[Broker, _Mapping]] = ..., acls: _Optional[_Union[AclsChanged, _Mapping]] = ..., scram_credential: _Optional[_Union[ScramCredential, _Mapping]] = ..., scram_credential_deleted: _Optional[_Union[ScramCredentialDeleted, _Mapping]] = ..., delegation_token: _Optional[_Union[DelegationToken, _Mapping]] = ..., delegation_token_removed: _Optional[_Union[DelegationTokenRemoved, _Mapping]] = ...) -> None: ...
 
 class RegisterBrokerRequest(_message.Message):
-    __slots__ = ("request_id", "broker_id", "host", "port", "rack", "replication_endpoint", "incarnation_id")
+    __slots__ = ("request_id", "broker_id", "host", "port", "rack", "replication_endpoint", "incarnation_id", "endpoints")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
@@ -121,6 +245,7 @@ class RegisterBrokerRequest(_message.Message):
     RACK_FIELD_NUMBER: _ClassVar[int]
     REPLICATION_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     broker_id: int
     host: str
@@ -128,7 +253,8 @@ class RegisterBrokerRequest(_message.Message):
     rack: str
     replication_endpoint: str
     incarnation_id: bytes
-    def __init__(self, request_id: _Optional[str] = ..., broker_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., replication_endpoint: _Optional[str] = ..., incarnation_id: _Optional[bytes] = ...) -> None: ...
+    endpoints: _containers.RepeatedCompositeFieldContainer[Endpoint]
+    def __init__(self, request_id: _Optional[str] = ..., broker_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., replication_endpoint: _Optional[str] = ..., incarnation_id: _Optional[bytes] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ...) -> None: ...
 
 class RegisterBrokerResponse(_message.Message):
     __slots__ = ("broker_epoch",)
@@ -457,6 +583,124 @@ class ListGroupsResponse(_message.Message):
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     groups: _containers.RepeatedCompositeFieldContainer[GroupEntry]
     def __init__(self, groups: _Optional[_Iterable[_Union[GroupEntry, _Mapping]]] = ...) -> None: ...
+
+class CreateAclsRequest(_message.Message):
+    __slots__ = ("request_id", "bindings")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    bindings: _containers.RepeatedCompositeFieldContainer[AclBinding]
+    def __init__(self, request_id: _Optional[str] = ..., bindings: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ...) -> None: ...
+
+class ItemResult(_message.Message):
+    __slots__ = ("error_code", "error_message")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class CreateAclsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ItemResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[ItemResult, _Mapping]]] = ...) -> None: ...
+
+class DeleteAclsRequest(_message.Message):
+    __slots__ = ("request_id", "filters")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    filters: _containers.RepeatedCompositeFieldContainer[AclBindingFilter]
+    def __init__(self, request_id: _Optional[str] = ..., filters: _Optional[_Iterable[_Union[AclBindingFilter, _Mapping]]] = ...) -> None: ...
+
+class DeleteAclsResult(_message.Message):
+    __slots__ = ("error_code", "error_message", "deleted")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    deleted: _containers.RepeatedCompositeFieldContainer[AclBinding]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., deleted: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ...) -> None: ...
+
+class DeleteAclsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[DeleteAclsResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[DeleteAclsResult, _Mapping]]] = ...) -> None: ...
+
+class AlterScramCredentialsRequest(_message.Message):
+    __slots__ = ("request_id", "upserts", "deletions")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    UPSERTS_FIELD_NUMBER: _ClassVar[int]
+    DELETIONS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    upserts: _containers.RepeatedCompositeFieldContainer[ScramCredential]
+    deletions: _containers.RepeatedCompositeFieldContainer[ScramCredentialDeleted]
+    def __init__(self, request_id: _Optional[str] = ..., upserts: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., deletions: _Optional[_Iterable[_Union[ScramCredentialDeleted, _Mapping]]] = ...) -> None: ...
+
+class ScramCredentialResult(_message.Message):
+    __slots__ = ("user", "error_code", "error_message")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    error_code: int
+    error_message: str
+    def __init__(self, user: _Optional[str] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class AlterScramCredentialsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ScramCredentialResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[ScramCredentialResult, _Mapping]]] = ...) -> None: ...
+
+class CreateDelegationTokenRequest(_message.Message):
+    __slots__ = ("request_id", "token")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    token: DelegationToken
+    def __init__(self, request_id: _Optional[str] = ..., token: _Optional[_Union[DelegationToken, _Mapping]] = ...) -> None: ...
+
+class RenewDelegationTokenRequest(_message.Message):
+    __slots__ = ("request_id", "hmac", "principal", "renew_period_ms", "now_ms")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    HMAC_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    RENEW_PERIOD_MS_FIELD_NUMBER: _ClassVar[int]
+    NOW_MS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    hmac: bytes
+    principal: str
+    renew_period_ms: int
+    now_ms: int
+    def __init__(self, request_id: _Optional[str] = ..., hmac: _Optional[bytes] = ..., principal: _Optional[str] = ..., renew_period_ms: _Optional[int] = ..., now_ms: _Optional[int] = ...) -> None: ...
+
+class ExpireDelegationTokenRequest(_message.Message):
+    __slots__ = ("request_id", "hmac", "principal", "expiry_period_ms", "now_ms")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    HMAC_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    EXPIRY_PERIOD_MS_FIELD_NUMBER: _ClassVar[int]
+    NOW_MS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    hmac: bytes
+    principal: str
+    expiry_period_ms: int
+    now_ms: int
+    def __init__(self, request_id: _Optional[str] = ..., hmac: _Optional[bytes] = ..., principal: _Optional[str] = ..., expiry_period_ms: _Optional[int] = ..., now_ms: _Optional[int] = ...) -> None: ...
+
+class DelegationTokenResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "expiry_ms")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRY_MS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    expiry_ms: int
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., expiry_ms: _Optional[int] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
     __slots__ = ("from_offset",)

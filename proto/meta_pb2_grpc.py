@@ -94,6 +94,36 @@ class MetaServiceStub:
                 request_serializer=proto_dot_meta__pb2.ListGroupsRequest.SerializeToString,
                 response_deserializer=proto_dot_meta__pb2.ListGroupsResponse.FromString,
                 _registered_method=True)
+        self.CreateAcls = channel.unary_unary(
+                '/rafka.meta.MetaService/CreateAcls',
+                request_serializer=proto_dot_meta__pb2.CreateAclsRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.CreateAclsResponse.FromString,
+                _registered_method=True)
+        self.DeleteAcls = channel.unary_unary(
+                '/rafka.meta.MetaService/DeleteAcls',
+                request_serializer=proto_dot_meta__pb2.DeleteAclsRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.DeleteAclsResponse.FromString,
+                _registered_method=True)
+        self.AlterScramCredentials = channel.unary_unary(
+                '/rafka.meta.MetaService/AlterScramCredentials',
+                request_serializer=proto_dot_meta__pb2.AlterScramCredentialsRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.AlterScramCredentialsResponse.FromString,
+                _registered_method=True)
+        self.CreateDelegationToken = channel.unary_unary(
+                '/rafka.meta.MetaService/CreateDelegationToken',
+                request_serializer=proto_dot_meta__pb2.CreateDelegationTokenRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.DelegationTokenResponse.FromString,
+                _registered_method=True)
+        self.RenewDelegationToken = channel.unary_unary(
+                '/rafka.meta.MetaService/RenewDelegationToken',
+                request_serializer=proto_dot_meta__pb2.RenewDelegationTokenRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.DelegationTokenResponse.FromString,
+                _registered_method=True)
+        self.ExpireDelegationToken = channel.unary_unary(
+                '/rafka.meta.MetaService/ExpireDelegationToken',
+                request_serializer=proto_dot_meta__pb2.ExpireDelegationTokenRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.DelegationTokenResponse.FromString,
+                _registered_method=True)
         self.Watch = channel.unary_stream(
                 '/rafka.meta.MetaService/Watch',
                 request_serializer=proto_dot_meta__pb2.WatchRequest.SerializeToString,
@@ -186,6 +216,42 @@ class MetaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterScramCredentials(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateDelegationToken(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RenewDelegationToken(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExpireDelegationToken(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Watch(self, request, context):
         """Never ends on its own: the client cancels it.
         """
@@ -261,6 +327,36 @@ def add_MetaServiceServicer_to_server(servicer, server):
                     servicer.ListGroups,
                     request_deserializer=proto_dot_meta__pb2.ListGroupsRequest.FromString,
                     response_serializer=proto_dot_meta__pb2.ListGroupsResponse.SerializeToString,
+            ),
+            'CreateAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAcls,
+                    request_deserializer=proto_dot_meta__pb2.CreateAclsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.CreateAclsResponse.SerializeToString,
+            ),
+            'DeleteAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAcls,
+                    request_deserializer=proto_dot_meta__pb2.DeleteAclsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.DeleteAclsResponse.SerializeToString,
+            ),
+            'AlterScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterScramCredentials,
+                    request_deserializer=proto_dot_meta__pb2.AlterScramCredentialsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.AlterScramCredentialsResponse.SerializeToString,
+            ),
+            'CreateDelegationToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateDelegationToken,
+                    request_deserializer=proto_dot_meta__pb2.CreateDelegationTokenRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.DelegationTokenResponse.SerializeToString,
+            ),
+            'RenewDelegationToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.RenewDelegationToken,
+                    request_deserializer=proto_dot_meta__pb2.RenewDelegationTokenRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.DelegationTokenResponse.SerializeToString,
+            ),
+            'ExpireDelegationToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpireDelegationToken,
+                    request_deserializer=proto_dot_meta__pb2.ExpireDelegationTokenRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.DelegationTokenResponse.SerializeToString,
             ),
             'Watch': grpc.unary_stream_rpc_method_handler(
                     servicer.Watch,
@@ -597,6 +693,168 @@ class MetaService:
             '/rafka.meta.MetaService/ListGroups',
             proto_dot_meta__pb2.ListGroupsRequest.SerializeToString,
             proto_dot_meta__pb2.ListGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/CreateAcls',
+            proto_dot_meta__pb2.CreateAclsRequest.SerializeToString,
+            proto_dot_meta__pb2.CreateAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/DeleteAcls',
+            proto_dot_meta__pb2.DeleteAclsRequest.SerializeToString,
+            proto_dot_meta__pb2.DeleteAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/AlterScramCredentials',
+            proto_dot_meta__pb2.AlterScramCredentialsRequest.SerializeToString,
+            proto_dot_meta__pb2.AlterScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateDelegationToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/CreateDelegationToken',
+            proto_dot_meta__pb2.CreateDelegationTokenRequest.SerializeToString,
+            proto_dot_meta__pb2.DelegationTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RenewDelegationToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/RenewDelegationToken',
+            proto_dot_meta__pb2.RenewDelegationTokenRequest.SerializeToString,
+            proto_dot_meta__pb2.DelegationTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExpireDelegationToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/ExpireDelegationToken',
+            proto_dot_meta__pb2.ExpireDelegationTokenRequest.SerializeToString,
+            proto_dot_meta__pb2.DelegationTokenResponse.FromString,
             options,
             channel_credentials,
             insecure,

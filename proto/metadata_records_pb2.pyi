@@ -47,7 +47,7 @@ class Topic(_message.Message):
     def __init__(self, name: _Optional[str] = ..., topic_id: _Optional[bytes] = ..., partitions: _Optional[_Iterable[_Union[Partition, _Mapping]]] = ..., configs: _Optional[_Iterable[_Union[Config, _Mapping]]] = ..., internal: _Optional[bool] = ...) -> None: ...
 
 class Broker(_message.Message):
-    __slots__ = ("id", "host", "port", "rack", "replication_endpoint", "incarnation_id", "epoch", "fenced", "in_controlled_shutdown")
+    __slots__ = ("id", "host", "port", "rack", "replication_endpoint", "incarnation_id", "epoch", "fenced", "in_controlled_shutdown", "endpoints")
     ID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +57,7 @@ class Broker(_message.Message):
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
     IN_CONTROLLED_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
     id: int
     host: str
     port: int
@@ -66,7 +67,20 @@ class Broker(_message.Message):
     epoch: int
     fenced: bool
     in_controlled_shutdown: bool
-    def __init__(self, id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., replication_endpoint: _Optional[str] = ..., incarnation_id: _Optional[bytes] = ..., epoch: _Optional[int] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ...) -> None: ...
+    endpoints: _containers.RepeatedCompositeFieldContainer[Endpoint]
+    def __init__(self, id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., replication_endpoint: _Optional[str] = ..., incarnation_id: _Optional[bytes] = ..., epoch: _Optional[int] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ...) -> None: ...
+
+class Endpoint(_message.Message):
+    __slots__ = ("name", "host", "port", "security_protocol")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    SECURITY_PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    host: str
+    port: int
+    security_protocol: str
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., security_protocol: _Optional[str] = ...) -> None: ...
 
 class GroupEntry(_message.Message):
     __slots__ = ("group_id", "coordinator_partition")
@@ -75,6 +89,78 @@ class GroupEntry(_message.Message):
     group_id: str
     coordinator_partition: int
     def __init__(self, group_id: _Optional[str] = ..., coordinator_partition: _Optional[int] = ...) -> None: ...
+
+class AclBinding(_message.Message):
+    __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+    def __init__(self, resource_type: _Optional[int] = ..., resource_name: _Optional[str] = ..., pattern_type: _Optional[int] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ..., operation: _Optional[int] = ..., permission_type: _Optional[int] = ...) -> None: ...
+
+class AclBindingFilter(_message.Message):
+    __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+    def __init__(self, resource_type: _Optional[int] = ..., resource_name: _Optional[str] = ..., pattern_type: _Optional[int] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ..., operation: _Optional[int] = ..., permission_type: _Optional[int] = ...) -> None: ...
+
+class ScramCredential(_message.Message):
+    __slots__ = ("user", "mechanism", "salt", "stored_key", "server_key", "iterations")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    SALT_FIELD_NUMBER: _ClassVar[int]
+    STORED_KEY_FIELD_NUMBER: _ClassVar[int]
+    SERVER_KEY_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    mechanism: str
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+    def __init__(self, user: _Optional[str] = ..., mechanism: _Optional[str] = ..., salt: _Optional[bytes] = ..., stored_key: _Optional[bytes] = ..., server_key: _Optional[bytes] = ..., iterations: _Optional[int] = ...) -> None: ...
+
+class DelegationToken(_message.Message):
+    __slots__ = ("token_id", "hmac", "owner", "requester", "renewers", "issue_ms", "expiry_ms", "max_ms")
+    TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    HMAC_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    REQUESTER_FIELD_NUMBER: _ClassVar[int]
+    RENEWERS_FIELD_NUMBER: _ClassVar[int]
+    ISSUE_MS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRY_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_MS_FIELD_NUMBER: _ClassVar[int]
+    token_id: str
+    hmac: bytes
+    owner: str
+    requester: str
+    renewers: _containers.RepeatedScalarFieldContainer[str]
+    issue_ms: int
+    expiry_ms: int
+    max_ms: int
+    def __init__(self, token_id: _Optional[str] = ..., hmac: _Optional[bytes] = ..., owner: _Optional[str] = ..., requester: _Optional[str] = ..., renewers: _Optional[_Iterable[str]] = ..., issue_ms: _Optional[int] = ..., expiry_ms: _Optional[int] = ..., max_ms: _Optional[int] = ...) -> None: ...
 
 class Rejection(_message.Message):
     __slots__ = ("error_code", "message")
@@ -133,7 +219,7 @@ class DeleteTopics(_message.Message):
     def __init__(self, names: _Optional[_Iterable[str]] = ..., topic_ids: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class RegisterBroker(_message.Message):
-    __slots__ = ("broker_id", "host", "port", "rack", "replication_endpoint", "incarnation_id", "unclean_election_default")
+    __slots__ = ("broker_id", "host", "port", "rack", "replication_endpoint", "incarnation_id", "unclean_election_default", "endpoints")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
@@ -141,6 +227,7 @@ class RegisterBroker(_message.Message):
     REPLICATION_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
     UNCLEAN_ELECTION_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     host: str
     port: int
@@ -148,7 +235,8 @@ class RegisterBroker(_message.Message):
     replication_endpoint: str
     incarnation_id: bytes
     unclean_election_default: bool
-    def __init__(self, broker_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., replication_endpoint: _Optional[str] = ..., incarnation_id: _Optional[bytes] = ..., unclean_election_default: _Optional[bool] = ...) -> None: ...
+    endpoints: _containers.RepeatedCompositeFieldContainer[Endpoint]
+    def __init__(self, broker_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., replication_endpoint: _Optional[str] = ..., incarnation_id: _Optional[bytes] = ..., unclean_election_default: _Optional[bool] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ...) -> None: ...
 
 class BrokerEpoch(_message.Message):
     __slots__ = ("broker_id", "epoch", "unclean_election_default")
@@ -238,8 +326,60 @@ class UnregisterGroups(_message.Message):
     group_ids: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, group_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class CreateAcls(_message.Message):
+    __slots__ = ("bindings",)
+    BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    bindings: _containers.RepeatedCompositeFieldContainer[AclBinding]
+    def __init__(self, bindings: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ...) -> None: ...
+
+class DeleteAcls(_message.Message):
+    __slots__ = ("filters",)
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    filters: _containers.RepeatedCompositeFieldContainer[AclBindingFilter]
+    def __init__(self, filters: _Optional[_Iterable[_Union[AclBindingFilter, _Mapping]]] = ...) -> None: ...
+
+class ScramCredentialDeletion(_message.Message):
+    __slots__ = ("user", "mechanism")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    mechanism: str
+    def __init__(self, user: _Optional[str] = ..., mechanism: _Optional[str] = ...) -> None: ...
+
+class AlterScramCredentials(_message.Message):
+    __slots__ = ("upserts", "deletions")
+    UPSERTS_FIELD_NUMBER: _ClassVar[int]
+    DELETIONS_FIELD_NUMBER: _ClassVar[int]
+    upserts: _containers.RepeatedCompositeFieldContainer[ScramCredential]
+    deletions: _containers.RepeatedCompositeFieldContainer[ScramCredentialDeletion]
+    def __init__(self, upserts: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., deletions: _Optional[_Iterable[_Union[ScramCredentialDeletion, _Mapping]]] = ...) -> None: ...
+
+class CreateDelegationToken(_message.Message):
+    __slots__ = ("token",)
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    token: DelegationToken
+    def __init__(self, token: _Optional[_Union[DelegationToken, _Mapping]] = ...) -> None: ...
+
+class ChangeDelegationToken(_message.Message):
+    __slots__ = ("hmac", "principal", "period_ms", "now_ms")
+    HMAC_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_MS_FIELD_NUMBER: _ClassVar[int]
+    NOW_MS_FIELD_NUMBER: _ClassVar[int]
+    hmac: bytes
+    principal: str
+    period_ms: int
+    now_ms: int
+    def __init__(self, hmac: _Optional[bytes] = ..., principal: _Optional[str] = ..., period_ms: _Optional[int] = ..., now_ms: _Optional[int] = ...) -> None: ...
+
+class RemoveExpiredTokens(_message.Message):
+    __slots__ = ("now_ms",)
+    NOW_MS_FIELD_NUMBER: _ClassVar[int]
+    now_ms: int
+    def __init__(self, now_ms: _Optional[int] = ...) -> None: ...
+
 class CommandRecord(_message.Message):
-    __slots__ = ("version", "request_id", "now_ms", "init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups")
+    __slots__ = ("version", "request_id", "now_ms", "init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     NOW_MS_FIELD_NUMBER: _ClassVar[int]
@@ -256,6 +396,13 @@ class CommandRecord(_message.Message):
     ALLOCATE_PRODUCER_IDS_FIELD_NUMBER: _ClassVar[int]
     REGISTER_GROUPS_FIELD_NUMBER: _ClassVar[int]
     UNREGISTER_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    CREATE_ACLS_FIELD_NUMBER: _ClassVar[int]
+    DELETE_ACLS_FIELD_NUMBER: _ClassVar[int]
+    ALTER_SCRAM_CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    CREATE_DELEGATION_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RENEW_DELEGATION_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_DELEGATION_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_EXPIRED_TOKENS_FIELD_NUMBER: _ClassVar[int]
     version: int
     request_id: str
     now_ms: int
@@ -272,7 +419,14 @@ class CommandRecord(_message.Message):
     allocate_producer_ids: AllocateProducerIds
     register_groups: RegisterGroups
     unregister_groups: UnregisterGroups
-    def __init__(self, version: _Optional[int] = ..., request_id: _Optional[str] = ..., now_ms: _Optional[int] = ..., init_cluster: _Optional[_Union[InitCluster, _Mapping]] = ..., create_topics: _Optional[_Union[CreateTopics, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopics, _Mapping]] = ..., register_broker: _Optional[_Union[RegisterBroker, _Mapping]] = ..., fence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., unfence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., alter_partition: _Optional[_Union[AlterPartition, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ControlledShutdown, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeaders, _Mapping]] = ..., balance_leaders: _Optional[_Union[BalanceLeaders, _Mapping]] = ..., allocate_producer_ids: _Optional[_Union[AllocateProducerIds, _Mapping]] = ..., register_groups: _Optional[_Union[RegisterGroups, _Mapping]] = ..., unregister_groups: _Optional[_Union[UnregisterGroups, _Mapping]] = ...) -> None: ...
+    create_acls: CreateAcls
+    delete_acls: DeleteAcls
+    alter_scram_credentials: AlterScramCredentials
+    create_delegation_token: CreateDelegationToken
+    renew_delegation_token: ChangeDelegationToken
+    expire_delegation_token: ChangeDelegationToken
+    remove_expired_tokens: RemoveExpiredTokens
+    def __init__(self, version: _Optional[int] = ..., request_id: _Optional[str] = ..., now_ms: _Optional[int] = ..., init_cluster: _Optional[_Union[InitCluster, _Mapping]] = ..., create_topics: _Optional[_Union[CreateTopics, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopics, _Mapping]] = ..., register_broker: _Optional[_Union[RegisterBroker, _Mapping]] = ..., fence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., unfence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., alter_partition: _Optional[_Union[AlterPartition, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ControlledShutdown, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeaders, _Mapping]] = ..., balance_leaders: _Optional[_Union[BalanceLeaders, _Mapping]] = ..., allocate_producer_ids: _Optional[_Union[AllocateProducerIds, _Mapping]] = ..., register_groups: _Optional[_Union[RegisterGroups, _Mapping]] = ..., unregister_groups: _Optional[_Union[UnregisterGroups, _Mapping]] = ..., create_acls: _Optional[_Union[CreateAcls, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAcls, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentials, _Mapping]] = ..., create_delegation_token: _Optional[_Union[CreateDelegationToken, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., remove_expired_tokens: _Optional[_Union[RemoveExpiredTokens, _Mapping]] = ...) -> None: ...
 
 class TopicOutcome(_message.Message):
     __slots__ = ("created", "rejected")
@@ -372,8 +526,64 @@ class ProducerIdBlock(_message.Message):
     error_message: str
     def __init__(self, first: _Optional[int] = ..., count: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
 
+class Outcome(_message.Message):
+    __slots__ = ("error_code", "error_message")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class CreateAclsResult(_message.Message):
+    __slots__ = ("bindings",)
+    BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    bindings: _containers.RepeatedCompositeFieldContainer[Outcome]
+    def __init__(self, bindings: _Optional[_Iterable[_Union[Outcome, _Mapping]]] = ...) -> None: ...
+
+class AclDeleteOutcome(_message.Message):
+    __slots__ = ("error_code", "error_message", "deleted")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    deleted: _containers.RepeatedCompositeFieldContainer[AclBinding]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., deleted: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ...) -> None: ...
+
+class DeleteAclsResult(_message.Message):
+    __slots__ = ("filters",)
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    filters: _containers.RepeatedCompositeFieldContainer[AclDeleteOutcome]
+    def __init__(self, filters: _Optional[_Iterable[_Union[AclDeleteOutcome, _Mapping]]] = ...) -> None: ...
+
+class ScramOutcome(_message.Message):
+    __slots__ = ("user", "error_code", "error_message")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    error_code: int
+    error_message: str
+    def __init__(self, user: _Optional[str] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class AlterScramCredentialsResult(_message.Message):
+    __slots__ = ("users",)
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    users: _containers.RepeatedCompositeFieldContainer[ScramOutcome]
+    def __init__(self, users: _Optional[_Iterable[_Union[ScramOutcome, _Mapping]]] = ...) -> None: ...
+
+class TokenOutcome(_message.Message):
+    __slots__ = ("error_code", "error_message", "expiry_ms")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRY_MS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    expiry_ms: int
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., expiry_ms: _Optional[int] = ...) -> None: ...
+
 class Result(_message.Message):
-    __slots__ = ("init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups")
+    __slots__ = ("init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens")
     INIT_CLUSTER_FIELD_NUMBER: _ClassVar[int]
     CREATE_TOPICS_FIELD_NUMBER: _ClassVar[int]
     DELETE_TOPICS_FIELD_NUMBER: _ClassVar[int]
@@ -387,6 +597,13 @@ class Result(_message.Message):
     ALLOCATE_PRODUCER_IDS_FIELD_NUMBER: _ClassVar[int]
     REGISTER_GROUPS_FIELD_NUMBER: _ClassVar[int]
     UNREGISTER_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    CREATE_ACLS_FIELD_NUMBER: _ClassVar[int]
+    DELETE_ACLS_FIELD_NUMBER: _ClassVar[int]
+    ALTER_SCRAM_CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    CREATE_DELEGATION_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RENEW_DELEGATION_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_DELEGATION_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_EXPIRED_TOKENS_FIELD_NUMBER: _ClassVar[int]
     init_cluster: str
     create_topics: CreateTopicsResult
     delete_topics: DeleteTopicsResult
@@ -400,7 +617,14 @@ class Result(_message.Message):
     allocate_producer_ids: ProducerIdBlock
     register_groups: int
     unregister_groups: int
-    def __init__(self, init_cluster: _Optional[str] = ..., create_topics: _Optional[_Union[CreateTopicsResult, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopicsResult, _Mapping]] = ..., register_broker: _Optional[int] = ..., fence_broker: _Optional[bool] = ..., unfence_broker: _Optional[bool] = ..., alter_partition: _Optional[_Union[AlterPartitionResult, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ShutdownOutcome, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeadersResult, _Mapping]] = ..., balance_leaders: _Optional[int] = ..., allocate_producer_ids: _Optional[_Union[ProducerIdBlock, _Mapping]] = ..., register_groups: _Optional[int] = ..., unregister_groups: _Optional[int] = ...) -> None: ...
+    create_acls: CreateAclsResult
+    delete_acls: DeleteAclsResult
+    alter_scram_credentials: AlterScramCredentialsResult
+    create_delegation_token: TokenOutcome
+    renew_delegation_token: TokenOutcome
+    expire_delegation_token: TokenOutcome
+    remove_expired_tokens: int
+    def __init__(self, init_cluster: _Optional[str] = ..., create_topics: _Optional[_Union[CreateTopicsResult, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopicsResult, _Mapping]] = ..., register_broker: _Optional[int] = ..., fence_broker: _Optional[bool] = ..., unfence_broker: _Optional[bool] = ..., alter_partition: _Optional[_Union[AlterPartitionResult, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ShutdownOutcome, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeadersResult, _Mapping]] = ..., balance_leaders: _Optional[int] = ..., allocate_producer_ids: _Optional[_Union[ProducerIdBlock, _Mapping]] = ..., register_groups: _Optional[int] = ..., unregister_groups: _Optional[int] = ..., create_acls: _Optional[_Union[CreateAclsResult, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAclsResult, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentialsResult, _Mapping]] = ..., create_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., remove_expired_tokens: _Optional[int] = ...) -> None: ...
 
 class AppliedRequest(_message.Message):
     __slots__ = ("request_id", "now_ms", "result")
@@ -413,7 +637,7 @@ class AppliedRequest(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., now_ms: _Optional[int] = ..., result: _Optional[_Union[Result, _Mapping]] = ...) -> None: ...
 
 class StateRecord(_message.Message):
-    __slots__ = ("version", "cluster_id", "offset", "topics", "brokers", "applied_requests", "next_producer_id", "groups")
+    __slots__ = ("version", "cluster_id", "offset", "topics", "brokers", "applied_requests", "next_producer_id", "groups", "acls", "scram_credentials", "delegation_tokens")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -422,6 +646,9 @@ class StateRecord(_message.Message):
     APPLIED_REQUESTS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
+    ACLS_FIELD_NUMBER: _ClassVar[int]
+    SCRAM_CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    DELEGATION_TOKENS_FIELD_NUMBER: _ClassVar[int]
     version: int
     cluster_id: str
     offset: int
@@ -430,4 +657,7 @@ class StateRecord(_message.Message):
     applied_requests: _containers.RepeatedCompositeFieldContainer[AppliedRequest]
     next_producer_id: int
     groups: _containers.RepeatedCompositeFieldContainer[GroupEntry]
-    def __init__(self, version: _Optional[int] = ..., cluster_id: _Optional[str] = ..., offset: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., applied_requests: _Optional[_Iterable[_Union[AppliedRequest, _Mapping]]] = ..., next_producer_id: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[GroupEntry, _Mapping]]] = ...) -> None: ...
+    acls: _containers.RepeatedCompositeFieldContainer[AclBinding]
+    scram_credentials: _containers.RepeatedCompositeFieldContainer[ScramCredential]
+    delegation_tokens: _containers.RepeatedCompositeFieldContainer[DelegationToken]
+    def __init__(self, version: _Optional[int] = ..., cluster_id: _Optional[str] = ..., offset: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., applied_requests: _Optional[_Iterable[_Union[AppliedRequest, _Mapping]]] = ..., next_producer_id: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[GroupEntry, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., scram_credentials: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., delegation_tokens: _Optional[_Iterable[_Union[DelegationToken, _Mapping]]] = ...) -> None: ...

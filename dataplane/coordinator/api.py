@@ -10,10 +10,9 @@ if TYPE_CHECKING:
 
 _MS = datetime.timedelta(milliseconds=1)
 
-# DescribeGroups' authorized_operations when not asked for (Kafka's Integer.MIN_VALUE), and
-# when asked (no authorizer: every group operation, READ | DELETE | DESCRIBE as a bit field).
+# DescribeGroups' authorized_operations when not asked for (Kafka's Integer.MIN_VALUE); when
+# asked, the authorizer computes them (`Authorizer.authorized_operations`).
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
 def ms(value: datetime.timedelta | int) -> int:

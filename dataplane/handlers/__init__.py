@@ -3,13 +3,21 @@
 """
 
 from dataplane.handlers import (
+    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
+    create_acls,
+    create_delegation_token,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_topics,
+    describe_acls,
+    describe_delegation_token,
     describe_groups,
+    describe_user_scram_credentials,
+    expire_delegation_token,
     fetch,
     find_coordinator,
     heartbeat,
@@ -24,6 +32,9 @@ from dataplane.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    renew_delegation_token,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
 from dataplane.handlers.context import Handler, HandlerModule
@@ -53,6 +64,19 @@ _MODULES: tuple[HandlerModule, ...] = (
     # KIP-848 consumer groups
     consumer_group_heartbeat,
     consumer_group_describe,
+    # ACLs (kept in the meta service)
+    describe_acls,
+    create_acls,
+    delete_acls,
+    # SASL authentication, SCRAM users, delegation tokens
+    sasl_handshake,
+    sasl_authenticate,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
+    create_delegation_token,
+    renew_delegation_token,
+    expire_delegation_token,
+    describe_delegation_token,
 )
 
 HANDLERS: dict[int, Handler] = {m.API_KEY: m.handle for m in _MODULES}

@@ -4,6 +4,8 @@ reconciles its assignment or leaves (see dataplane/coordinator/consumer_group.py
 As in Kafka, the request is validated before it is routed (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR
 on any broker); the coordinator answers once the records the heartbeat caused are replicated.
 v1 (KIP-1082): the client generates its member id; v0 lets a first heartbeat send an empty one.
+Authorization as Kafka's: READ on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on every
+subscribed topic name (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from dataplane.coordinator.consumer_group import (
 )
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
-from dataplane.protocol.errors import KafkaError
+from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 API_KEY = 68
 VERSIONS = (0, 1)
@@ -31,6 +34,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     coordinator = ctx.services.group_coordinator
     request = HeartbeatRequest.from_kio(req)
     try:
+        _authorize(ctx, request)
         validate_heartbeat_request(request, version, coordinator.config.consumer.assignors)
         shard = coordinator.shard(request.group_id)
     except KafkaError as e:
@@ -45,3 +49,17 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
 
 async def _replicated(b: EntityBuilder, reply: Reply[HeartbeatResponse]) -> Any:
     return (await reply.wait()).to_kio(b)
+
+
+def _authorize(ctx: RequestContext, request: HeartbeatRequest) -> None:
+    authorizer = ctx.services.authorizer
+    if not authorizer.enabled:
+        return
+    if not authorizer.authorize(ctx.conn, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        raise KafkaError(ErrorCode.group_authorization_failed)
+    topics = request.subscribed_topic_names or ()
+    if denied := authorizer.denied(ctx.conn, AclOperation.DESCRIBE, ResourceType.TOPIC, topics):
+        raise KafkaError(
+            ErrorCode.topic_authorization_failed,
+            f"Not authorized to describe subscribed topics: {', '.join(sorted(denied))}",
+        )

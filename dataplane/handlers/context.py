@@ -24,7 +24,10 @@ if TYPE_CHECKING:
     from dataplane.metadata_cache import MetadataCache
     from dataplane.producer_ids import ProducerIdManager
     from dataplane.replica.manager import ReplicaManager
+    from dataplane.security.authorizer import Authorizer
+    from dataplane.security.sasl import SaslAuthenticator, SaslSession
     from dataplane.topic_admin import TopicAdmin
+    from meta.client import MetaClient
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,15 +42,23 @@ class BrokerServices:
     group_coordinator: GroupCoordinator
     offsets_topic: InternalTopic  # __consumer_offsets: where groups are coordinated
     transactions_topic: InternalTopic  # __transaction_state: where transactional ids are
+    meta: MetaClient  # for the cluster state handlers change directly (ACLs, SCRAM, tokens)
+    authorizer: Authorizer
+    sasl: SaslAuthenticator
 
 
 @dataclass(slots=True)
 class Connection:
     """Per-connection state a handler may read or update."""
 
-    peer: str
+    peer: str  # "ip:port", for log lines
     client_software: tuple[str, str] = ("", "")
     attrs: dict[str, Any] = field(default_factory=dict)
+    listener: str = "PLAINTEXT"  # name of the listener the client came in through
+    security_protocol: str = "PLAINTEXT"  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+    host: str = ""  # the client's IP address, as ACLs name hosts
+    principal: str = "User:ANONYMOUS"  # set by TLS client authentication or SASL
+    sasl: SaslSession | None = None  # on SASL listeners: the authentication state
 
 
 @dataclass(slots=True)

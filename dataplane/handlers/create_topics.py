@@ -1,4 +1,9 @@
-"""CreateTopics (19): validate_only, -1 defaults, manual assignments and topic configs."""
+"""CreateTopics (19): validate_only, -1 defaults, manual assignments and topic configs.
+
+Authorization as Kafka's: CREATE on the cluster, or on each topic (TOPIC_AUTHORIZATION_FAILED);
+a created topic's configs are returned only with DESCRIBE_CONFIGS on it (v5+
+topic_config_error_code TOPIC_AUTHORIZATION_FAILED otherwise).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.topic_admin import NewTopic
 from dataplane.topic_configs import effective_topic_configs
+from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 19
 VERSIONS = (2, 7)
@@ -20,6 +26,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     counts = Counter(t.name for t in req.topics)
     results: dict[str, Any] = {}
     todo: list[NewTopic] = []
+    denied, hidden_configs = _refusals(ctx, list(counts))
     for t in req.topics:
         if counts[t.name] > 1:
             results[t.name] = b.CreatableTopicResult(
@@ -27,6 +34,14 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                 topic_id=None,
                 error_code=ErrorCode.invalid_request,
                 error_message=f"Duplicate topic name {t.name!r} in the request",
+                configs=None,
+            )
+        elif t.name in denied:
+            results[t.name] = b.CreatableTopicResult(
+                name=t.name,
+                topic_id=None,
+                error_code=ErrorCode.topic_authorization_failed,
+                error_message="Authorization failed.",
                 configs=None,
             )
         elif any(c.value is None for c in t.configs):
@@ -50,7 +65,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     for r in await ctx.services.topic_admin.create_topics(todo, req.validate_only):
         ok = r.error_code == 0
         configs = None
-        if ok:
+        if ok and r.name not in hidden_configs:
             configs = tuple(
                 b.CreatableTopicConfigs(
                     name=name,
@@ -69,8 +84,26 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             num_partitions=r.num_partitions if ok else -1,
             replication_factor=r.replication_factor if ok else -1,
             configs=configs,
+            topic_config_error_code=ErrorCode.topic_authorization_failed
+            if r.name in hidden_configs
+            else ErrorCode.none,
         )
     return b.CreateTopicsResponse(
         throttle_time=0,
         topics=tuple(results[name] for name in dict.fromkeys(t.name for t in req.topics)),
     )
+
+
+def _refusals(ctx: RequestContext, names: list[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(the topics the principal may not create, those whose configs it may not see)."""
+    authorizer = ctx.services.authorizer
+    if not authorizer.enabled:
+        return frozenset(), frozenset()
+    conn, topic = ctx.conn, ResourceType.TOPIC
+    denied: frozenset[str] = frozenset()
+    if not authorizer.authorize(
+        conn, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
+    ):
+        denied = authorizer.denied(conn, AclOperation.CREATE, topic, names)
+    hidden = authorizer.denied(conn, AclOperation.DESCRIBE_CONFIGS, topic, names, log_denied=False)
+    return denied, hidden

@@ -1,6 +1,6 @@
 """DeleteGroups (42) v0-v2: delete empty groups (NON_EMPTY_GROUP otherwise) with their
 offsets: tombstones appended to `__consumer_offsets`, answered once replicated; the group
-leaves the meta service's registry."""
+leaves the meta service's registry. DELETE on each group is needed (GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from dataplane.coordinator.shard import GroupShard
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from dataplane.coordinator.service import GroupCoordinator
@@ -26,7 +27,13 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     order = list(dict.fromkeys(req.groups_names))
     results: dict[str, ErrorCode] = {}
     by_shard: dict[int, tuple[GroupShard, list[str]]] = {}
+    denied = ctx.services.authorizer.denied(
+        ctx.conn, AclOperation.DELETE, ResourceType.GROUP, order
+    )
     for group_id in order:
+        if group_id in denied:
+            results[group_id] = ErrorCode.group_authorization_failed
+            continue
         if not group_id:
             results[group_id] = ErrorCode.invalid_group_id
             continue

@@ -1,13 +1,15 @@
 """DescribeGroups (15) v0-v5: state, protocol and members of groups this broker coordinates
-(an unknown group is "Dead" with no members, as in Kafka before v6)."""
+(an unknown group is "Dead" with no members, as in Kafka before v6). DESCRIBE on each group is
+needed (GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
-from dataplane.coordinator.api import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
+from dataplane.coordinator.api import AUTHORIZED_OPERATIONS_OMITTED
 from dataplane.coordinator.base import DescribedGroup
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 API_KEY = 15
 VERSIONS = (0, 5)
@@ -17,9 +19,12 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
     include_operations = version >= 3 and req.include_authorized_operations
+    authorizer = ctx.services.authorizer
     described = []
     for group_id in req.groups:
-        if not group_id:
+        if not authorizer.authorize(ctx.conn, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            d = DescribedGroup(group_id, "", "", "", error=ErrorCode.group_authorization_failed)
+        elif not group_id:
             d = DescribedGroup(group_id, "", "", "", error=ErrorCode.invalid_group_id)
         else:
             try:
@@ -44,7 +49,9 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                     )
                     for m in d.members
                 ),
-                authorized_operations=GROUP_OPERATIONS
+                authorized_operations=authorizer.authorized_operations(
+                    ctx.conn, ResourceType.GROUP, group_id
+                )
                 if include_operations and d.error == ErrorCode.none
                 else AUTHORIZED_OPERATIONS_OMITTED,
             )

@@ -2,7 +2,8 @@
 
 The hot path: batches are read from the segment files and sent as stored. When less than
 min_bytes is available the handler returns an awaitable that parks on the partitions' high
-watermark until data arrives or max_wait_ms passes.
+watermark until data arrives or max_wait_ms passes. READ is authorized per topic
+(TOPIC_AUTHORIZATION_FAILED); followers replicate over their own RPC, not through here.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataplane.protocol.encoders import (
     encode_fetch_response,
 )
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from dataplane.replica.partition import Partition
@@ -50,11 +52,19 @@ def _read(ctx: RequestContext, req: Any) -> _Read:
     # KIP-392: consumers that name their rack (v11+) may read from a follower.
     from_follower = version >= 11 and bool(req.rack_id)
     budget = req.max_bytes
+    authorizer = ctx.services.authorizer
     result = _Read()
     for topic in req.topics:
         topic_id = topic.topic_id.bytes if by_id and topic.topic_id else bytes(16)
         info = cache.topics_by_id.get(topic_id) if by_id else cache.topics.get(topic.topic)
         unknown = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition
+        name = info.name if info else (None if by_id else topic.topic)
+        if (
+            authorizer.enabled
+            and name is not None
+            and not authorizer.authorize(ctx.conn, AclOperation.READ, ResourceType.TOPIC, name)
+        ):  # even an unknown one: Kafka checks READ before existence
+            info, unknown = None, ErrorCode.topic_authorization_failed
         out: list[FetchPartition] = []
         for p in topic.partitions:
             try:
@@ -77,7 +87,6 @@ def _read(ctx: RequestContext, req: Any) -> _Read:
             budget = max(0, budget - size)
             result.bytes += size
             result.partitions.append(partition)
-        name = info.name if info else (None if by_id else topic.topic)
         result.topics.append(FetchTopic(name, info.topic_id if info else topic_id, out))
     return result
 

@@ -2,7 +2,9 @@
 
 Any broker answers: the key hashes to a partition of the internal topic (`__consumer_offsets`
 for groups, `__transaction_state` for transactional ids), created on first use, and that
-partition's leader is the coordinator. v4+ batches several keys in one request.
+partition's leader is the coordinator. v4+ batches several keys in one request. DESCRIBE on the
+group (GROUP_AUTHORIZATION_FAILED) or transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+is needed, as in Kafka.
 """
 
 from __future__ import annotations
@@ -10,11 +12,17 @@ from __future__ import annotations
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 API_KEY = 10
 VERSIONS = (0, 6)
 
 GROUP, TRANSACTION = 0, 1
+# key type -> (the resource it names, the error when DESCRIBE on it is denied)
+_RESOURCES = {
+    GROUP: (ResourceType.GROUP, ErrorCode.group_authorization_failed),
+    TRANSACTION: (ResourceType.TRANSACTIONAL_ID, ErrorCode.transactional_id_authorization_failed),
+}
 
 
 async def _find(
@@ -24,7 +32,12 @@ async def _find(
     services = ctx.services
     topics = {GROUP: services.offsets_topic, TRANSACTION: services.transactions_topic}
     topic = topics.get(key_type)
+    authorizer = services.authorizer
     try:
+        if authorizer.enabled and key_type in _RESOURCES:
+            resource_type, denied = _RESOURCES[key_type]
+            if not authorizer.authorize(ctx.conn, AclOperation.DESCRIBE, resource_type, key):
+                raise KafkaError(denied)
         if topic is None:
             raise KafkaError(ErrorCode.invalid_request, f"unknown coordinator key type {key_type}")
         if not key:
@@ -34,7 +47,9 @@ async def _find(
         node = services.cache.brokers[await topic.coordinator(key)]
     except KafkaError as e:
         return -1, "", -1, e.code, e.message
-    return node.id, node.host, node.port, ErrorCode.none, None
+    # the coordinator's address on the listener this client came in through
+    host, port = node.endpoints.get(ctx.conn.listener, (node.host, node.port))
+    return node.id, host, port, ErrorCode.none, None
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:

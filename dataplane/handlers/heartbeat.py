@@ -1,11 +1,12 @@
 """Heartbeat (12) v0-v4: a classic group member is alive; REBALANCE_IN_PROGRESS asks it to
-rejoin."""
+rejoin. READ on the group is needed (GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 API_KEY = 12
 VERSIONS = (0, 4)
@@ -14,7 +15,11 @@ VERSIONS = (0, 4)
 async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
-    if not req.group_id:
+    if not ctx.services.authorizer.authorize(
+        ctx.conn, AclOperation.READ, ResourceType.GROUP, req.group_id
+    ):
+        code = ErrorCode.group_authorization_failed
+    elif not req.group_id:
         code = ErrorCode.invalid_group_id
     else:
         try:

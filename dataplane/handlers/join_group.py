@@ -1,5 +1,6 @@
 """JoinGroup (11) v0-v9: a member joins a classic group (a long poll until the rebalance's join
-phase completes; see dataplane/coordinator/classic_group.py)."""
+phase completes; see dataplane/coordinator/classic_group.py). READ on the group is needed
+(GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataplane.coordinator.base import JoinRequest, JoinResult, Reply
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 API_KEY = 11
 VERSIONS = (0, 9)
@@ -21,6 +23,10 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     coordinator = ctx.services.group_coordinator
     config = coordinator.config
     session_ms = ms(req.session_timeout)
+    if not ctx.services.authorizer.authorize(
+        ctx.conn, AclOperation.READ, ResourceType.GROUP, req.group_id
+    ):
+        return _response(b, version, JoinResult(ErrorCode.group_authorization_failed, ""))
     if not req.group_id:
         return _response(b, version, JoinResult(ErrorCode.invalid_group_id, req.member_id))
     if not config.min_session_timeout_ms <= session_ms <= config.max_session_timeout_ms:

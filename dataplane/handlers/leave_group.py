@@ -1,11 +1,13 @@
 """LeaveGroup (13) v0-v5: members leave a classic group (v3+: several at once, and static
-members by group instance id, KIP-345)."""
+members by group instance id, KIP-345). READ on the group is needed
+(GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 API_KEY = 13
 VERSIONS = (0, 5)
@@ -22,7 +24,11 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             for m in req.members
         ]
     errors: list[ErrorCode] = []
-    if not req.group_id:
+    if not ctx.services.authorizer.authorize(
+        ctx.conn, AclOperation.READ, ResourceType.GROUP, req.group_id
+    ):
+        top = ErrorCode.group_authorization_failed
+    elif not req.group_id:
         top = ErrorCode.invalid_group_id
     else:
         try:

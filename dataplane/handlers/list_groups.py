@@ -1,12 +1,14 @@
 """ListGroups (16) v0-v5: the groups this broker coordinates, like Kafka (an admin client asks
 every broker); v4+ filter by state, v5+ by type. The whole cluster's groups are also in the
-meta service's registry (`MetaClient.list_groups`)."""
+meta service's registry (`MetaClient.list_groups`). Without DESCRIBE on the cluster, only the
+groups the principal may DESCRIBE are listed, as in Kafka."""
 
 from __future__ import annotations
 
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 16
 VERSIONS = (0, 5)
@@ -26,6 +28,18 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         (g for shard in coordinator.loaded_shards() for g in shard.list_groups(states, types)),
         key=lambda g: g.group_id,
     )
+    authorizer = ctx.services.authorizer
+    if authorizer.enabled and not authorizer.authorize(
+        ctx.conn, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
+    ):
+        hidden = authorizer.denied(
+            ctx.conn,
+            AclOperation.DESCRIBE,
+            ResourceType.GROUP,
+            (g.group_id for g in listed),
+            log_denied=False,
+        )
+        listed = [g for g in listed if g.group_id not in hidden]
     return b.ListGroupsResponse(
         throttle_time=0,
         error_code=ErrorCode.none,

@@ -1,4 +1,5 @@
-"""ListOffsets (2): earliest, latest, by timestamp and max timestamp (KIP-734)."""
+"""ListOffsets (2): earliest, latest, by timestamp and max timestamp (KIP-734); DESCRIBE on
+each topic, as Kafka checks (TOPIC_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import TYPE_CHECKING
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from dataplane.replica.partition import Partition
@@ -38,11 +40,16 @@ def lookup(partition: Partition, timestamp: int) -> tuple[int, int]:
 async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     replicas = ctx.services.replicas
+    denied = ctx.services.authorizer.denied(
+        ctx.conn, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics)
+    )
     topics = []
     for topic in req.topics:
         parts = []
         for p in topic.partitions:
             try:
+                if topic.name in denied:
+                    raise KafkaError(ErrorCode.topic_authorization_failed)
                 partition = replicas.leader_partition(
                     topic.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
                 )

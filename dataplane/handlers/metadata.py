@@ -2,6 +2,11 @@
 
 Unknown topics are created on the fly when the client allows it and auto.create.topics.enable
 is on, as Kafka does; the response then already carries the new topic's partitions.
+
+Authorization, as Kafka's KafkaApis.handleTopicMetadataRequest: a topic needs DESCRIBE; one
+the principal may not describe is left out of an all-topics answer and is
+TOPIC_AUTHORIZATION_FAILED when named (nothing says whether it exists). Auto-creation needs
+CREATE on the cluster or on the topic (TOPIC_AUTHORIZATION_FAILED otherwise).
 """
 
 from __future__ import annotations
@@ -18,23 +23,28 @@ from dataplane.protocol.encoders import (
 )
 from dataplane.protocol.errors import ErrorCode
 from dataplane.topic_admin import NewTopic, valid_topic_name
+from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 3
 VERSIONS = (0, 13)
 
 _UNKNOWN_OPS = -2147483648  # "authorized operations not requested"
-# Without ACLs every topic operation is allowed: READ WRITE CREATE DELETE ALTER DESCRIBE
-# DESCRIBE_CONFIGS ALTER_CONFIGS (bit = Kafka's AclOperation code).
-_ALL_TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+_REFUSED = ErrorCode.topic_authorization_failed
+
+Wanted = list[tuple[str | None, Any]]  # (name, topic id) as asked
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
     services, version = ctx.services, ctx.header.api_version
     cache = services.cache
-    if req.topics is None or (version == 0 and not req.topics):
-        wanted: list[tuple[str | None, Any]] = [(name, None) for name in sorted(cache.topics)]
+    all_topics = req.topics is None or (version == 0 and not req.topics)
+    if all_topics:
+        wanted: Wanted = [(name, None) for name in sorted(cache.topics)]
     else:
         wanted = [(t.name, getattr(t, "topic_id", None)) for t in req.topics]
+    refused: list[MetadataTopic] = []
+    if services.authorizer.enabled:
+        wanted, refused = _describable(ctx, wanted, all_topics)
 
     missing = [n for n, _ in wanted if n is not None and n not in cache.topics]
     if (
@@ -42,31 +52,90 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         and getattr(req, "allow_auto_topic_creation", True)
         and services.config.auto_create_topics_enable
     ):
+        denied = _create_denied(ctx, missing)
+        if denied:
+            wanted = [(n, i) for n, i in wanted if n not in denied]
+            refused += [_refused(n) for n in dict.fromkeys(missing) if n in denied]
         await services.topic_admin.create_topics(
-            [NewTopic(n, -1, -1) for n in dict.fromkeys(missing) if valid_topic_name(n)],
+            [
+                NewTopic(n, -1, -1)
+                for n in dict.fromkeys(missing)
+                if n not in denied and valid_topic_name(n)
+            ],
             validate_only=False,
         )
 
-    ops = (
-        _ALL_TOPIC_OPS
-        if getattr(req, "include_topic_authorized_operations", False)
-        else _UNKNOWN_OPS
-    )
-    topics = [_topic(cache, name, topic_id, ops) for name, topic_id in wanted]
+    with_ops = getattr(req, "include_topic_authorized_operations", False)
+    topics = [_topic(ctx, name, topic_id, with_ops) for name, topic_id in wanted] + refused
     live = cache.live_brokers()
     return encode_metadata_response(
         version,
-        [MetadataBroker(b.id, b.host, b.port, b.rack) for b in live],
+        [
+            MetadataBroker(b.id, *b.endpoints.get(ctx.conn.listener, (b.host, b.port)), b.rack)
+            for b in live
+        ],
         topics,
         cluster_id=cache.cluster_id,
         controller_id=cache.controller_id(),
+        cluster_authorized_operations=_cluster_operations(ctx, req),
     )
 
 
-def _topic(cache: Any, name: str | None, topic_id: Any, ops: int) -> MetadataTopic:
+def _describable(
+    ctx: RequestContext, wanted: Wanted, all_topics: bool
+) -> tuple[Wanted, list[MetadataTopic]]:
+    """The topics the principal may describe, and the refusals of the others it named."""
+    cache, authorizer = ctx.services.cache, ctx.services.authorizer
+    allowed: Wanted = []
+    refused: list[MetadataTopic] = []
+    for name, topic_id in wanted:
+        by_id = cache.topics_by_id.get(topic_id.bytes) if name is None and topic_id else None
+        resolved = by_id.name if by_id is not None else name
+        if resolved is None or authorizer.authorize(
+            ctx.conn, AclOperation.DESCRIBE, ResourceType.TOPIC, resolved, log_denied=not all_topics
+        ):
+            allowed.append((name, topic_id))
+        elif not all_topics:  # by id: the id is not secret, the name is
+            refused.append(_refused(name, topic_id.bytes if by_id is not None else bytes(16)))
+    return allowed, refused
+
+
+def _create_denied(ctx: RequestContext, missing: list[str]) -> frozenset[str]:
+    """The missing topics the principal may not have auto-created: without CREATE on the
+    cluster, those it may not CREATE."""
+    authorizer = ctx.services.authorizer
+    if not authorizer.enabled or authorizer.authorize(
+        ctx.conn, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
+    ):
+        return frozenset()
+    return authorizer.denied(ctx.conn, AclOperation.CREATE, ResourceType.TOPIC, missing)
+
+
+def _refused(name: str | None, topic_id: bytes = bytes(16)) -> MetadataTopic:
+    return MetadataTopic(_REFUSED, name, topic_id, False, [], _UNKNOWN_OPS)
+
+
+def _cluster_operations(ctx: RequestContext, req: Any) -> int:
+    """v8-v10's cluster authorized operations: asked for, and DESCRIBE on the cluster."""
+    if not getattr(req, "include_cluster_authorized_operations", False):
+        return _UNKNOWN_OPS
+    authorizer = ctx.services.authorizer
+    if not authorizer.authorize(
+        ctx.conn, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME
+    ):
+        return 0
+    return authorizer.authorized_operations(ctx.conn, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def _topic(ctx: RequestContext, name: str | None, topic_id: Any, with_ops: bool) -> MetadataTopic:
+    cache = ctx.services.cache
     info: TopicInfo | None = cache.topics.get(name) if name is not None else None
     if info is None and topic_id is not None:
         info = cache.topics_by_id.get(topic_id.bytes)
+    known = info.name if info is not None else name
+    ops = _UNKNOWN_OPS
+    if with_ops and known is not None:
+        ops = ctx.services.authorizer.authorized_operations(ctx.conn, ResourceType.TOPIC, known)
     if info is None:
         code = (
             ErrorCode.invalid_topic_exception

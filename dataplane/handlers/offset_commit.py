@@ -6,10 +6,12 @@ them, KIP-896; their schemas are in `dataplane.protocol.legacy`): v0 carries no 
 member id (a commit from outside any group); v1's per-partition commit timestamp (-1: now) is
 stored as the offset's commit time, which offsets retention may count from.
 
-Checks, in Kafka's order: an empty group id fails every partition (INVALID_GROUP_ID); unknown
-topics or partitions get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the group's coordinator,
-whose member/generation checks (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
-REBALANCE_IN_PROGRESS, ...) apply to all of them, then OFFSET_METADATA_TOO_LARGE per partition.
+Checks, in Kafka's order: without READ on the group every partition fails
+(GROUP_AUTHORIZATION_FAILED), as with an empty group id (INVALID_GROUP_ID); topics without READ
+get TOPIC_AUTHORIZATION_FAILED, unknown topics or partitions UNKNOWN_TOPIC_OR_PARTITION; the
+rest go to the group's coordinator, whose member/generation checks (ILLEGAL_GENERATION,
+UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS, ...) apply to all of them, then
+OFFSET_METADATA_TOO_LARGE per partition.
 A commit with generation -1 and no member id is accepted while the group is empty or absent
 (consumers using assign(), admin tools).
 """
@@ -26,6 +28,7 @@ from dataplane.coordinator.timer import wall_ms
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 API_KEY = 8
 VERSIONS = (0, 9)
@@ -41,13 +44,24 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     order: list[tuple[str, list[int]]] = []
     candidates: list[CommitPartition] = []
     topics = ctx.services.cache.topics
+    authorizer = ctx.services.authorizer
+    group_error = ErrorCode.none
+    if not authorizer.authorize(ctx.conn, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        group_error = ErrorCode.group_authorization_failed
+    elif not req.group_id:
+        group_error = ErrorCode.invalid_group_id
+    denied = authorizer.denied(
+        ctx.conn, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics)
+    )
     for topic in req.topics:
         indexes = []
         info = topics.get(topic.name)
         for p in topic.partitions:
             indexes.append(p.partition_index)
-            if not req.group_id:
-                results[topic.name, p.partition_index] = ErrorCode.invalid_group_id
+            if group_error != ErrorCode.none:
+                results[topic.name, p.partition_index] = group_error
+            elif topic.name in denied:
+                results[topic.name, p.partition_index] = ErrorCode.topic_authorization_failed
             elif info is None or not 0 <= p.partition_index < len(info.partitions):
                 results[topic.name, p.partition_index] = ErrorCode.unknown_topic_or_partition
             else:

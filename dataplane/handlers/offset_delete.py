@@ -1,5 +1,7 @@
 """OffsetDelete (47) v0: delete a group's committed offsets of some partitions
-(GROUP_SUBSCRIBED_TO_TOPIC while a member of the group subscribes to the topic)."""
+(GROUP_SUBSCRIBED_TO_TOPIC while a member of the group subscribes to the topic). As in Kafka,
+DELETE on the group (GROUP_AUTHORIZATION_FAILED) and READ on each topic
+(TOPIC_AUTHORIZATION_FAILED) are needed."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from dataplane.coordinator.base import map_append_error
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 API_KEY = 47
 VERSIONS = (0, 0)
@@ -19,6 +22,9 @@ Results = dict[tuple[str, int], ErrorCode]
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    authorizer = ctx.services.authorizer
+    if not authorizer.authorize(ctx.conn, AclOperation.DELETE, ResourceType.GROUP, req.group_id):
+        return _error(b, ErrorCode.group_authorization_failed)
     if not req.group_id:
         return _error(b, ErrorCode.invalid_group_id)
     coordinator = ctx.services.group_coordinator
@@ -27,11 +33,17 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     except KafkaError as e:
         return _error(b, e.code)
     order = [(t.name, [p.partition_index for p in t.partitions]) for t in req.topics]
-    known = [(name, parts) for name, parts in order if name in ctx.services.cache.topics]
+    denied = authorizer.denied(
+        ctx.conn, AclOperation.READ, ResourceType.TOPIC, (n for n, _ in order)
+    )
+    topics = ctx.services.cache.topics
+    known = [(name, parts) for name, parts in order if name in topics and name not in denied]
     results: Results = {
-        (name, p): ErrorCode.unknown_topic_or_partition
+        (name, p): ErrorCode.topic_authorization_failed
+        if name in denied
+        else ErrorCode.unknown_topic_or_partition
         for name, parts in order
-        if name not in ctx.services.cache.topics
+        if name in denied or name not in topics
         for p in parts
     }
     error, errors, records = shard.delete_offsets(req.group_id, known)

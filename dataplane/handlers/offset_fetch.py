@@ -5,6 +5,10 @@ v0 read ZooKeeper in Kafka before 0.9 and was removed by Kafka 4 (KIP-896); here
 like v1, from `__consumer_offsets` (its schema is v1's, see `dataplane.protocol.legacy`). An
 offset committed but not yet replicated is not returned: the previous one is, or with
 require_stable (v7+) UNSTABLE_OFFSET_COMMIT for that partition, which the client retries.
+
+Authorization as Kafka's: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED); a named topic the
+principal may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED, and is left out of "every
+committed partition".
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataplane.coordinator.offsets import FetchedPartition, FetchedTopic
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 API_KEY = 9
 VERSIONS = (0, 9)
@@ -75,13 +80,35 @@ def _fetch(
     member_epoch: int,
     require_stable: bool,
 ) -> tuple[ErrorCode, list[FetchedTopic]]:
+    authorizer = ctx.services.authorizer
+    if not authorizer.authorize(ctx.conn, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed, []
     if not group_id:
         return ErrorCode.invalid_group_id, []
     try:
         shard = ctx.services.group_coordinator.shard(group_id)
     except KafkaError as e:
         return e.code, []
-    return shard.fetch_offsets(group_id, wanted, member_id, member_epoch, require_stable)
+    if not authorizer.enabled:
+        return shard.fetch_offsets(group_id, wanted, member_id, member_epoch, require_stable)
+    topic, describe = ResourceType.TOPIC, AclOperation.DESCRIBE
+    if wanted is None:
+        error, fetched = shard.fetch_offsets(
+            group_id, None, member_id, member_epoch, require_stable
+        )
+        hidden = authorizer.denied(
+            ctx.conn, describe, topic, (t.topic for t in fetched), log_denied=False
+        )
+        return error, [t for t in fetched if t.topic not in hidden]
+    denied = authorizer.denied(ctx.conn, describe, topic, (name for name, _ in wanted))
+    allowed = [(name, parts) for name, parts in wanted if name not in denied]
+    error, fetched = shard.fetch_offsets(group_id, allowed, member_id, member_epoch, require_stable)
+    refused = ErrorCode.topic_authorization_failed
+    return error, fetched + [
+        FetchedTopic(name, tuple(FetchedPartition(p, None, refused) for p in parts))
+        for name, parts in wanted
+        if name in denied
+    ]
 
 
 def _topics(b: EntityBuilder, version: int, fetched: list[FetchedTopic]) -> tuple:

@@ -1,7 +1,8 @@
 """OffsetForLeaderEpoch (23): the end offset of a leader epoch, for log truncation checks.
 
 Consumers use it (KIP-320) to detect that the log they read was truncated after a leader
-change; followers' truncation uses the same lookup over the replication RPC.
+change; followers' truncation uses the same lookup over the replication RPC. As in Kafka,
+CLUSTER_ACTION on the cluster or DESCRIBE on each topic is needed (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 23
 VERSIONS = (2, 4)
@@ -17,11 +19,21 @@ VERSIONS = (2, 4)
 async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     replicas = ctx.services.replicas
+    authorizer = ctx.services.authorizer
+    denied: frozenset[str] = frozenset()
+    if authorizer.enabled and not authorizer.authorize(
+        ctx.conn, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
+    ):
+        denied = authorizer.denied(
+            ctx.conn, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in req.topics)
+        )
     topics = []
     for topic in req.topics:
         parts = []
         for p in topic.partitions:
             try:
+                if topic.topic in denied:
+                    raise KafkaError(ErrorCode.topic_authorization_failed)
                 partition = replicas.leader_partition(
                     topic.topic, p.partition, p.current_leader_epoch
                 )

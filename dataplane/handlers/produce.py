@@ -3,7 +3,8 @@
 The hot path: no record is decoded. The batch header and CRC are checked, offsets and the
 leader epoch are written into the header, and the bytes are appended as received. acks=-1
 returns an awaitable that completes when the high watermark passes the batch (the server keeps
-reading this connection's next requests meanwhile).
+reading this connection's next requests meanwhile). WRITE on each topic is authorized once
+per request (TOPIC_AUTHORIZATION_FAILED for its partitions).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import anyio
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.encoders import ProducePartition, ProduceTopic, encode_produce_response
 from dataplane.protocol.errors import ConnectionClosed, ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from dataplane.replica.partition import Partition
@@ -39,9 +41,17 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     results: list[tuple[str, list[ProducePartition]]] = []
     # (partition, HW to reach, leader epoch of the append, result list, slot in it)
     waits: list[tuple[Partition, int, int, list[ProducePartition], int]] = []
+    denied = ctx.services.authorizer.denied(
+        ctx.conn, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in req.topic_data)
+    )
     failed = False
     for topic in req.topic_data:
         out: list[ProducePartition] = []
+        if topic.name in denied:
+            failed = True
+            code = ErrorCode.topic_authorization_failed
+            results.append((topic.name, [_error(p.index, code) for p in topic.partition_data]))
+            continue
         for data in topic.partition_data:
             try:
                 partition = replicas.leader_partition(topic.name, data.index)

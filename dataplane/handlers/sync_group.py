@@ -1,5 +1,6 @@
 """SyncGroup (14) v0-v5: the leader hands in the assignment, every member receives its share
-(a long poll until the leader's assignment is persisted)."""
+(a long poll until the leader's assignment is persisted). READ on the group is needed
+(GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataplane.coordinator.base import Reply, SyncResult
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import AclOperation, ResourceType
 
 API_KEY = 14
 VERSIONS = (0, 5)
@@ -19,6 +21,10 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, version)
     protocol_type = req.protocol_type if version >= 5 else None
     protocol_name = req.protocol_name if version >= 5 else None
+    if not ctx.services.authorizer.authorize(
+        ctx.conn, AclOperation.READ, ResourceType.GROUP, req.group_id
+    ):
+        return _response(b, SyncResult(ErrorCode.group_authorization_failed))
     if not req.group_id:
         return _response(b, SyncResult(ErrorCode.invalid_group_id))
     if version >= 5 and (protocol_type is None or protocol_name is None):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import anyio
 import grpc
 
+from cluster.internal_security import InternalSecurity
 from dataplane.log import UnexpectedAppendOffsetError
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode
@@ -32,12 +33,20 @@ _RETRY_S = 0.2
 class ReplicaFetchers:
     """Assigns each followed partition to the fetcher of its current leader."""
 
-    def __init__(self, cache: MetadataCache, node_id: int, broker_epoch: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        cache: MetadataCache,
+        node_id: int,
+        broker_epoch: Callable[[], int],
+        security: InternalSecurity,
+    ) -> None:
         """`cache` gives the leaders' replication endpoints; `broker_epoch` the current one
-        (it changes when the broker registers again), which every fetch quotes."""
+        (it changes when the broker registers again), which every fetch quotes; `security`
+        the credentials leaders require."""
         self._cache = cache
         self._node_id = node_id
         self._broker_epoch = broker_epoch
+        self._security = security
         self._fetchers: dict[int, LeaderFetcher] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -56,7 +65,7 @@ class ReplicaFetchers:
         fetcher = self._fetchers.get(partition.leader)
         if fetcher is None:
             fetcher = self._fetchers[partition.leader] = LeaderFetcher(
-                self._cache, self._node_id, self._broker_epoch, partition.leader
+                self._cache, self._node_id, self._broker_epoch, partition.leader, self._security
             )
             if self._task_group is not None:
                 self._task_group.start_soon(fetcher.run)
@@ -71,12 +80,18 @@ class LeaderFetcher:
     """Keeps one Replication.Fetch stream to a leader busy while it has partitions to fetch."""
 
     def __init__(
-        self, cache: MetadataCache, node_id: int, broker_epoch: Callable[[], int], leader: int
+        self,
+        cache: MetadataCache,
+        node_id: int,
+        broker_epoch: Callable[[], int],
+        leader: int,
+        security: InternalSecurity,
     ) -> None:
         self._cache = cache
         self._node_id = node_id
         self._broker_epoch = broker_epoch
         self.leader = leader
+        self._security = security
         self.partitions: dict[tuple[bytes, int], Partition] = {}
         self._changed = anyio.Event()
 
@@ -100,16 +115,19 @@ class LeaderFetcher:
             try:
                 await self._stream(info.replication_endpoint)
             except grpc.aio.AioRpcError as e:
-                log.info(
-                    "replication stream to broker %d (%s) failed: %s; retrying",
+                refused = e.code() == grpc.StatusCode.UNAUTHENTICATED  # internal credentials
+                log.log(
+                    logging.WARNING if refused else logging.INFO,
+                    "replication stream to broker %d (%s) failed: %s (%s); retrying",
                     self.leader,
                     info.replication_endpoint,
                     e.code().name,
+                    e.details(),
                 )
                 await anyio.sleep(_RETRY_S)
 
     async def _stream(self, endpoint: str) -> None:
-        async with grpc.aio.insecure_channel(endpoint, options=wire.OPTIONS) as channel:
+        async with self._security.channel(endpoint, wire.OPTIONS) as channel:
             call = wire.fetch_stream(channel)()
             try:
                 while self.partitions:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 import anyio
 import grpc
 
+from cluster.internal_security import InternalSecurity
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica import wire
@@ -136,9 +137,12 @@ class ReplicationService:
 
 
 async def serve_replication(
-    cache: MetadataCache, replicas: ReplicaManager, address: str
+    cache: MetadataCache, replicas: ReplicaManager, address: str, security: InternalSecurity
 ) -> grpc.aio.Server:
-    server = grpc.aio.server(options=wire.OPTIONS)
+    """Serve the followers of the cluster, and no one else (``security``)."""
+    server = grpc.aio.server(
+        options=wire.OPTIONS, interceptors=security.server_interceptors(asynchronous=True)
+    )
     service = ReplicationService(cache, replicas)
     server.add_generic_rpc_handlers(
         (
@@ -147,8 +151,8 @@ async def serve_replication(
             ),
         )
     )
-    if server.add_insecure_port(address) == 0:
+    if security.add_port(server, address) == 0:
         raise OSError(f"cannot bind the replication listener {address}: is the port in use?")
     await server.start()
-    log.info("serving replication on %s", address)
+    log.info("serving replication on %s, secured by %s", address, security.describe())
     return server

@@ -16,8 +16,8 @@ cannot know in advance. Settings keep their usual sources and precedence (``-o``
    ``PLAINTEXT://example.com:{ordinal+31090}``). Anything else in braces is left alone.
 5. Container defaults for what is unset in both the environment and the file: data under
    ``/var/lib/rafka`` (``log.dirs``, ``meta.data.dir``) and, for a broker, advertised addresses
-   that other containers can reach (``advertised.listeners`` = ``PLAINTEXT://<fqdn>:<port of
-   listeners>``, ``advertised.replication.listener`` = ``<fqdn>:<port of
+   that other containers can reach (``advertised.listeners`` = ``<NAME>://<fqdn>:<port>`` for
+   each of ``listeners``, ``advertised.replication.listener`` = ``<fqdn>:<port of
    replication.listener>``), instead of the 0.0.0.0-derived 127.0.0.1 a bare process uses.
 
 Any other first argument is run as a command (``docker run rafka:dev rafka --help``, ``bash``).
@@ -135,8 +135,15 @@ def plan(
         defaults["meta.data.dir"] = DATA_DIR
     else:
         defaults["log.dirs"] = DATA_DIR
-        listen = setting("listeners", "PLAINTEXT://0.0.0.0:9092").split(",")[0]
-        defaults["advertised.listeners"] = f"PLAINTEXT://{fqdn}:{_port(listen)}"
+        # Every listener, under its own name, at this pod's stable name.
+        listeners = [
+            item.strip() for item in setting("listeners", "PLAINTEXT://0.0.0.0:9092").split(",")
+        ]
+        defaults["advertised.listeners"] = ",".join(
+            f"{item.partition('://')[0] or 'PLAINTEXT'}://{fqdn}:{_port(item)}"
+            for item in listeners
+            if item
+        )
         repl = setting("replication.listener", "0.0.0.0:9392")
         defaults["advertised.replication.listener"] = f"{fqdn}:{_port(repl)}"
     for name, value in defaults.items():

@@ -13,6 +13,8 @@ render() {
 # `bash deploy/k8s/render.sh` (a test checks that this file matches the chart).
 # Install into any namespace (the pods find their namespace through the downward API):
 #   kubectl create namespace rafka
+#   kubectl create secret -n rafka generic rafka-internal \
+#       --from-literal=secret=$(openssl rand -hex 32)   # the cluster secret; no default
 #   kubectl apply -n rafka -f deploy/k8s/manifests/rafka.yaml
 # Image: rafka:0.1.0 (`make image`), which your cluster must be able to pull.
 HEADER

@@ -14,7 +14,9 @@ from cluster.polling import wait_for
 __all__ = ["wait_for"]  # tests import it from here
 
 
-def start_cluster(tmp: Path, brokers: int = 3, metas: int = 3, **overrides: str) -> LocalCluster:
+def start_cluster(
+    tmp: Path, brokers: int = 3, metas: int = 3, internal_tls: bool = False, **overrides: str
+) -> LocalCluster:
     """A started cluster; if it does not come up, the nodes it did start are stopped."""
     cluster = LocalCluster(
         brokers,
@@ -23,6 +25,7 @@ def start_cluster(tmp: Path, brokers: int = 3, metas: int = 3, **overrides: str)
         free_base_port(brokers, metas),
         {k.replace("_", "."): str(v) for k, v in overrides.items()},
         log_level="INFO",
+        internal_tls=internal_tls,
     )
     try:
         cluster.start()
@@ -34,10 +37,10 @@ def start_cluster(tmp: Path, brokers: int = 3, metas: int = 3, **overrides: str)
 
 @contextmanager
 def running_cluster(
-    tmp: Path, brokers: int = 3, metas: int = 3, **overrides: str
+    tmp: Path, brokers: int = 3, metas: int = 3, internal_tls: bool = False, **overrides: str
 ) -> Iterator[LocalCluster]:
     """`start_cluster`, stopped when the block ends however it ends (module fixtures)."""
-    cluster = start_cluster(tmp, brokers, metas, **overrides)
+    cluster = start_cluster(tmp, brokers, metas, internal_tls, **overrides)
     try:
         yield cluster
     finally:

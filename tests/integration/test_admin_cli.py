@@ -24,6 +24,7 @@ def rafka(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess:
     env_args = ["-b", cluster.bootstrap]
     if args[0] == "cluster" or args[:2] == ("groups", "list"):
         env_args += ["--meta", ",".join(cluster.meta_servers)]
+        env_args += ["--command-config", str(cluster.internal_properties_file)]
     return subprocess.run(
         [sys.executable, "-m", "cluster.cli", *args, *env_args],
         capture_output=True,
@@ -145,3 +146,15 @@ def test_groups_list_describe_delete(cluster: LocalCluster) -> None:
     )
     gone = rafka(cluster, "groups", "describe", "readers")
     assert gone.returncode == 1 and "GROUP_ID_NOT_FOUND" in gone.stderr
+
+
+def test_command_config_is_read_and_checked(cluster: LocalCluster, tmp_path) -> None:
+    """--command-config: Kafka's client properties; settings that cannot work are named."""
+    plain = tmp_path / "plain.properties"
+    plain.write_text("# a client of a PLAINTEXT listener\nsecurity.protocol=PLAINTEXT\n")
+    assert rafka(cluster, "topics", "list", "--command-config", str(plain)).returncode == 0
+    gssapi = tmp_path / "gssapi.properties"
+    gssapi.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n")
+    for config, says in ((gssapi, "GSSAPI"), (tmp_path / "missing", "cannot read")):
+        r = rafka(cluster, "topics", "list", "--command-config", str(config))
+        assert r.returncode == 1 and says in r.stderr, r.stderr

@@ -19,7 +19,6 @@ from kio.schema.errors import ErrorCode
 from cluster.local import LocalCluster
 from dataplane.coordinator.runtime import partition_for
 from dataplane.handlers import SUPPORTED_VERSIONS
-from meta.client import MetaClient
 from tests.integration import groups
 from tests.integration.conftest import running_cluster, wait_for
 from tests.integration.groups import broker_ports, drain, produce
@@ -604,7 +603,7 @@ def test_group_registry_in_the_meta_service(cluster: LocalCluster) -> None:
         commit(w, 9, group, {("conf", 0): 1})
 
         async def registry() -> dict[str, int]:
-            async with MetaClient(cluster.meta_servers) as meta:
+            async with cluster.meta_client() as meta:
                 return dict(await meta.list_groups())
 
         expected = partition_for(group, OFFSETS_PARTITIONS)

@@ -9,15 +9,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import grpc
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
+from cluster.internal_security import InternalSecurity
 from cluster.local import LocalCluster
 from dataplane.replica import wire
-from meta.client import MetaClient
 from proto import replication_pb2
 from tests.integration.conftest import running_cluster, start_cluster, wait_for
 from tests.integration.kafka_wire import WireClient, builder
@@ -200,7 +199,7 @@ def test_meta_leader_loss_does_not_stop_produce_and_fetch(cluster: LocalCluster)
     create(cluster, "metaloss")
 
     async def leader_id() -> int:
-        async with MetaClient(cluster.meta_servers) as client:
+        async with cluster.meta_client() as client:
             return (await client.describe_cluster()).leader_id
 
     meta_leader = asyncio.run(leader_id())
@@ -276,9 +275,10 @@ def test_stale_replication_fetches_are_refused_and_logged(cluster: LocalCluster)
     topic_id = md.topics[0].topic_id.bytes
     leader_epoch = md.topics[0].partitions[0].leader_epoch
     endpoint = f"127.0.0.1:{cluster.base_port + 300 + leader - 1}"
+    security = InternalSecurity.from_properties(cluster.internal_properties)
 
     async def follower_epoch() -> int:
-        async with MetaClient(cluster.meta_servers) as client:
+        async with cluster.meta_client() as client:
             async for event in client.watch(0):
                 return next(b.epoch for b in event.snapshot.brokers if b.id == follower)
         raise AssertionError("no snapshot")
@@ -300,7 +300,7 @@ def test_stale_replication_fetches_are_refused_and_logged(cluster: LocalCluster)
                 )
             ],
         )
-        async with grpc.aio.insecure_channel(endpoint) as channel:
+        async with security.channel(endpoint) as channel:
             call = wire.fetch_stream(channel)()
             await call.write(request)
             response, _batches = await call.read()

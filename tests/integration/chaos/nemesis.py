@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
 
+from cluster.internal_security import InternalSecurity
 from cluster.local import LocalCluster
 from meta.client import MetaClient
 from tests.integration.chaos.history import Fault, History
@@ -109,7 +110,7 @@ class ClusterView:
                 if alive(self.cluster, n)
             ]
             with contextlib.suppress(Exception):
-                leader = asyncio.run(_describe_leader(live))
+                leader = asyncio.run(_describe_leader(live, self.cluster.internal_properties))
                 name = f"meta-{leader}"
                 if leader > 0 and name != exclude and alive(self.cluster, name):
                     return name
@@ -135,8 +136,11 @@ class ClusterView:
         return None
 
 
-async def _describe_leader(addresses: list[str]) -> int:
-    async with MetaClient(addresses, timeout_s=3.0, attempt_timeout_s=2.0) as client:
+async def _describe_leader(addresses: list[str], internal: dict[str, str]) -> int:
+    security = InternalSecurity.from_properties(internal)
+    async with MetaClient(
+        addresses, timeout_s=3.0, attempt_timeout_s=2.0, security=security
+    ) as client:
         return (await client.describe_cluster()).leader_id
 
 

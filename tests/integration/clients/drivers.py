@@ -11,6 +11,7 @@ Only the standard library is used: kcat_driver.py imports this file too.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -77,15 +78,32 @@ class Result:
     lines: list  # stdout parsed as JSON, one value per line
     stderr: str
 
+    @property
+    def error(self) -> str | None:
+        """Kafka's error name of a failed run (README.md, "Security": the error line)."""
+        last = self.lines[-1] if self.lines else None
+        return last.get("error") if isinstance(last, dict) and "message" in last else None
 
-def run_driver(driver: str, *args: str, timeout: float = 120) -> Result:
-    """Run ``driver`` with ``args`` (e.g. "produce", "--bootstrap", b, ...)."""
+
+def security_env(protocol: str = "PLAINTEXT", **settings: object) -> dict[str, str]:
+    """$RAFKA_CLIENT_SECURITY for the drivers: ``security_env("SASL_SSL", mechanism="PLAIN",
+    username="alice", password="...", ca="/path/ca.pem")`` (README.md, "Security")."""
+    value = {"protocol": protocol} | {k: v for k, v in settings.items() if v is not None}
+    return {"RAFKA_CLIENT_SECURITY": json.dumps(value)}
+
+
+def run_driver(
+    driver: str, *args: str, timeout: float = 120, env: dict[str, str] | None = None
+) -> Result:
+    """Run ``driver`` with ``args`` (e.g. "produce", "--bootstrap", b, ...); ``env`` is added
+    to the environment (e.g. ``security_env(...)``)."""
     proc = subprocess.run(
         [*DRIVERS[driver], *args],
         capture_output=True,
         text=True,
         encoding="utf-8",
         timeout=timeout,
+        env=os.environ | (env or {}),
     )
     # split("\n"), not splitlines(): the latter also splits on U+0085 and friends.
     lines = [json.loads(line) for line in proc.stdout.split("\n") if line.strip()]

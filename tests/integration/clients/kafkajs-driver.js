@@ -72,17 +72,53 @@ const print = obj =>
 // Binary fields are printed as latin-1 strings: one character per byte (README.md).
 const bin = buf => (buf == null ? null : Buffer.from(buf).toString('latin1'))
 
+// Whether a broker answered SaslAuthenticate with an error (KafkaJS logs it, then throws a
+// KafkaJSSASLAuthenticationError that keeps only the broker's text).
+let saslRefused = false
+
 function stderrLogCreator() {
   return ({ namespace, level, log }) => {
     const { message, timestamp, logger, ...extra } = log
+    if (namespace === 'Connection' && message.startsWith('Response SaslAuthenticate')) {
+      saslRefused = true
+    }
     const name = Object.keys(logLevel).find(k => logLevel[k] === level) ?? level
     process.stderr.write(`[kafkajs ${name} ${namespace}] ${message} ${JSON.stringify(extra)}\n`)
   }
 }
 
+// $RAFKA_CLIENT_SECURITY (README.md, "Security") as KafkaJS's ssl and sasl options.
+function securityOptions() {
+  const raw = (process.env.RAFKA_CLIENT_SECURITY || '').trim()
+  const sec = raw ? JSON.parse(raw) : {}
+  const protocol = sec.protocol || 'PLAINTEXT'
+  const out = {}
+  if (protocol === 'SSL' || protocol === 'SASL_SSL') {
+    const fs = require('fs')
+    out.ssl = sec.ca ? { ca: [fs.readFileSync(sec.ca, 'utf-8')] } : {}
+    if (sec.cert) {
+      out.ssl.cert = fs.readFileSync(sec.cert, 'utf-8')
+      out.ssl.key = fs.readFileSync(sec.key, 'utf-8')
+    }
+  }
+  if (protocol.startsWith('SASL_')) {
+    if (sec.tokenauth) {
+      process.stderr.write('KafkaJS has no delegation tokens (SCRAM tokenauth extension)\n')
+      process.exit(EXIT_UNSUPPORTED)
+    }
+    const mechanism = sec.mechanism.toLowerCase()
+    out.sasl =
+      mechanism === 'oauthbearer'
+        ? { mechanism, oauthBearerProvider: async () => ({ value: sec.token }) }
+        : { mechanism, username: sec.username, password: sec.password }
+  }
+  return out
+}
+
 function makeKafka(bootstrap, timeoutMs) {
   const level = (process.env.RAFKA_CLIENT_LOG || 'WARN').toUpperCase()
   return new Kafka({
+    ...securityOptions(),
     clientId: 'rafka-kafkajs-driver',
     brokers: bootstrap.split(','),
     connectionTimeout: 3000,
@@ -326,6 +362,9 @@ const event = (kind, fields = {}) => print({ event: kind, ...fields, t: Date.now
 function errorName(e) {
   for (let x = e; x; x = x.cause ?? x.originalError) {
     if (x.type) return x.type
+    // The broker refused the SaslAuthenticate (error code 58; KafkaJS keeps only its text).
+    if (x.name === 'KafkaJSSASLAuthenticationError' && saslRefused)
+      return 'SASL_AUTHENTICATION_FAILED'
     if (x === (x.cause ?? x.originalError)) break
   }
   return e.name
@@ -449,9 +488,10 @@ async function groupConsume(kafka, topic, opts) {
     if (owned.length) event('revoked', { partitions: owned, owned: [] })
     owned = []
   })
-  consumer.on(consumer.events.CRASH, ({ payload }) => {
+  consumer.on(consumer.events.CRASH, async ({ payload }) => {
     const e = payload.error
-    event('error', { error: errorName(e), message: e.message, restart: payload.restart })
+    const error = await coordinatorError(kafka, groupId, e)
+    event('error', { error, message: e.message, restart: payload.restart })
   })
 
   const done = () =>
@@ -639,6 +679,23 @@ async function committed(kafka, topic, opts) {
 }
 
 // cluster.findGroupCoordinator asks every broker and, when all fail, throws
+// The error name of a consumer crash. KafkaJS reports a FindCoordinator refusal (e.g.
+// GROUP_AUTHORIZATION_FAILED) as KafkaJSGroupCoordinatorNotFound without the broker's error:
+// then ask the seed broker again for it.
+async function coordinatorError(kafka, groupId, e) {
+  if (e.name !== 'KafkaJSGroupCoordinatorNotFound') return errorName(e)
+  const cluster = createCluster(kafka)
+  try {
+    await cluster.connect()
+    await cluster.brokerPool.seedBroker.findGroupCoordinator({ groupId, coordinatorType: 0 })
+    return errorName(e)
+  } catch (again) {
+    return errorName(again)
+  } finally {
+    await cluster.disconnect()
+  }
+}
+
 // KafkaJSGroupCoordinatorNotFound without the brokers' error: ask the seed broker again to
 // report what it answered (e.g. INVALID_GROUP_ID).
 async function findCoordinator(cluster, groupId) {
@@ -704,7 +761,7 @@ async function main() {
     'group-consume': () =>
       groupConsume(kafka, topic, opts).catch(e => {
         event('error', { error: errorName(e), message: e.message, fatal: true })
-        throw e
+        throw new Failure(`group-consume: ${e.stack || e}`) // reported: no error line
       }),
     'describe-group': () => describeGroup(kafka, opts),
     committed: () => committed(kafka, topic, opts),
@@ -718,7 +775,10 @@ async function main() {
 // write callback runs after every earlier write).
 const exitAfterFlush = rc => process.stdout.write('', () => process.exit(rc))
 
+// A failure ends with the contract's error line: Kafka's error name when KafkaJS's error
+// carries one, else its class name.
 main().then(exitAfterFlush, err => {
   process.stderr.write(err instanceof Failure ? `${err.message}\n` : `error: ${err.stack || err}\n`)
+  if (!(err instanceof Failure)) print({ error: errorName(err), message: String(err.message) })
   exitAfterFlush(EXIT_FAILED)
 })

@@ -5,7 +5,8 @@ with the same command-line contract as the other drivers (README.md in this fold
     python_driver.py <confluent|kafka-python|aiokafka> <command> --bootstrap B --topic T ...
 
 All Kafka requests are made by the named client; this file only drives it and prints the
-contract's JSON lines (binary fields as latin-1 strings).
+contract's JSON lines (binary fields as latin-1 strings). Security settings come from
+$RAFKA_CLIENT_SECURITY (README.md, "Security"), mapped to each client's own settings.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import sys
 import threading
@@ -23,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from drivers import EXIT_FAILED, EXIT_TOPIC_EXISTS, EXIT_UNSUPPORTED, EXIT_USAGE, record
 
 _STDOUT = threading.Lock()
+COMMAND = [""]  # the command being run (main sets it)
 
 
 def emit(obj: object) -> None:
@@ -38,9 +41,144 @@ def s(b: bytes | None) -> str | None:
     return None if b is None else b.decode("latin-1")
 
 
-def fail(msg: str) -> None:
+def fail(msg: str, error: str | None = None) -> None:
+    """Exit 1; with `error` (Kafka's error name) the contract's error line goes to stdout."""
     print(f"python_driver: {msg}", file=sys.stderr)
+    if error is not None:
+        emit({"error": error, "message": msg})
     sys.exit(EXIT_FAILED)
+
+
+# --------------------------------------------------------------------------- security
+
+
+def security() -> dict:
+    """$RAFKA_CLIENT_SECURITY (README.md, "Security"); {} = PLAINTEXT."""
+    raw = os.environ.get("RAFKA_CLIENT_SECURITY", "").strip()
+    return json.loads(raw) if raw else {}
+
+
+def unsupported(what: str) -> None:
+    print(f"python_driver: {what}", file=sys.stderr)
+    sys.exit(EXIT_UNSUPPORTED)
+
+
+# Clients are told a token lives an hour whatever its exp says: the broker judges it.
+TOKEN_LIFETIME_S = 3600
+
+
+def confluent_security(client: str = "confluent") -> dict:
+    """librdkafka's settings for $RAFKA_CLIENT_SECURITY."""
+    sec = security()
+    conf: dict = {"security.protocol": sec.get("protocol", "PLAINTEXT")}
+    if sec.get("ca"):
+        conf["ssl.ca.location"] = sec["ca"]
+    if sec.get("cert"):
+        conf["ssl.certificate.location"] = sec["cert"]
+        conf["ssl.key.location"] = sec["key"]
+    if "mechanism" in sec:
+        conf["sasl.mechanism"] = sec["mechanism"]
+        if sec.get("tokenauth"):
+            unsupported("librdkafka has no delegation tokens (SCRAM tokenauth extension)")
+        if sec["mechanism"] == "OAUTHBEARER":
+            conf["oauth_cb"] = lambda _config: (sec["token"], time.time() + TOKEN_LIFETIME_S)
+        else:
+            conf["sasl.username"] = sec["username"]
+            conf["sasl.password"] = sec["password"]
+    # An authentication failure is final: stop at once rather than retry until a timeout.
+    conf["error_cb"] = _confluent_error
+    return conf
+
+
+def _confluent_error(err: object) -> None:
+    name = confluent_error_name(err)
+    if name in ("SASL_AUTHENTICATION_FAILED", "_SSL"):
+        final_failure(name, str(err))
+
+
+def final_failure(error: str, message: str) -> None:
+    """A failure no retry mends (refused credentials): report it and exit at once, rather than
+    let the client retry until a timeout. Called from client callbacks and IO threads, hence
+    os._exit. group-consume reports it as a fatal error event."""
+    print(f"python_driver: {message}", file=sys.stderr)
+    if COMMAND[0] == "group-consume":
+        event("error", error=error, message=message, fatal=True)
+    else:
+        emit({"error": error, "message": message})
+    sys.stdout.flush()
+    os._exit(EXIT_FAILED)
+
+
+class AuthFailures(logging.Handler):
+    """kafka-python and aiokafka log a refused SaslAuthenticate (error 58) and retry until a
+    timeout, then raise an error that no longer says why: catch the refusal in their log."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        for arg in args:
+            if isinstance(arg, Exception) and getattr(arg, "errno", None) == 58:
+                final_failure("SASL_AUTHENTICATION_FAILED", str(arg))
+
+
+def confluent_error_name(err: object) -> str:
+    """librdkafka's error as Kafka's name: the broker's SaslAuthenticate failure reaches the
+    application as the local _AUTHENTICATION error; its text says whether the broker refused."""
+    name = err.name()  # type: ignore[attr-defined]
+    if name == "_AUTHENTICATION" and "SASL authentication error" in err.str():  # type: ignore[attr-defined]
+        return "SASL_AUTHENTICATION_FAILED"
+    return name
+
+
+def python_security(client: str) -> dict:
+    """kafka-python's and aiokafka's settings (same names but for SSL and the token provider)."""
+    sec = security()
+    kw: dict = {"security_protocol": sec.get("protocol", "PLAINTEXT")}
+    log = logging.getLogger("aiokafka" if client == "aiokafka" else "kafka")
+    if not any(isinstance(h, AuthFailures) for h in log.handlers):
+        log.addHandler(AuthFailures())
+    if sec.get("tokenauth"):
+        unsupported(f"{client} has no delegation tokens (SCRAM tokenauth extension)")
+    if "mechanism" in sec:
+        kw["sasl_mechanism"] = sec["mechanism"]
+        if sec["mechanism"] == "OAUTHBEARER":
+            kw["sasl_oauth_token_provider"] = token_provider(client, sec["token"])
+        else:
+            kw["sasl_plain_username"] = sec["username"]
+            kw["sasl_plain_password"] = sec["password"]
+    if kw["security_protocol"] in ("SSL", "SASL_SSL"):
+        if client == "aiokafka":
+            from aiokafka.helpers import create_ssl_context
+
+            kw["ssl_context"] = create_ssl_context(
+                cafile=sec.get("ca"), certfile=sec.get("cert"), keyfile=sec.get("key")
+            )
+        else:
+            kw |= {"ssl_cafile": sec.get("ca"), "ssl_certfile": sec.get("cert")}
+            kw["ssl_keyfile"] = sec.get("key")
+    return kw
+
+
+def token_provider(client: str, token: str) -> object:
+    if client == "aiokafka":
+        from aiokafka.abc import AbstractTokenProvider
+
+        class AsyncStatic(AbstractTokenProvider):
+            async def token(self) -> str:
+                return token
+
+        return AsyncStatic()
+    from kafka.net.sasl.oauth import AbstractTokenProvider as SyncProvider
+
+    class Static(SyncProvider):
+        def token(self) -> str:
+            return token
+
+    return Static()
+
+
+def python_settings(a: argparse.Namespace, client: str) -> dict:
+    """bootstrap_servers and the security settings (kafka-python, aiokafka)."""
+    return {"bootstrap_servers": a.bootstrap} | python_security(client)
 
 
 def consumed(
@@ -68,11 +206,20 @@ def consumed(
 # --------------------------------------------------------------------------- confluent-kafka
 
 
+def confluent_partitions(client: object, a: argparse.Namespace) -> dict:
+    """The topic's partitions from metadata; a topic error (e.g. TOPIC_AUTHORIZATION_FAILED)
+    fails the command."""
+    topic = client.list_topics(a.topic, a.timeout).topics[a.topic]  # type: ignore[attr-defined]
+    if topic.error is not None:
+        fail(f"topic {a.topic}: {topic.error}", confluent_error_name(topic.error))
+    return topic.partitions
+
+
 def confluent(cmd: str, a: argparse.Namespace) -> None:
     from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    conf = {"bootstrap.servers": a.bootstrap}
+    conf = {"bootstrap.servers": a.bootstrap} | confluent_security()
     if cmd == "create-topic":
         admin = AdminClient(conf)  # keep a reference: a collected client cancels its futures
         fut = admin.create_topics([NewTopic(a.topic, a.partitions, a.replication_factor)])
@@ -87,11 +234,11 @@ def confluent(cmd: str, a: argparse.Namespace) -> None:
         p = Producer(
             conf | {"acks": a.acks, "compression.type": a.compression, "enable.idempotence": False}
         )
-        errors: list[str] = []
+        errors: list = []
 
         def report(err: object, msg: object) -> None:
             if err is not None:
-                errors.append(str(err))
+                errors.append(err)
             else:
                 emit(
                     {
@@ -114,10 +261,11 @@ def confluent(cmd: str, a: argparse.Namespace) -> None:
             )
             p.poll(0)
         if p.flush(a.timeout) or errors:
-            fail(f"undelivered records; errors: {errors[:3]}")
+            first = confluent_error_name(errors[0]) if errors else "TIMEOUT"
+            fail(f"undelivered records; errors: {[str(e) for e in errors[:3]]}", first)
     elif cmd == "consume":
         c = Consumer(conf | {"group.id": "python-driver", "enable.auto.commit": False})
-        parts = c.list_topics(a.topic, a.timeout).topics[a.topic].partitions
+        parts = confluent_partitions(c, a)
         c.assign([TopicPartition(a.topic, p, -2) for p in parts])  # -2: OFFSET_BEGINNING
         names = {0: "NoTimestampType", 1: "CreateTime", 2: "LogAppendTime"}
         got, deadline = 0, time.monotonic() + a.timeout
@@ -133,7 +281,7 @@ def confluent(cmd: str, a: argparse.Namespace) -> None:
         c.close()
     elif cmd == "offsets-for-times":
         c = Consumer(conf | {"group.id": "python-driver"})
-        parts = c.list_topics(a.topic, a.timeout).topics[a.topic].partitions
+        parts = confluent_partitions(c, a)
         res = c.offsets_for_times(
             [TopicPartition(a.topic, p, a.timestamp) for p in parts], a.timeout
         )
@@ -150,7 +298,7 @@ def kafka_python(cmd: str, a: argparse.Namespace) -> None:
     from kafka.errors import TopicAlreadyExistsError
 
     if cmd == "create-topic":
-        admin = KafkaAdminClient(bootstrap_servers=a.bootstrap)
+        admin = KafkaAdminClient(**python_settings(a, "kafka-python"))
         try:
             admin.create_topics(
                 [NewTopic(a.topic, a.partitions, a.replication_factor)], timeout_ms=a.timeout * 1000
@@ -162,7 +310,7 @@ def kafka_python(cmd: str, a: argparse.Namespace) -> None:
         acks = {"-1": "all", "0": 0, "1": 1}[a.acks]
         codec = None if a.compression == "none" else a.compression
         p = KafkaProducer(
-            bootstrap_servers=a.bootstrap,
+            **python_settings(a, "kafka-python"),
             acks=acks,
             compression_type=codec,
             enable_idempotence=False,
@@ -189,7 +337,7 @@ def kafka_python(cmd: str, a: argparse.Namespace) -> None:
             )
         p.close()
     elif cmd == "consume":
-        c = KafkaConsumer(bootstrap_servers=a.bootstrap, enable_auto_commit=False)
+        c = KafkaConsumer(**python_settings(a, "kafka-python"), enable_auto_commit=False)
         parts = [TopicPartition(a.topic, p) for p in sorted(c.partitions_for_topic(a.topic) or [])]
         if not parts:
             fail(f"no partitions for {a.topic}")
@@ -204,7 +352,7 @@ def kafka_python(cmd: str, a: argparse.Namespace) -> None:
                     got += 1
         c.close()
     elif cmd == "offsets-for-times":
-        c = KafkaConsumer(bootstrap_servers=a.bootstrap)
+        c = KafkaConsumer(**python_settings(a, "kafka-python"))
         parts = [TopicPartition(a.topic, p) for p in sorted(c.partitions_for_topic(a.topic) or [])]
         res = c.offsets_for_times({tp: a.timestamp for tp in parts})
         emit({str(tp.partition): (o.offset if o else -1) for tp, o in res.items()})
@@ -220,7 +368,7 @@ async def aiokafka_main(cmd: str, a: argparse.Namespace) -> None:
     from aiokafka.errors import TopicAlreadyExistsError
 
     if cmd == "create-topic":
-        admin = AIOKafkaAdminClient(bootstrap_servers=a.bootstrap)
+        admin = AIOKafkaAdminClient(**python_settings(a, "aiokafka"))
         await admin.start()
         try:
             await admin.create_topics([NewTopic(a.topic, a.partitions, a.replication_factor)])
@@ -231,7 +379,7 @@ async def aiokafka_main(cmd: str, a: argparse.Namespace) -> None:
     elif cmd == "produce":
         acks = {"-1": "all", "0": 0, "1": 1}[a.acks]
         codec = None if a.compression == "none" else a.compression
-        p = AIOKafkaProducer(bootstrap_servers=a.bootstrap, acks=acks, compression_type=codec)
+        p = AIOKafkaProducer(**python_settings(a, "aiokafka"), acks=acks, compression_type=codec)
         await p.start()
         try:
             futures = []
@@ -257,7 +405,7 @@ async def aiokafka_main(cmd: str, a: argparse.Namespace) -> None:
         finally:
             await p.stop()
     elif cmd in ("consume", "offsets-for-times"):
-        c = AIOKafkaConsumer(bootstrap_servers=a.bootstrap, enable_auto_commit=False)
+        c = AIOKafkaConsumer(**python_settings(a, "aiokafka"), enable_auto_commit=False)
         await c.start()
         try:
             parts = [
@@ -337,7 +485,7 @@ def error_name(e: BaseException | None) -> str | None:
         return None
     err = e.args[0] if e.args else None
     if hasattr(err, "name") and callable(err.name):  # confluent_kafka.KafkaError
-        return err.name()
+        return confluent_error_name(err)
     if hasattr(e, "name") and callable(e.name):
         return e.name()
     msg = getattr(type(e), "message", None)  # kafka-python / aiokafka broker errors
@@ -471,7 +619,7 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    base = {"bootstrap.servers": a.bootstrap}
+    base = {"bootstrap.servers": a.bootstrap} | confluent_security()
     if cmd == "describe-group":
         admin = AdminClient(base)
         d = admin.describe_consumer_groups([a.group], request_timeout=a.timeout)[a.group]
@@ -567,7 +715,14 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:
         )
 
     conf["on_commit"] = on_commit
-    conf["error_cb"] = lambda err: event("error", error=err.name(), message=err.str())
+
+    def on_error(err: KafkaError) -> None:
+        name = confluent_error_name(err)
+        if name == "SASL_AUTHENTICATION_FAILED":
+            final_failure(name, err.str())
+        event("error", error=name, message=err.str())
+
+    conf["error_cb"] = on_error
     c = Consumer(conf)
 
     def tps(parts) -> list:
@@ -673,10 +828,9 @@ def state_name(s: str) -> str:
     return fixed.get(s) or "".join(w.capitalize() for w in s.split("_"))
 
 
-def consumer_settings(a: argparse.Namespace, assignors: dict[str, type]) -> dict:
+def consumer_settings(a: argparse.Namespace, assignors: dict[str, type], client: str) -> dict:
     """kafka-python's and aiokafka's group consumer settings (the two share the names)."""
-    kw: dict = dict(
-        bootstrap_servers=a.bootstrap,
+    kw: dict = python_settings(a, client) | dict(
         group_id=a.group,
         auto_offset_reset=a.offset_reset,
         enable_auto_commit=a.commit == "auto",
@@ -740,7 +894,7 @@ def kafka_python_group(cmd: str, a: argparse.Namespace) -> None:
         assignors["cooperative-sticky"] = CooperativeStickyAssignor
     except ImportError:
         pass
-    c = KafkaConsumer(**consumer_settings(a, assignors))
+    c = KafkaConsumer(**consumer_settings(a, assignors, "kafka-python"))
 
     def tp(p: int) -> TopicPartition:
         return TopicPartition(a.topic, p)
@@ -819,7 +973,7 @@ def commit_kafka_python(a, KafkaAdminClient, OffsetAndMetadata, TopicPartition) 
     from kafka.errors import for_code
     from kafka.protocol.consumer import OffsetCommitRequest
 
-    admin = KafkaAdminClient(bootstrap_servers=a.bootstrap)
+    admin = KafkaAdminClient(**python_settings(a, "kafka-python"))
     offsets = parse_pairs(a.offsets)
     try:
         if a.member_id is None and a.generation is None:
@@ -897,7 +1051,7 @@ async def aiokafka_group(cmd: str, a: argparse.Namespace) -> None:
         assignors["sticky"] = StickyPartitionAssignor
     except ImportError:
         pass
-    c = AIOKafkaConsumer(**consumer_settings(a, assignors))
+    c = AIOKafkaConsumer(**consumer_settings(a, assignors, "aiokafka"))
 
     def tp(p: int) -> TopicPartition:
         return TopicPartition(a.topic, p)
@@ -1014,6 +1168,7 @@ def main() -> None:
     ap.add_argument("--member-id", default=None)
     ap.add_argument("--generation", type=int, default=None)
     a = ap.parse_args()
+    COMMAND[0] = a.command
     if a.start_ts is None:
         a.start_ts = int(time.time() * 1000)
     needs = {
@@ -1036,7 +1191,10 @@ def main() -> None:
     elif a.command in GROUP_COMMANDS:
         GROUP_CLIENTS[a.client](a.command, a)
     else:
-        CLIENTS[a.client](a.command, a)
+        try:
+            CLIENTS[a.client](a.command, a)
+        except Exception as e:  # e.g. TOPIC_AUTHORIZATION_FAILED: the contract's error line
+            fail(f"{a.command}: {e!r}", error_name(e))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import contextlib
 import logging
 import os
 import random
+import secrets
 import signal
 import time
 from dataclasses import dataclass, field
@@ -129,6 +130,8 @@ class ContainerCluster:
         voters = ",".join(f"{i}@meta-{i}:{RAFT_PORT}" for i in range(1, metas + 1))
         grpc_listeners = ",".join(f"{i}@meta-{i}:{META_PORT}" for i in range(1, metas + 1))
         self.nodes: dict[str, ContainerNode] = {}
+        # As LocalCluster: a fresh cluster secret, never open ports.
+        self.internal_properties = {"internal.secret": secrets.token_hex(32)}
         for i in range(1, metas + 1):
             self._add(
                 f"meta-{i}",
@@ -142,7 +145,7 @@ class ContainerCluster:
                     "RAFKA_META_QUORUM_VOTERS": voters,
                     "RAFKA_META_QUORUM_LISTENERS": grpc_listeners,
                 },
-                {k: overrides[k] for k in meta_keys},
+                self.internal_properties | {k: overrides[k] for k in meta_keys},
             )
         meta_servers = ",".join(f"meta-{i}:{META_PORT}" for i in range(1, metas + 1))
         for i in range(1, brokers + 1):
@@ -162,6 +165,7 @@ class ContainerCluster:
                     "RAFKA_META_BOOTSTRAP_SERVERS": meta_servers,
                 },
                 {"default.replication.factor": str(min(3, brokers))}
+                | self.internal_properties
                 | {k: overrides[k] for k in broker_keys},
             )
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import subprocess
 import time
 from pathlib import Path
@@ -43,6 +44,8 @@ MANIFESTS = REPO / "deploy" / "k8s" / "manifests" / "rafka.yaml"
 TOOLS = REPO / "tests" / "unit" / "deploy"
 NAMESPACE = "streaming"
 METADATA, PRODUCE = 3, 0
+# The Secrets created before applying the manifests, as README "Kubernetes" says: (name, key).
+SECRETS = {("rafka-internal", "secret"): secrets.token_hex(32)}
 
 
 def manifest_objects() -> dict[tuple[str, str], dict]:
@@ -60,13 +63,17 @@ def manifest_objects() -> dict[tuple[str, str], dict]:
 
 
 def kubelet_env(container: dict, pod: str) -> dict[str, str]:
-    """The container's environment as the kubelet builds it: downward-API fields, and $(VAR)
-    references to variables defined earlier in the list ($$ escapes a $)."""
+    """The container's environment as the kubelet builds it: downward-API fields, keys of
+    SECRETS, and $(VAR) references to variables defined earlier in the list ($$ escapes a $)."""
     env: dict[str, str] = {}
     fields = {"metadata.name": pod, "metadata.namespace": NAMESPACE}
     for item in container.get("env", []):
         if "valueFrom" in item:
-            env[item["name"]] = fields[item["valueFrom"]["fieldRef"]["fieldPath"]]
+            source = item["valueFrom"]
+            if secret := source.get("secretKeyRef"):
+                env[item["name"]] = SECRETS[(secret["name"], secret["key"])]
+            else:
+                env[item["name"]] = fields[source["fieldRef"]["fieldPath"]]
             continue
 
         def ref(m: re.Match[str]) -> str:

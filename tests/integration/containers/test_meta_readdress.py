@@ -22,10 +22,14 @@ import pytest
 pytestmark = pytest.mark.containers
 
 
-async def _leader(address: str) -> int:
+async def _leader(address: str, internal: dict[str, str]) -> int:
+    from cluster.internal_security import InternalSecurity
     from meta.client import MetaClient
 
-    async with MetaClient([address], timeout_s=3.0, attempt_timeout_s=2.0) as client:
+    security = InternalSecurity.from_properties(internal)
+    async with MetaClient(
+        [address], timeout_s=3.0, attempt_timeout_s=2.0, security=security
+    ) as client:
         return (await client.describe_cluster()).leader_id
 
 
@@ -42,7 +46,7 @@ def test_meta_node_with_a_new_ip_rejoins(rafka_image: str, tmp_path: Path) -> No
         cluster.start_node("meta-1")
         cluster.wait_ready(60, names=["meta-1"])
         # Leave meta-1 with one peer: the quorum now needs it.
-        leader = asyncio.run(_leader(address["meta-2"]))
+        leader = asyncio.run(_leader(address["meta-2"], cluster.internal_properties))
         victim = "meta-2" if leader == 2 else "meta-3"
         survivor = "meta-3" if victim == "meta-2" else "meta-2"
         cluster.kill(victim)
@@ -50,7 +54,10 @@ def test_meta_node_with_a_new_ip_rejoins(rafka_image: str, tmp_path: Path) -> No
         seen: dict[str, int] = {}
         while time.monotonic() < deadline:
             with contextlib.suppress(Exception):
-                seen = {n: asyncio.run(_leader(address[n])) for n in ("meta-1", survivor)}
+                seen = {
+                    n: asyncio.run(_leader(address[n], cluster.internal_properties))
+                    for n in ("meta-1", survivor)
+                }
                 ids = set(seen.values())
                 if len(ids) == 1 and ids <= {1, int(survivor[-1])}:
                     return

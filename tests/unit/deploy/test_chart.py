@@ -64,6 +64,11 @@ VALUE_SETS: dict[str, list[str]] = {
         "broker.config.default\\.replication\\.factor=1",
         "broker.config.min\\.insync\\.replicas=1",
     ],
+    "internal-tls": [
+        "internalSecurity.secretName=streaming-cluster-secret",
+        "internalSecurity.secretKey=internal-secret",
+        "internalSecurity.tls.secretName=rafka-internal-tls",
+    ],
     "tuned": [
         "meta.replicas=5",
         "fullnameOverride=streams",
@@ -363,6 +368,7 @@ def test_non_default_values_reach_the_objects(tools: tuple[str, str], tmp_path: 
         (["broker.replicas=0"], "broker.replicas must be at least 1"),
         (["external.enabled=true"], "external.enabled needs external.advertisedHost"),
         (["external.type=ClusterIP"], "external.type must be NodePort or LoadBalancer"),
+        (["internalSecurity.secretKey="], "internalSecurity.secretKey must name the key"),
     ],
 )
 def test_broken_values_are_refused(tools: tuple[str, str], sets: list[str], message: str) -> None:
@@ -371,6 +377,37 @@ def test_broken_values_are_refused(tools: tuple[str, str], sets: list[str], mess
         args += ["--set", s]
     proc = helm(tools, *args)
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+
+
+def internal_credentials(container: dict) -> dict[str, tuple[str, str]]:
+    """RAFKA_INTERNAL_* variable -> (Secret, key) it comes from; a literal value fails."""
+    out = {}
+    for e in container["env"]:
+        if e["name"].startswith("RAFKA_INTERNAL_"):
+            assert "value" not in e, f"{e['name']} has a value in the chart"
+            ref = e["valueFrom"]["secretKeyRef"]
+            out[e["name"]] = (ref["name"], ref["key"])
+    return out
+
+
+def test_internal_credentials_come_from_secrets(tools: tuple[str, str], tmp_path: Path) -> None:
+    """Every pod gets the cluster secret (and, when asked, the internal TLS certificate) from
+    Kubernetes Secrets; the chart has no default credential."""
+    objs = objects(load(tools, render(tools, [], tmp_path)))
+    assert not any(kind == "Secret" for kind, _ in objs)  # none made up by the chart
+    for component in ("meta", "broker"):
+        (c,) = objs[("StatefulSet", f"rafka-{component}")]["spec"]["template"]["spec"]["containers"]
+        assert internal_credentials(c) == {"RAFKA_INTERNAL_SECRET": ("rafka-internal", "secret")}
+
+    objs = objects(load(tools, render(tools, VALUE_SETS["internal-tls"], tmp_path)))
+    for component in ("meta", "broker"):
+        (c,) = objs[("StatefulSet", f"rafka-{component}")]["spec"]["template"]["spec"]["containers"]
+        assert internal_credentials(c) == {
+            "RAFKA_INTERNAL_SECRET": ("streaming-cluster-secret", "internal-secret"),
+            "RAFKA_INTERNAL_SSL_KEYSTORE_CERTIFICATE_CHAIN": ("rafka-internal-tls", "tls.crt"),
+            "RAFKA_INTERNAL_SSL_KEYSTORE_KEY": ("rafka-internal-tls", "tls.key"),
+            "RAFKA_INTERNAL_SSL_TRUSTSTORE_CERTIFICATES": ("rafka-internal-tls", "ca.crt"),
+        }
 
 
 def test_plain_manifests_match_the_chart(tools: tuple[str, str]) -> None:

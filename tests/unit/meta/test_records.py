@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import get_args
 
 import pytest
 
+from meta.acl import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+from meta.model import DelegationToken, Endpoint, ScramCredential
 from meta.records import (
     RECORD_VERSION,
     RecordError,
@@ -15,16 +25,100 @@ from meta.records import (
     encode_command,
     encode_state,
 )
-from meta.state import Body, Command, InitCluster, MetaState, apply
+from meta.state import (
+    AlterScramCredentials,
+    Body,
+    Command,
+    CreateAcls,
+    CreateDelegationToken,
+    DeleteAcls,
+    ExpireDelegationToken,
+    InitCluster,
+    MetaState,
+    RegisterBroker,
+    RemoveExpiredTokens,
+    RenewDelegationToken,
+    apply,
+)
 from proto import metadata_records_pb2 as pb
 
-from .legacy_steps import AFTER_DUMP, BEFORE_DUMP
+from .legacy_steps import AFTER_DUMP, BEFORE_DUMP, Step
 from .machine import NOW
+
+_READ_ORDERS = AclBinding(
+    ResourceType.TOPIC,
+    "orders",
+    PatternType.PREFIXED,
+    "User:alice",
+    "*",
+    AclOperation.READ,
+    AclPermissionType.ALLOW,
+)
+_KEYS = ScramCredential(b"salt", b"stored", b"server", 4096)
+
+
+def _token(token_id: str, expiry_ms: int) -> DelegationToken:
+    return DelegationToken(
+        token_id, token_id.encode(), "User:alice", "User:bob", ("User:carol",), NOW, expiry_ms,
+        NOW + 10_000,
+    )  # fmt: skip
+
+
+# Kinds added after the pickled format (so not in legacy_steps), each with a result that is
+# stored non-trivially: an error, deleted bindings, a token.
+SECURITY_STEPS: list[Step] = [
+    lambda s: RegisterBroker(
+        4,
+        "h4",
+        9092,
+        None,
+        "h4:9392",
+        b"incarnation-4",
+        False,
+        (
+            Endpoint("INTERNAL", "h4", 9092, "PLAINTEXT"),
+            Endpoint("SASL_SSL", "h4", 9093, "SASL_SSL"),
+        ),
+    ),
+    lambda s: CreateAcls((_READ_ORDERS, replace(_READ_ORDERS, principal="nocolon"))),
+    lambda s: DeleteAcls(
+        (
+            AclBindingFilter(
+                ResourceType.ANY,
+                None,
+                PatternType.MATCH,
+                "User:alice",
+                None,
+                AclOperation.ANY,
+                AclPermissionType.ANY,
+            ),
+            AclBindingFilter(
+                ResourceType.UNKNOWN,
+                "x",
+                PatternType.ANY,
+                None,
+                "*",
+                AclOperation.READ,
+                AclPermissionType.ALLOW,
+            ),
+        )
+    ),
+    lambda s: CreateAcls((_READ_ORDERS,)),  # kept in the state
+    lambda s: AlterScramCredentials(
+        (("alice", "SCRAM-SHA-256", _KEYS), ("bob", "SCRAM-SHA-1", _KEYS)),
+        (("carol", "SCRAM-SHA-512"),),
+    ),
+    lambda s: CreateDelegationToken(_token("t1", NOW + 1000)),
+    lambda s: CreateDelegationToken(_token("t2", NOW + 1000)),
+    lambda s: RenewDelegationToken(b"t1", "User:carol", 5000, NOW),
+    lambda s: ExpireDelegationToken(b"t1", "User:mallory", -1, NOW),  # refused: not a renewer
+    lambda s: RemoveExpiredTokens(NOW + 2000),  # t2 goes, t1 (renewed) stays
+]
 
 
 def run_steps() -> tuple[MetaState, list[Command]]:
     state, commands = MetaState(), []
-    for step in BEFORE_DUMP + AFTER_DUMP:
+    for step in BEFORE_DUMP + AFTER_DUMP + SECURITY_STEPS:
         command = Command(uuid.uuid4().hex, NOW, step(state))
         apply(state, command)
         commands.append(command)
@@ -39,6 +133,7 @@ def test_every_command_kind_and_its_result_round_trip() -> None:
     for command in commands:
         assert decode_command(encode_command(command)) == command
     assert decode_state(encode_state(state)) == state  # remembered results included
+    assert state.acls and state.scram_credentials and list(state.delegation_tokens) == ["t1"]
 
 
 def test_the_state_keeps_the_order_of_topics_brokers_and_configs() -> None:

@@ -107,6 +107,29 @@ manifests work in any namespace (Kubernetes expands $(VAR) in env values).
       fieldPath: metadata.namespace
 {{- end -}}
 
+{{/*
+The internal credentials (cluster/internal_security.py) from the Secrets named in
+internalSecurity; no value of them is ever in the chart.
+*/}}
+{{- define "rafka.internalEnv" -}}
+{{- $s := .Values.internalSecurity -}}
+- name: RAFKA_INTERNAL_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ default (printf "%s-internal" (include "rafka.fullname" .)) $s.secretName }}
+      key: {{ $s.secretKey }}
+{{- $tls := $s.tls.secretName -}}
+{{- if $tls }}
+{{- range $setting, $key := dict "KEYSTORE_CERTIFICATE_CHAIN" "tls.crt" "KEYSTORE_KEY" "tls.key" "TRUSTSTORE_CERTIFICATES" "ca.crt" }}
+- name: RAFKA_INTERNAL_SSL_{{ $setting }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $tls }}
+      key: {{ $key }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* Soft anti-affinity: prefer one pod of the component per node. */}}
 {{- define "rafka.affinity" -}}
 {{- if .affinity -}}
@@ -134,6 +157,9 @@ podAntiAffinity:
 {{- end -}}
 {{- if and .Values.external.enabled (not .Values.external.advertisedHost) -}}
 {{- fail "external.enabled needs external.advertisedHost: the host clients reach the brokers at" -}}
+{{- end -}}
+{{- if not .Values.internalSecurity.secretKey -}}
+{{- fail "internalSecurity.secretKey must name the key of the cluster secret in its Secret" -}}
 {{- end -}}
 {{- if not (has .Values.external.type (list "NodePort" "LoadBalancer")) -}}
 {{- fail (printf "external.type must be NodePort or LoadBalancer, got %s" .Values.external.type) -}}

@@ -1,8 +1,11 @@
 // Driver for the Java kafka-clients library (compiled against 4.3.0 and 3.9.1; the same
 // source must build with both). Command-line contract: ../README.md.
 // stdout carries only JSON lines; diagnostics go to stderr (log4j2, level $RAFKA_CLIENT_LOG).
+// Security settings come from $RAFKA_CLIENT_SECURITY (README "Security"): clientProperties().
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -19,6 +22,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.security.auth.callback.Callback;
+import javax.security.auth.callback.UnsupportedCallbackException;
+import javax.security.auth.login.AppConfigurationEntry;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
@@ -40,6 +48,9 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.security.auth.AuthenticateCallbackHandler;
+import org.apache.kafka.common.security.oauthbearer.OAuthBearerToken;
+import org.apache.kafka.common.security.oauthbearer.OAuthBearerTokenCallback;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -55,6 +66,8 @@ public final class RafkaDriver {
             System.out.flush();
             System.exit(rc);
         } catch (Exception e) {
+            // The contract's error line (group-consume has reported it as an event).
+            if (!(argv.length > 0 && argv[0].equals("group-consume"))) errorLine(e);
             System.out.flush();
             // One line per cause; the stack trace only when asked for.
             StringBuilder sb = new StringBuilder("error: ").append(e);
@@ -134,8 +147,7 @@ public final class RafkaDriver {
 
     static int createTopic(String bootstrap, String topic, int partitions,
                            Optional<Short> replication, long timeoutMs) throws Exception {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
+        Properties p = clientProperties(bootstrap);
         p.put("default.api.timeout.ms", (int) timeoutMs);
         p.put("request.timeout.ms", (int) Math.min(30_000, timeoutMs)); // must be <= the above
         try (Admin admin = Admin.create(p)) {
@@ -159,8 +171,7 @@ public final class RafkaDriver {
 
     static int produce(String bootstrap, String topic, int count, String compression,
                        String acks, long startTs, long timeoutMs) throws Exception {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
+        Properties p = clientProperties(bootstrap);
         p.put("acks", acks);
         p.put("compression.type", compression);
         // Idempotence is on by default since 3.0; the broker gets InitProducerId and
@@ -174,6 +185,8 @@ public final class RafkaDriver {
         p.put("value.serializer", ByteArraySerializer.class.getName());
 
         AtomicInteger failures = new AtomicInteger();
+        java.util.concurrent.atomic.AtomicReference<Exception> first =
+                new java.util.concurrent.atomic.AtomicReference<>();
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
             for (int i = 0; i < count && failures.get() == 0; i++) {
                 String key = "key-" + i;
@@ -186,6 +199,7 @@ public final class RafkaDriver {
                 producer.send(rec, (md, err) -> {
                     if (err != null) {
                         failures.incrementAndGet();
+                        first.compareAndSet(null, err);
                         System.err.println("delivery failed for " + key + ": " + err);
                         return;
                     }
@@ -200,6 +214,7 @@ public final class RafkaDriver {
         if (failures.get() > 0) {
             System.err.println("produce: " + failures.get() + " of " + count
                     + " records failed (sending stops at the first failure)");
+            errorLine(first.get());
             return EXIT_FAILED;
         }
         return 0;
@@ -217,8 +232,7 @@ public final class RafkaDriver {
         String id = o.getOrDefault("producer-id", "java");
         long drainMs = (long) (Double.parseDouble(o.getOrDefault("drain", "30")) * 1000);
         if (rate <= 0 || durationS < 0 || drainMs < 0) usage("bad --rate, --duration or --drain");
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
+        Properties p = clientProperties(bootstrap);
         p.put("key.serializer", ByteArraySerializer.class.getName());
         p.put("value.serializer", ByteArraySerializer.class.getName());
         // Only what is asked for: everything else keeps the client's defaults (acks=all and
@@ -471,8 +485,7 @@ public final class RafkaDriver {
                 if (!x.isBlank()) pause.add(Integer.parseInt(x.trim()));
             pauseState = pause.isEmpty() ? "done" : "pending";
 
-            Properties p = new Properties();
-            p.put("bootstrap.servers", bootstrap);
+            Properties p = clientProperties(bootstrap);
             p.put("group.id", required(o, "group"));
             p.put("key.deserializer", ByteArrayDeserializer.class.getName());
             p.put("value.deserializer", ByteArrayDeserializer.class.getName());
@@ -668,8 +681,7 @@ public final class RafkaDriver {
     }
 
     static Admin admin(String bootstrap, long timeoutMs) {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
+        Properties p = clientProperties(bootstrap);
         p.put("default.api.timeout.ms", (int) timeoutMs);
         p.put("request.timeout.ms", (int) Math.min(30_000, timeoutMs));
         return Admin.create(p);
@@ -772,9 +784,128 @@ public final class RafkaDriver {
 
     // ---- helpers --------------------------------------------------------------------
 
-    static KafkaConsumer<byte[], byte[]> newConsumer(String bootstrap, long timeoutMs) {
+    /** The contract's error line: Kafka's error name (or the class) and the message. */
+    static void errorLine(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && !(root instanceof ApiException)) root = root.getCause();
+        printLine("{\"error\":" + js(errorName(root)) + ",\"message\":"
+                + js(String.valueOf(root.getMessage())) + "}");
+    }
+
+    /** bootstrap.servers plus the security settings of $RAFKA_CLIENT_SECURITY. */
+    static Properties clientProperties(String bootstrap) {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
+        String raw = System.getenv("RAFKA_CLIENT_SECURITY");
+        if (raw == null || raw.isBlank()) return p;
+        Map<String, String> sec = flatJson(raw);
+        String protocol = sec.getOrDefault("protocol", "PLAINTEXT");
+        p.put("security.protocol", protocol);
+        try {
+            if (sec.containsKey("ca")) {
+                p.put("ssl.truststore.type", "PEM");
+                p.put("ssl.truststore.location", sec.get("ca"));
+            }
+            if (sec.containsKey("cert")) { // PEM keystore: chain and unencrypted PKCS#8 key
+                p.put("ssl.keystore.type", "PEM");
+                p.put("ssl.keystore.certificate.chain", Files.readString(Path.of(sec.get("cert"))));
+                p.put("ssl.keystore.key", Files.readString(Path.of(sec.get("key"))));
+            }
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException("RAFKA_CLIENT_SECURITY: " + e, e);
+        }
+        String mechanism = sec.get("mechanism");
+        if (mechanism == null) return p;
+        p.put("sasl.mechanism", mechanism);
+        switch (mechanism) {
+            case "PLAIN":
+                p.put("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule"
+                        + " required username=" + jaas(sec.get("username")) + " password="
+                        + jaas(sec.get("password")) + ";");
+                break;
+            case "OAUTHBEARER": // the JWT as given, through StaticToken below
+                p.put("sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer."
+                        + "OAuthBearerLoginModule required token=" + jaas(sec.get("token")) + ";");
+                p.put("sasl.login.callback.handler.class", StaticToken.class.getName());
+                break;
+            default: // SCRAM-SHA-256/512; tokenauth: a delegation token (id, HMAC)
+                p.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule"
+                        + " required username=" + jaas(sec.get("username")) + " password="
+                        + jaas(sec.get("password"))
+                        + ("true".equals(sec.get("tokenauth")) ? " tokenauth=\"true\"" : "") + ";");
+        }
+        return p;
+    }
+
+    static String jaas(String v) {
+        return "\"" + v.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
+    }
+
+    /** A flat JSON object of strings, booleans and numbers (values as strings). */
+    static Map<String, String> flatJson(String text) {
+        Map<String, String> out = new HashMap<>();
+        Matcher m = Pattern.compile("\"([^\"]+)\"\\s*:\\s*(\"((?:[^\"\\\\]|\\\\.)*)\"|[^,}\\s]+)")
+                .matcher(text);
+        while (m.find()) {
+            String v = m.group(3) != null ? unescape(m.group(3)) : m.group(2);
+            if (!v.equals("null")) out.put(m.group(1), v);
+        }
+        return out;
+    }
+
+    static String unescape(String s) {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c != '\\' || i + 1 == s.length()) {
+                sb.append(c);
+                continue;
+            }
+            char n = s.charAt(++i);
+            if (n == 'u') {
+                sb.append((char) Integer.parseInt(s.substring(i + 1, i + 5), 16));
+                i += 4;
+            } else sb.append(n == 'n' ? '\n' : n == 't' ? '\t' : n);
+        }
+        return sb.toString();
+    }
+
+    /**
+     * OAUTHBEARER login callback handler giving the client the JWT of the JAAS option "token"
+     * as is. Its lifetime is said to be an hour whatever its exp claim says, so the client sends
+     * even an expired token and the broker judges it.
+     */
+    public static final class StaticToken implements AuthenticateCallbackHandler {
+        private String token;
+
+        @Override
+        public void configure(Map<String, ?> configs, String mechanism,
+                               List<AppConfigurationEntry> entries) {
+            token = (String) entries.get(0).getOptions().get("token");
+        }
+
+        @Override
+        public void handle(Callback[] callbacks) throws UnsupportedCallbackException {
+            for (Callback cb : callbacks) {
+                if (!(cb instanceof OAuthBearerTokenCallback)) throw new UnsupportedCallbackException(cb);
+                long now = System.currentTimeMillis();
+                String value = token;
+                ((OAuthBearerTokenCallback) cb).token(new OAuthBearerToken() {
+                    public String value() { return value; }
+                    public Set<String> scope() { return Set.of(); }
+                    public long lifetimeMs() { return now + 3_600_000L; }
+                    public String principalName() { return "jwt"; }
+                    public Long startTimeMs() { return now; }
+                });
+            }
+        }
+
+        @Override
+        public void close() {}
+    }
+
+    static KafkaConsumer<byte[], byte[]> newConsumer(String bootstrap, long timeoutMs) {
+        Properties p = clientProperties(bootstrap);
         p.put("enable.auto.commit", "false"); // no group.id: nothing to commit to
         p.put("allow.auto.create.topics", "false"); // reading must not create the topic
         p.put("auto.offset.reset", "earliest");

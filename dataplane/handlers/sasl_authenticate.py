@@ -1,0 +1,21 @@
+"""SaslAuthenticate (36): one SASL token of the mechanism chosen by SaslHandshake; from v1 the
+answer carries the session lifetime (KIP-368), after which the client must re-authenticate."""
+
+from __future__ import annotations
+
+from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.protocol.codec import ResponseBuilder
+
+API_KEY = 36
+VERSIONS = (0, 2)
+
+
+async def handle(ctx: RequestContext, req: Request) -> Response:
+    result = await ctx.services.sasl.authenticate(ctx.conn, req.auth_bytes, ctx.header.api_version)
+    b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    return b.SaslAuthenticateResponse(
+        error_code=result.error,
+        error_message=result.message,
+        auth_bytes=result.auth_bytes,
+        session_lifetime=result.session_lifetime_ms,
+    )
