@@ -137,7 +137,16 @@ class Member:
         return self.proc.poll() is None
 
     def describe(self) -> str:
-        return f"{self.name} (rc={self.proc.poll()}):\n{self.stderr()[-3000:]}"
+        """Its exit code, its last events but records (what it was assigned, committed...: a
+        member stuck in a rebalance shows there, its client's log at WARN says nothing) and the
+        end of its stderr."""
+        others = [json.dumps(e) for e in self.events if e["event"] != "record"][-12:]
+        records = len(self.records())
+        return (
+            f"{self.name} (rc={self.proc.poll()}, {records} records), events:\n  "
+            + "\n  ".join(others or ["(none)"])
+            + f"\nstderr:\n{self.stderr()[-3000:]}"
+        )
 
     # -- waits -----------------------------------------------------------------------------
 

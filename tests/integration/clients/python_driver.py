@@ -864,6 +864,31 @@ def to_process(
             yield part, msg
 
 
+def kafka_python_pending_join_fix() -> None:
+    """kafka-python 3.0.12 can drop out of its group for good: when a poll's timeout ends
+    while its JoinGroup/SyncGroup is in flight, the next poll only goes back to that join if
+    ``need_rejoin()`` is still true. A leader that rejoins because the metadata it assigned
+    with changed (its first assignment ran before it knew the topic: empty) sets that metadata
+    as assigned in its own ``_perform_assignment``, so ``need_rejoin()`` turns false before the
+    join is finished: the SyncGroup answer is never applied, no partitions are assigned and,
+    the heartbeat being off during a join, the coordinator expires the member after the
+    session timeout without the member noticing. Java's ``rejoinNeededOrPending()`` (and
+    kafka-python before 3.0) also counts a join in flight; so does this. The join is then
+    sent again (kafka-python drops the finished one), which the coordinator answers as any
+    rejoin."""
+    from kafka.coordinator.consumer import ConsumerCoordinator
+
+    need_rejoin = ConsumerCoordinator.need_rejoin
+    if getattr(need_rejoin, "counts_pending_join", False):
+        return
+
+    def need_rejoin_or_pending(self: ConsumerCoordinator) -> bool:
+        return need_rejoin(self) or getattr(self, "_join_task", None) is not None
+
+    need_rejoin_or_pending.counts_pending_join = True  # type: ignore[attr-defined]
+    ConsumerCoordinator.need_rejoin = need_rejoin_or_pending  # type: ignore[method-assign]
+
+
 def kafka_python_group(cmd: str, a: argparse.Namespace) -> None:
     from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
     from kafka.admin import KafkaAdminClient
@@ -894,6 +919,7 @@ def kafka_python_group(cmd: str, a: argparse.Namespace) -> None:
         assignors["cooperative-sticky"] = CooperativeStickyAssignor
     except ImportError:
         pass
+    kafka_python_pending_join_fix()
     c = KafkaConsumer(**consumer_settings(a, assignors, "kafka-python"))
 
     def tp(p: int) -> TopicPartition:
@@ -1122,7 +1148,19 @@ CLIENTS: dict[str, Callable[[str, argparse.Namespace], None]] = {
 }
 
 
+def client_logging() -> None:
+    """$RAFKA_CLIENT_LOG (README.md, "Logging"; default WARN): the Python clients' own log on
+    stderr, with times and threads, to line it up with the brokers' logs."""
+    level = os.environ.get("RAFKA_CLIENT_LOG", "WARN").upper()
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.getLevelName("WARNING" if level == "WARN" else level),
+        format="%(asctime)s %(threadName)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
 def main() -> None:
+    client_logging()
     ap = argparse.ArgumentParser()
     ap.add_argument("client", choices=CLIENTS)
     ap.add_argument(
