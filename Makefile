@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(PY) bench/spark.py
 	$(PY) bench/meta.py
 	$(PY) bench/security.py
+	$(PY) bench/transactions.py
 
 proto: $(STAMP)
 	$(PY) -m proto.generate

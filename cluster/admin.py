@@ -1,8 +1,9 @@
 """What the `rafka` admin commands ask of a cluster, as data (cli.py prints it).
 
-Topics, groups, ACLs and SCRAM users are read and changed over the Kafka protocol, as
-kafka-topics.sh, kafka-consumer-groups.sh, kafka-acls.sh and kafka-configs.sh do, so the
-commands see exactly what clients see (and need the same credentials: `Brokers.security`).
+Topics, groups, transactions, ACLs and SCRAM users are read and changed over the Kafka
+protocol, as kafka-topics.sh, kafka-consumer-groups.sh, kafka-transactions.sh, kafka-acls.sh and
+kafka-configs.sh do, so the commands see exactly what clients see (and need the same
+credentials: `Brokers.security`).
 Two things come from the meta service instead: the Raft quorum, and the registry of every
 consumer group with its coordinator partition (`rafka groups list` finds a group even while its
 coordinator is down, which per-broker ListGroups cannot).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import secrets
 import struct
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +24,7 @@ from kio.schema.errors import ErrorCode
 from cluster.client_security import ClientSecurity, salted_password
 from cluster.internal_security import InternalSecurity
 from cluster.kafka_client import PLAINTEXT, KafkaConnection, builder
+from dataplane.protocol.message_codec import ArrayOf, Field, Message, Struct, Tags
 from dataplane.security.sasl.scram import SCRAM_BY_TYPE, SCRAM_MECHANISMS
 from meta.acl import (
     AclBinding,
@@ -290,13 +293,29 @@ class GroupDescription:
     offsets: list[OffsetRow]
 
 
-def find_coordinator(brokers: Brokers, group: str) -> tuple[int, str, int]:
-    """(node id, host, port) of the group's coordinator."""
+GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator key types
+
+
+def find_coordinators(
+    brokers: Brokers, keys: list[str], key_type: int = GROUP_KEY
+) -> dict[str, tuple[int, str, int] | AdminError]:
+    """Each key's coordinator (node id, host, port), or why none was found: one batched
+    FindCoordinator (v4) for groups (key type 0) or transactional ids (key type 1)."""
     with brokers.any() as c:
-        r = c.call(FIND_COORDINATOR, 4, key_type=0, coordinator_keys=(group,))
-    (co,) = r.coordinators
-    _check(f"find the coordinator of {group}", co.error_code, co.error_message)
-    return co.node_id, co.host, co.port
+        r = c.call(FIND_COORDINATOR, 4, key_type=key_type, coordinator_keys=tuple(keys))
+    return {
+        co.key: _error(f"find the coordinator of {co.key}", co.error_code, co.error_message)
+        or (co.node_id, co.host, co.port)
+        for co in r.coordinators
+    }
+
+
+def find_coordinator(brokers: Brokers, key: str, key_type: int = GROUP_KEY) -> tuple[int, str, int]:
+    """(node id, host, port) of the coordinator of a group (or of a transactional id)."""
+    found = find_coordinators(brokers, [key], key_type)[key]
+    if isinstance(found, AdminError):
+        raise found
+    return found
 
 
 def describe_group(brokers: Brokers, group: str) -> GroupDescription:
@@ -621,3 +640,241 @@ def alter_users(
                     f"user {res.user}", res.error_code, res.error_message
                 )
     return out
+
+
+# ---------------------------------------------------------------- transactions (APIs 65, 66)
+
+DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
+# States in which a transaction is open: it holds back the LSO of its partitions.
+OPEN_TRANSACTION_STATES = frozenset(
+    {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
+)
+# Worth asking again shortly: the coordinator is loading its partition, or has just moved.
+_COORDINATOR_MOVING = frozenset(
+    {
+        ErrorCode.coordinator_load_in_progress,
+        ErrorCode.not_coordinator,
+        ErrorCode.coordinator_not_available,
+    }
+)
+_RETRY_BACKOFF_S = 0.2
+
+
+@dataclass
+class TransactionListing:
+    transactional_id: str
+    coordinator: int  # the broker that answered for it
+    producer_id: int
+    state: str
+
+
+@dataclass
+class TransactionList:
+    transactions: list[TransactionListing]
+    failed: dict[int, Exception]  # broker id -> why it did not answer
+    unknown_states: list[str]  # state filters the coordinators do not know
+
+
+def list_transactions(
+    brokers: Brokers,
+    states: Iterable[str] = (),
+    producer_ids: Iterable[int] = (),
+    duration_ms: int = -1,
+    retry_s: float = 10,
+) -> TransactionList:
+    """ListTransactions at every broker, as Kafka's Admin.listTransactions does: each broker
+    answers for the `__transaction_state` partitions it leads. v1 (KIP-994) carries the
+    duration filter; a broker still loading a partition is asked again for `retry_s`."""
+    info = metadata(brokers, [])
+    version = 1 if duration_ms >= 0 else 0
+    fields = {
+        "state_filters": tuple(states),
+        "producer_id_filters": tuple(producer_ids),
+        "duration_filter": duration_ms,
+    }
+    out = TransactionList([], {}, [])
+    for node, broker in info.brokers.items():
+
+        def ask(broker: BrokerInfo = broker) -> Any:
+            with brokers.at(broker.host, broker.port, timeout=10) as c:
+                return c.call(LIST_TRANSACTIONS, version, **fields)
+
+        try:
+            r = _retrying(ask, lambda r: r.error_code in _COORDINATOR_MOVING, retry_s)
+            _check(f"list the transactions of broker {node}", r.error_code)
+        except (OSError, AdminError) as e:
+            out.failed[node] = e
+            continue
+        out.unknown_states += [s for s in r.unknown_state_filters if s not in out.unknown_states]
+        out.transactions += [
+            TransactionListing(t.transactional_id, node, t.producer_id, t.transaction_state)
+            for t in r.transaction_states
+        ]
+    out.transactions.sort(key=lambda t: t.transactional_id)
+    return out
+
+
+def _retrying(ask: Any, again: Any, timeout: float) -> Any:
+    """`ask()` until `again(result)` is false or `timeout` seconds have passed (a client's
+    retry with backoff, as Kafka's admin client does on retriable errors)."""
+    deadline = time.monotonic() + timeout
+    result = ask()
+    while again(result) and time.monotonic() < deadline:
+        time.sleep(_RETRY_BACKOFF_S)
+        result = ask()
+    return result
+
+
+@dataclass
+class TransactionDescription:
+    transactional_id: str
+    coordinator: int
+    state: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    start_time_ms: int  # -1: no transaction started yet
+    partitions: list[tuple[str, int]]  # in a Prepare* state: those still without a marker
+
+    def age_ms(self, now_ms: int) -> int | None:
+        """How long the open transaction has been running; None when none is open."""
+        if self.state not in OPEN_TRANSACTION_STATES or self.start_time_ms < 0:
+            return None
+        return max(0, now_ms - self.start_time_ms)
+
+
+def describe_transactions(
+    brokers: Brokers, transactional_ids: list[str], retry_s: float = 10
+) -> dict[str, TransactionDescription | AdminError]:
+    """Each transactional id at its coordinator (FindCoordinator key type 1, then
+    DescribeTransactions), as kafka-transactions.sh describe; ids whose coordinator is loading
+    or moving are asked again for `retry_s`. Unknown ids get TRANSACTIONAL_ID_NOT_FOUND."""
+    out: dict[str, TransactionDescription | AdminError] = {}
+    pending = list(dict.fromkeys(transactional_ids))
+    deadline = time.monotonic() + retry_s
+    while pending:
+        moving: dict[str, AdminError] = {}
+        at: dict[tuple[int, str, int], list[str]] = {}
+        for tid, found in find_coordinators(brokers, pending, TRANSACTION_KEY).items():
+            if isinstance(found, AdminError):
+                (moving if found.code in _COORDINATOR_MOVING else out)[tid] = found
+            else:
+                at.setdefault(found, []).append(tid)
+        for (node, host, port), tids in at.items():
+            try:
+                with brokers.at(host, port, timeout=10) as c:
+                    body = c.call_raw(DESCRIBE_TRANSACTIONS, 0, transactional_ids=tuple(tids))
+            except OSError as e:  # the coordinator died and metadata does not say so yet
+                for tid in tids:
+                    moving[tid] = AdminError(
+                        f"describe transaction {tid}",
+                        ErrorCode.coordinator_not_available,
+                        f"coordinator broker {node} at {host}:{port} unreachable: {e}",
+                    )
+                continue
+            response, _ = _DESCRIBE_TRANSACTIONS_RESPONSE.decode(body, 0)
+            for t in response.transaction_states:
+                error = _error(f"describe transaction {t.transactional_id}", t.error_code, None)
+                if error is None:
+                    out[t.transactional_id] = _description(t, node)
+                else:
+                    (moving if error.code in _COORDINATOR_MOVING else out)[t.transactional_id] = (
+                        error
+                    )
+        if moving and time.monotonic() < deadline:
+            time.sleep(_RETRY_BACKOFF_S)
+        else:
+            out.update(moving)
+            moving = {}
+        pending = list(moving)
+    return {tid: out[tid] for tid in dict.fromkeys(transactional_ids)}
+
+
+def _description(t: _DescribedTransaction, node: int) -> TransactionDescription:
+    return TransactionDescription(
+        t.transactional_id,
+        node,
+        t.transaction_state,
+        t.producer_id,
+        t.producer_epoch,
+        t.transaction_timeout_ms,
+        t.transaction_start_time_ms,
+        sorted((topic.topic, p) for topic in t.topics for p in topic.partitions),
+    )
+
+
+# DescribeTransactionsResponse v0 (Kafka's DescribeTransactionsResponse.json), decoded with our
+# schema-driven codec rather than kio's: kio refuses the start time -1 Kafka sends for a
+# transactional id with no transaction yet.
+
+
+@dataclass(frozen=True, slots=True)
+class _TransactionTopic:
+    topic: str
+    partitions: tuple[int, ...]
+    unknown_tags: Tags = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _DescribedTransaction:
+    error_code: int
+    transactional_id: str
+    transaction_state: str
+    transaction_timeout_ms: int
+    transaction_start_time_ms: int
+    producer_id: int
+    producer_epoch: int
+    topics: tuple[_TransactionTopic, ...]
+    unknown_tags: Tags = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _DescribeTransactionsResponse:
+    throttle_time_ms: int
+    transaction_states: tuple[_DescribedTransaction, ...]
+    unknown_tags: Tags = ()
+
+
+_DESCRIBE_TRANSACTIONS_RESPONSE = Message(
+    "DescribeTransactionsResponse",
+    (0, 0),
+    (0, 0),
+    Struct(
+        _DescribeTransactionsResponse,
+        (
+            Field("throttle_time_ms", "int32"),
+            Field(
+                "transaction_states",
+                ArrayOf(
+                    Struct(
+                        _DescribedTransaction,
+                        (
+                            Field("error_code", "int16"),
+                            Field("transactional_id", "string"),
+                            Field("transaction_state", "string"),
+                            Field("transaction_timeout_ms", "int32"),
+                            Field("transaction_start_time_ms", "int64"),
+                            Field("producer_id", "int64"),
+                            Field("producer_epoch", "int16"),
+                            Field(
+                                "topics",
+                                ArrayOf(
+                                    Struct(
+                                        _TransactionTopic,
+                                        (
+                                            Field("topic", "string"),
+                                            Field("partitions", ArrayOf("int32")),
+                                        ),
+                                        keeps_tags=True,
+                                    )
+                                ),
+                            ),
+                        ),
+                        keeps_tags=True,
+                    )
+                ),
+            ),
+        ),
+        keeps_tags=True,
+    ),
+)

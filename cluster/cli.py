@@ -7,6 +7,8 @@
     rafka cluster                                   # meta quorum, brokers, partition health
     rafka topics list | describe [TOPIC...] | create NAME [-p N] [-r N] [--config k=v] | delete
     rafka groups list | describe GROUP | delete GROUP...
+    rafka transactions list [--state S] [--producer-id P] [--duration-ms D]
+                     | describe TRANSACTIONAL_ID...
     rafka acls list | add | remove  [--allow-principal P] [--operation OP] [--topic T] ...
     rafka users list | create USER [--mechanism M] | delete USER...
 
@@ -21,8 +23,10 @@ Settings use Kafka's names; see README.md for the list and for RAFKA_* environme
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -30,7 +34,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from cluster.admin import Brokers, Meta
+    from cluster.admin import Brokers, Meta, TransactionDescription
     from meta.acl import AclBinding, AclBindingFilter, ResourceType
 
 app = typer.Typer(
@@ -464,6 +468,123 @@ def groups_delete(
     with admin_errors():
         results = admin.delete_groups(brokers(bootstrap, command_config), groups)
     report(results, "Deleted group")
+
+
+# ---------------------------------------------------------------- transactions
+
+transactions_app = typer.Typer(
+    no_args_is_help=True, help="List and describe transactions (as kafka-transactions.sh does)."
+)
+app.add_typer(transactions_app, name="transactions")
+
+
+@transactions_app.command("list")
+def transactions_list(
+    state: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--state",
+            help="Only these states (Empty, Ongoing, PrepareCommit, PrepareAbort, "
+            "CompleteCommit, CompleteAbort, PrepareEpochFence, Dead); repeatable.",
+        ),
+    ] = None,
+    producer_id: Annotated[
+        list[int] | None, typer.Option("--producer-id", help="Only this producer id; repeatable.")
+    ] = None,
+    duration_ms: Annotated[
+        int,
+        typer.Option("--duration-ms", help="Only transactions open longer than this (ms)."),
+    ] = -1,
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+) -> None:
+    """Every transactional id the coordinators know (each broker asked, as Kafka's admin does),
+    with its coordinator, producer id and state."""
+    from cluster import admin
+
+    with admin_errors():
+        listed = admin.list_transactions(
+            brokers(bootstrap, command_config), state or (), producer_id or (), duration_ms
+        )
+    print_table(
+        None,
+        ["TRANSACTIONAL-ID", "COORDINATOR", "PRODUCER-ID", "STATE"],
+        [[t.transactional_id, t.coordinator, t.producer_id, t.state] for t in listed.transactions],
+    )
+    if listed.unknown_states:
+        typer.echo(f"rafka: unknown state(s): {', '.join(listed.unknown_states)}", err=True)
+    report({f"broker {node}": e for node, e in listed.failed.items()}, "")
+
+
+@transactions_app.command("describe")
+def transactions_describe(
+    transactional_ids: Annotated[list[str], typer.Argument(help="Transactional ids.")],
+    bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    command_config: CommandConfigOpt = None,
+) -> None:
+    """State, producer id and epoch, timeout, start time, age and partitions of each
+    transactional id, from its coordinator."""
+    from cluster import admin
+
+    with admin_errors():
+        results = admin.describe_transactions(brokers(bootstrap, command_config), transactional_ids)
+    now_ms = int(time.time() * 1000)
+    described = [d for d in results.values() if isinstance(d, admin.TransactionDescription)]
+    print_table(
+        None,
+        [
+            "TRANSACTIONAL-ID",
+            "COORDINATOR",
+            "PRODUCER-ID",
+            "EPOCH",
+            "STATE",
+            "TIMEOUT-MS",
+            "START-TIME",
+            "AGE",
+            "PARTITIONS",
+        ],
+        [transaction_row(d, now_ms) for d in described],
+    )
+    report({tid: e for tid, e in results.items() if isinstance(e, Exception)}, "")
+
+
+def transaction_row(d: TransactionDescription, now_ms: int) -> list[object]:
+    """One `transactions describe` row: start time in UTC, age only while the transaction is
+    open, partitions as topic-partition (those still awaiting a marker in a Prepare* state)."""
+    age = d.age_ms(now_ms)
+    return [
+        d.transactional_id,
+        d.coordinator,
+        d.producer_id,
+        d.producer_epoch,
+        d.state,
+        d.timeout_ms,
+        format_time_ms(d.start_time_ms),
+        "-" if age is None else format_age(age),
+        ",".join(f"{t}-{p}" for t, p in d.partitions) or "-",
+    ]
+
+
+def format_time_ms(ms: int) -> str:
+    """A Kafka timestamp (ms) as ISO 8601 UTC; "-" for none (-1)."""
+    if ms < 0:
+        return "-"
+    when = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def format_age(ms: int) -> str:
+    """A duration short enough for a table cell: 850ms, 12.3s, 5m07s, 2h03m, 3d04h."""
+    if ms < 1000:
+        return f"{ms}ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f}s"
+    s = ms // 1000
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
 # ---------------------------------------------------------------- ACLs and SCRAM users

@@ -149,18 +149,29 @@ class KafkaConnection:
         return self._corr
 
     def receive(self, api_key: int, version: int, correlation_id: int) -> Any:
-        frame = self.recv_frame()
-        (corr,) = struct.unpack_from(">i", frame, 0)
-        if corr != correlation_id:
-            raise ConnectionError(f"response {corr} for request {correlation_id}")
-        offset = 4 + (1 if response_header_flexible(api_key, version) else 0)
+        frame, offset = self._response(api_key, version, correlation_id)
         response, _ = entity_reader(entity_class(api_key, version, EntityType.response))(
             frame, offset
         )
         return response
 
+    def _response(self, api_key: int, version: int, correlation_id: int) -> tuple[bytes, int]:
+        """The response frame of `correlation_id` and where its body starts."""
+        frame = self.recv_frame()
+        (corr,) = struct.unpack_from(">i", frame, 0)
+        if corr != correlation_id:
+            raise ConnectionError(f"response {corr} for request {correlation_id}")
+        return frame, 4 + (1 if response_header_flexible(api_key, version) else 0)
+
     def call(self, api_key: int, version: int, **fields: Any) -> Any:
         return self.receive(api_key, version, self.send(api_key, version, **fields))
+
+    def call_raw(self, api_key: int, version: int, **fields: Any) -> bytes:
+        """The response body undecoded, for a caller with its own schema (kio's reader refuses
+        some values Kafka sends, such as the -1 start time of a transactional id with no
+        transaction)."""
+        frame, offset = self._response(api_key, version, self.send(api_key, version, **fields))
+        return frame[offset:]
 
     def recv_frame(self) -> bytes:
         (size,) = struct.unpack(">i", self.recv_exactly(4))

@@ -34,6 +34,9 @@ from dataplane.security.listeners import ListenerConfigError, broker_listeners
 from dataplane.security.sasl import SaslAuthenticator, SaslConfigError
 from dataplane.security.tls import ServerTls, TlsConfigError
 from dataplane.topic_admin import TopicAdmin
+from dataplane.transaction.coordinator import TransactionCoordinator, transaction_config
+from dataplane.transaction.markers import TxnMarkerSender, TxnRpcHandlers
+from dataplane.transaction.verification import TxnVerifier
 from meta.client import MetaClient, MetaError
 
 log = logging.getLogger("rafka.broker")
@@ -82,7 +85,13 @@ class Broker:
             "__transaction_state",
             config.transaction_state_log_num_partitions,
             config.transaction_state_log_replication_factor,
-            {"cleanup.policy": "compact", "min.insync.replicas": "2"},
+            {
+                "cleanup.policy": "compact",
+                "segment.bytes": str(config.transaction_state_log_segment_bytes),
+                "unclean.leader.election.enable": "false",
+                # capped by the replication factor the topic gets (InternalTopic._create)
+                "min.insync.replicas": str(max(1, config.transaction_state_log_min_isr)),
+            },
         )
         self.isr = IsrManager(self.meta, self.node_id, self._broker_epoch)
         self.fetchers = ReplicaFetchers(self.cache, self.node_id, self._broker_epoch, self.security)
@@ -93,6 +102,23 @@ class Broker:
         self.group_coordinator = GroupCoordinator(
             group_config(config), self.cache, self.replicas, self.offsets_topic, self.meta
         )
+        # The transaction coordinator on the leaders of __transaction_state's partitions; the
+        # markers it has partition leaders write; the partition leaders' KIP-890 checks.
+        self.txn_markers = TxnMarkerSender(
+            self.node_id, self.cache, self.replicas, self.security, self.group_coordinator
+        )
+        self.txn_coordinator = TransactionCoordinator(
+            transaction_config(config),
+            self.cache,
+            self.replicas,
+            self.transactions_topic,
+            self.producer_ids,
+            self.txn_markers,
+        )
+        self.txn_verifier = TxnVerifier(
+            self.node_id, self.cache, self.security, self.transactions_topic
+        )
+        self.txn_verifier.set_coordinator(self.txn_coordinator)
         self.services = BrokerServices(
             config=config,
             cache=self.cache,
@@ -100,6 +126,8 @@ class Broker:
             topic_admin=self.topic_admin,
             producer_ids=self.producer_ids,
             group_coordinator=self.group_coordinator,
+            txn_coordinator=self.txn_coordinator,
+            txn_verifier=self.txn_verifier,
             offsets_topic=self.offsets_topic,
             transactions_topic=self.transactions_topic,
             meta=self.meta,
@@ -116,7 +144,13 @@ class Broker:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch_signals, tg.cancel_scope)
                 replication = await serve_replication(
-                    self.cache, self.replicas, self.config.replication_listener, self.security
+                    self.cache,
+                    self.replicas,
+                    self.config.replication_listener,
+                    self.security,
+                    txn_handlers=TxnRpcHandlers(
+                        self.txn_coordinator, self.replicas, self.group_coordinator
+                    ),
                 )
                 self.security.warn_if_open(
                     f"Broker {self.node_id}",
@@ -135,6 +169,8 @@ class Broker:
                 tg.start_soon(self.replicas.maintain_logs)
                 tg.start_soon(self.replicas.clean_logs)
                 tg.start_soon(self.group_coordinator.run)  # runs its CoordinatorRuntime too
+                tg.start_soon(self.txn_markers.run)
+                tg.start_soon(self.txn_coordinator.run)  # runs its CoordinatorRuntime too
                 metrics.serve(self.config.metrics_port, self.replicas.partitions)
                 await tg.start(server.serve, self.services, self.listeners.bound, self.tls)
                 log.info(
@@ -147,6 +183,8 @@ class Broker:
             with anyio.CancelScope(shield=True):
                 if replication is not None:
                     await replication.stop(grace=1)
+                await self.txn_markers.close()
+                await self.txn_verifier.close()
                 self.replicas.close()
                 self.store.close()
                 await self.meta.close()

@@ -158,6 +158,43 @@ class BrokerConfig(InternalSecurityConfig):
     transaction_state_log_replication_factor: int = Field(
         3, description="transaction.state.log.replication.factor (capped by the live brokers)."
     )
+    transaction_state_log_min_isr: int = Field(
+        2,
+        description="transaction.state.log.min.isr: min.insync.replicas of __transaction_state "
+        "(capped by its replication factor).",
+    )
+    transaction_state_log_segment_bytes: int = Field(
+        104857600,
+        description="transaction.state.log.segment.bytes: segment size of __transaction_state.",
+    )
+    transaction_max_timeout_ms: int = Field(
+        900000,
+        description="transaction.max.timeout.ms: the longest transaction.timeout.ms a producer "
+        "may ask for (INVALID_TRANSACTION_TIMEOUT above).",
+    )
+    transactional_id_expiration_ms: int = Field(
+        604800000,
+        description="transactional.id.expiration.ms: a transactional id with no transaction "
+        "for this long is forgotten.",
+    )
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = Field(
+        10000,
+        description="transaction.abort.timed.out.transaction.cleanup.interval.ms: how often "
+        "transactions open longer than their timeout are aborted.",
+    )
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = Field(
+        3600000,
+        description="transaction.remove.expired.transaction.cleanup.interval.ms: how often "
+        "expired transactional ids are removed.",
+    )
+    transaction_version: int = Field(
+        2,
+        ge=0,
+        le=2,
+        description="transaction.version: the finalized transaction.version feature level "
+        "ApiVersions advertises (2: KIP-890 transactions, what Kafka 4 clients use; 1 or 0: "
+        "the classic protocol only).",
+    )
     replica_lag_time_max_ms: int = Field(30000, description="replica.lag.time.max.ms.")
     broker_heartbeat_interval_ms: int = Field(
         2000, description="broker.heartbeat.interval.ms: lease renewal period."

@@ -51,8 +51,10 @@ RECORD_MODULES: dict[str, tuple[str, ...]] = {
         "ConsumerGroupRegularExpressionKey",
         "ConsumerGroupRegularExpressionValue",
     ),
+    "dataplane/transaction/record_schemas.py": ("TransactionLogKey", "TransactionLogValue"),
 }
-"""Output module -> the specs it holds (the __consumer_offsets records)."""
+"""Output module -> the specs it holds (the __consumer_offsets and __transaction_state
+records)."""
 
 KIO_MODULES: dict[str, tuple[str, int]] = {
     "dataplane/protocol/legacy/offset_commit_v0_request.py": ("OffsetCommitRequest", 0),
@@ -186,7 +188,8 @@ def load_spec(name: str, spec_dir: Path = SPEC_DIR) -> MessageSpec:
         return FieldSpec(
             name=f["name"],
             type=f["type"],
-            versions=parse_versions(f["versions"]),
+            # a tagged-only field's versions are its tagged versions, as Kafka's FieldSpec has it
+            versions=parse_versions(f.get("versions", f.get("taggedVersions"))),
             nullable=parse_versions(f.get("nullableVersions")),
             tagged=parse_versions(f.get("taggedVersions")),
             tag=f.get("tag"),

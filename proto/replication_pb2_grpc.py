@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from proto import replication_pb2 as proto_dot_replication__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -22,3 +23,118 @@ if _version_not_supported:
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
     )
+
+
+class TransactionsStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.WriteTxnMarkers = channel.unary_unary(
+                '/rafka.replication.Transactions/WriteTxnMarkers',
+                request_serializer=proto_dot_replication__pb2.WriteTxnMarkersRequest.SerializeToString,
+                response_deserializer=proto_dot_replication__pb2.WriteTxnMarkersResponse.FromString,
+                _registered_method=True)
+        self.AddPartitionsToTxn = channel.unary_unary(
+                '/rafka.replication.Transactions/AddPartitionsToTxn',
+                request_serializer=proto_dot_replication__pb2.AddPartitionsToTxnRequest.SerializeToString,
+                response_deserializer=proto_dot_replication__pb2.AddPartitionsToTxnResponse.FromString,
+                _registered_method=True)
+
+
+class TransactionsServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def WriteTxnMarkers(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddPartitionsToTxn(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_TransactionsServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'WriteTxnMarkers': grpc.unary_unary_rpc_method_handler(
+                    servicer.WriteTxnMarkers,
+                    request_deserializer=proto_dot_replication__pb2.WriteTxnMarkersRequest.FromString,
+                    response_serializer=proto_dot_replication__pb2.WriteTxnMarkersResponse.SerializeToString,
+            ),
+            'AddPartitionsToTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddPartitionsToTxn,
+                    request_deserializer=proto_dot_replication__pb2.AddPartitionsToTxnRequest.FromString,
+                    response_serializer=proto_dot_replication__pb2.AddPartitionsToTxnResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'rafka.replication.Transactions', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('rafka.replication.Transactions', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Transactions:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def WriteTxnMarkers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.replication.Transactions/WriteTxnMarkers',
+            proto_dot_replication__pb2.WriteTxnMarkersRequest.SerializeToString,
+            proto_dot_replication__pb2.WriteTxnMarkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddPartitionsToTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.replication.Transactions/AddPartitionsToTxn',
+            proto_dot_replication__pb2.AddPartitionsToTxnRequest.SerializeToString,
+            proto_dot_replication__pb2.AddPartitionsToTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

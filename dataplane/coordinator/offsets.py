@@ -7,6 +7,14 @@ it subscribes to (their offsets never expire, nor may they be deleted).
 A commit's offsets are *pending* until its records are replicated (`store`): OffsetFetch
 answers the last replicated offsets meanwhile (UNSTABLE_OFFSET_COMMIT with require_stable),
 and a failed write drops them, as Kafka's GroupMetadataManager does.
+
+Transactional offsets (TxnOffsetCommit) are kept per producer until the producer's transaction
+ends in this partition (Kafka's pendingTransactionalOffsets): a COMMIT marker makes them the
+committed offsets unless a commit written after them already replaced them, an ABORT drops
+them. Meanwhile OffsetFetch answers the committed offsets, or UNSTABLE_OFFSET_COMMIT with
+require_stable. To tell which commit is the more recent, every offset remembers the *position*
+of its record: its log offset when replayed, and for records appended since loading, a counter
+that follows the log's order (appends happen in the order the shard makes them).
 """
 
 from __future__ import annotations
@@ -29,6 +37,21 @@ from dataplane.protocol.errors import ErrorCode
 log = logging.getLogger("rafka.coordinator.offsets")
 
 KeyValue = tuple[bytes, bytes | None]
+OffsetKey = tuple[str, str, int]  # group, topic, partition
+
+
+class _InFlight(NamedTuple):
+    """A commit record appended but not replicated yet, and its position."""
+
+    record: KeyValue
+    position: int
+
+
+class _TxnOffset(NamedTuple):
+    """A transactional offset waiting for its transaction's marker."""
+
+    offset: OffsetAndMetadata
+    position: int
 
 
 @dataclass(frozen=True)
@@ -70,24 +93,57 @@ class OffsetStore:
         self._classic_group = classic_group
         # group -> topic -> partition -> committed offset
         self.committed: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+        # (group, topic, partition) -> position of the committed offset's record
+        self.positions: dict[OffsetKey, int] = {}
         # group -> record key -> commits appended but not yet replicated, oldest first
-        self.pending: dict[str, dict[bytes, list[KeyValue]]] = {}
+        self.pending: dict[str, dict[bytes, list[_InFlight]]] = {}
+        # producer id -> (group, topic, partition) -> offset of its ongoing transaction
+        self.transactional: dict[int, dict[OffsetKey, _TxnOffset]] = {}
+        # group -> producers with transactional offsets of the group pending
+        self.open_transactions: dict[str, set[int]] = {}
+        self._next_position = 0
 
     # -- replay ----------------------------------------------------------------------------
 
     def replay(self, record: Record) -> None:
         assert record.key is not None
-        self._apply(record.key, record.value)
+        self._seen(record.offset)
+        self._apply(record.key, record.value, record.offset)
 
-    def _apply(self, record_key: bytes, record_value: bytes | None) -> None:
+    def replay_transactional(self, producer_id: int, record: Record) -> None:
+        """A record of the producer's transactional batch: pending until its marker (Kafka's
+        replay with a producer id). A tombstone there deletes like any other."""
+        assert record.key is not None
+        self._seen(record.offset)
+        if record.value is None:
+            self._apply(record.key, None, record.offset)
+        else:
+            self._add_transactional(producer_id, [(record.key, record.value)], record.offset)
+
+    def _seen(self, offset: int) -> None:
+        if offset >= self._next_position:
+            self._next_position = offset + 1
+
+    def _position(self) -> int:
+        """The position of a record appended now (see the module)."""
+        position = self._next_position
+        self._next_position += 1
+        return position
+
+    def _apply(self, record_key: bytes, record_value: bytes | None, position: int) -> None:
         decoded = decode_record(record_key, record_value)
         assert decoded is not None
         key = decoded.key
+        offset_key = (key.group, key.topic, key.partition)
         if decoded.value is None:
-            # a deletion also cancels the commits in flight (Kafka's removeOffsets)
+            # a deletion also cancels the commits in flight, transactional ones included
+            # (Kafka's removeOffsets)
             pending = self.pending.get(key.group)
             if pending is not None and pending.pop(record_key, False) and not pending:
                 del self.pending[key.group]
+            for producer_id in self.open_transactions.get(key.group, ()):
+                self.transactional.get(producer_id, {}).pop(offset_key, None)
+            self.positions.pop(offset_key, None)
             topics = self.committed.get(key.group)
             if topics is not None and key.topic in topics:
                 topics[key.topic].pop(key.partition, None)
@@ -97,17 +153,28 @@ class OffsetStore:
                     del self.committed[key.group]
             return
         value: OffsetCommitValue = decoded.value
-        if key.group not in self.groups:
-            self._classic_group(key.group, False)
-        self.committed.setdefault(key.group, {}).setdefault(key.topic, {})[key.partition] = (
+        self._commit(
+            offset_key,
             OffsetAndMetadata(
                 value.offset,
                 value.leader_epoch,
                 value.metadata,
                 value.commit_timestamp,
                 value.expire_timestamp,
-            )
+            ),
+            position,
         )
+
+    def _commit(self, key: OffsetKey, offset: OffsetAndMetadata, position: int) -> bool:
+        """Make `offset` the committed one unless a more recent record already set it."""
+        group, topic, partition = key
+        if self.positions.get(key, -1) > position:
+            return False
+        if group not in self.groups:
+            self._classic_group(group, False)
+        self.committed.setdefault(group, {}).setdefault(topic, {})[partition] = offset
+        self.positions[key] = position
+        return True
 
     # -- OffsetCommit ------------------------------------------------------------------------
 
@@ -136,6 +203,14 @@ class OffsetStore:
         error = group.validate_offset_commit(member_id, instance_id, generation, api_version)
         if error != ErrorCode.none:
             return error, {}, []
+        errors, records = self.records(group_id, partitions, expire_timestamp)
+        return ErrorCode.none, errors, records
+
+    def records(
+        self, group_id: str, partitions: Sequence[CommitPartition], expire_timestamp: int = -1
+    ) -> tuple[dict[tuple[str, int], ErrorCode], list[KeyValue]]:
+        """The records of a validated commit, and each partition's error
+        (OFFSET_METADATA_TOO_LARGE, or NONE for those with a record)."""
         now = self.services.now_ms()
         errors: dict[tuple[str, int], ErrorCode] = {}
         records = []
@@ -150,7 +225,7 @@ class OffsetStore:
             )
             records.append(offset_commit_record(group_id, p.topic, p.partition, value))
             errors[p.topic, p.partition] = ErrorCode.none
-        return ErrorCode.none, errors, records
+        return errors, records
 
     def store(self, group_id: str, records: Records) -> Reply[ErrorCode]:
         """Write the records of a validated commit (`commit`). Until they are replicated they
@@ -164,7 +239,7 @@ class OffsetStore:
             return reply
         pending = self.pending.setdefault(group_id, {})
         for record in records:
-            pending.setdefault(record[0], []).append(record)
+            pending.setdefault(record[0], []).append(_InFlight(record, self._position()))
 
         def done(error: ErrorCode) -> None:
             self._settle(group_id, records, replicated=error == ErrorCode.none)
@@ -186,18 +261,108 @@ class OffsetStore:
         pending = self.pending.get(group_id, {})
         for record in records:
             queue = pending.get(record[0], [])
-            index = next((i for i, r in enumerate(queue) if r is record), None)
+            index = next((i for i, r in enumerate(queue) if r.record is record), None)
             if index is None:
                 continue
             if replicated:
+                position = queue[index].position
                 del queue[: index + 1]
-                self._apply(*record)
+                self._apply(*record, position)
             else:
                 del queue[index]
             if not queue:
                 del pending[record[0]]
         if not pending:
             self.pending.pop(group_id, None)
+
+    # -- TxnOffsetCommit ----------------------------------------------------------------------
+
+    def add_transactional(self, producer_id: int, records: Records) -> list[_TxnOffset]:
+        """Offsets of a TxnOffsetCommit just appended for the producer: pending until its
+        marker. Returns them, for `drop_transactional` if the write fails."""
+        return self._add_transactional(producer_id, records, None)
+
+    def _add_transactional(
+        self, producer_id: int, records: Records, position: int | None
+    ) -> list[_TxnOffset]:
+        added = []
+        by_key = self.transactional.setdefault(producer_id, {})
+        for record_key, record_value in records:
+            decoded = decode_record(record_key, record_value)
+            assert decoded is not None and decoded.value is not None
+            key, value = decoded.key, decoded.value
+            if key.group not in self.groups:
+                self._classic_group(key.group, False)
+            entry = _TxnOffset(
+                OffsetAndMetadata(
+                    value.offset,
+                    value.leader_epoch,
+                    value.metadata,
+                    value.commit_timestamp,
+                    value.expire_timestamp,
+                ),
+                self._position() if position is None else position,
+            )
+            by_key[key.group, key.topic, key.partition] = entry
+            self.open_transactions.setdefault(key.group, set()).add(producer_id)
+            added.append(entry)
+        return added
+
+    def drop_transactional(self, producer_id: int, entries: Sequence[_TxnOffset]) -> None:
+        """Forget transactional offsets whose write failed (as Kafka reverts it)."""
+        by_key = self.transactional.get(producer_id, {})
+        dropped = {id(e) for e in entries}
+        for key, entry in list(by_key.items()):
+            if id(entry) in dropped:
+                del by_key[key]
+        self._forget_if_done(producer_id, by_key)
+
+    def _forget_if_done(self, producer_id: int, by_key: dict[OffsetKey, _TxnOffset]) -> None:
+        groups = {group for group, _, _ in by_key}
+        for group in list(self.open_transactions):
+            if group not in groups:
+                producers = self.open_transactions[group]
+                producers.discard(producer_id)
+                if not producers:
+                    del self.open_transactions[group]
+        if not by_key:
+            self.transactional.pop(producer_id, None)
+
+    def end_transaction(self, producer_id: int, commit: bool) -> int:
+        """The producer's transaction ended in this partition (Kafka's
+        replayEndTransactionMarker): its offsets become the committed ones, or are dropped.
+        Returns how many were committed."""
+        by_key = self.transactional.pop(producer_id, None)
+        if by_key is None:
+            return 0
+        for group in {group for group, _, _ in by_key}:
+            producers = self.open_transactions.get(group)
+            if producers is not None:
+                producers.discard(producer_id)
+                if not producers:
+                    del self.open_transactions[group]
+        if not commit:
+            return 0
+        committed = 0
+        for key, entry in by_key.items():
+            if self._commit(key, entry.offset, entry.position):
+                committed += 1
+            else:
+                log.info(
+                    "group %s: the transactional offset of %s-%d by producer %d was replaced "
+                    "by a later commit before its transaction committed; keeping the later one",
+                    *key,
+                    producer_id,
+                )
+        return committed
+
+    def has_transactional(self, group_id: str, topic: str, partition: int) -> bool:
+        """Kafka's hasPendingTransactionalOffsets."""
+        key = (group_id, topic, partition)
+        return any(
+            key in self.transactional.get(producer_id, {})
+            for producer_id in self.open_transactions.get(group_id, ())
+        )
 
     # -- OffsetFetch -------------------------------------------------------------------------
 
@@ -220,10 +385,14 @@ class OffsetStore:
                 offsets = {}
             elif error != ErrorCode.none:
                 return error, []
-        if topics is None:  # Kafka checks no pending commits here
+        if topics is None:  # only transactional commits in flight count here (as in Kafka)
             return ErrorCode.none, [
                 FetchedTopic(
-                    topic, tuple(FetchedPartition(*item) for item in sorted(parts.items()))
+                    topic,
+                    tuple(
+                        self._fetched(group_id, topic, p, offset, require_stable, None)
+                        for p, offset in sorted(parts.items())
+                    ),
                 )
                 for topic, parts in offsets.items()
             ]
@@ -232,14 +401,30 @@ class OffsetStore:
             FetchedTopic(
                 topic,
                 tuple(
-                    FetchedPartition(p, None, ErrorCode.unstable_offset_commit)
-                    if pending and offset_commit_key(group_id, topic, p) in pending
-                    else FetchedPartition(p, offsets.get(topic, {}).get(p))
+                    self._fetched(
+                        group_id, topic, p, offsets.get(topic, {}).get(p), require_stable, pending
+                    )
                     for p in partitions
                 ),
             )
             for topic, partitions in topics
         ]
+
+    def _fetched(
+        self,
+        group_id: str,
+        topic: str,
+        partition: int,
+        offset: OffsetAndMetadata | None,
+        require_stable: bool,
+        pending: dict[bytes, list[_InFlight]] | None,
+    ) -> FetchedPartition:
+        if require_stable and (
+            (pending and offset_commit_key(group_id, topic, partition) in pending)
+            or self.has_transactional(group_id, topic, partition)
+        ):
+            return FetchedPartition(partition, None, ErrorCode.unstable_offset_commit)
+        return FetchedPartition(partition, offset)
 
     # -- OffsetDelete, group deletion, retention -----------------------------------------------
 
@@ -264,7 +449,11 @@ class OffsetStore:
                     errors[topic, p] = ErrorCode.group_subscribed_to_topic
                     continue
                 tombstone = offset_commit_record(group_id, topic, p, None)
-                if p in offsets.get(topic, {}) or tombstone[0] in pending:
+                if (
+                    p in offsets.get(topic, {})
+                    or tombstone[0] in pending
+                    or self.has_transactional(group_id, topic, p)
+                ):
                     records.append(tombstone)  # a commit in flight is deleted too
                 errors[topic, p] = ErrorCode.none
         return ErrorCode.none, errors, records
@@ -277,6 +466,12 @@ class OffsetStore:
             for p in parts
         )
         keys |= dict.fromkeys(self.pending.get(group_id, {}))
+        keys |= dict.fromkeys(
+            offset_commit_key(group, topic, p)
+            for producer_id in self.open_transactions.get(group_id, ())
+            for group, topic, p in self.transactional.get(producer_id, {})
+            if group == group_id
+        )
         return [(key, None) for key in keys]
 
     def expire(self) -> tuple[dict[str, list[KeyValue]], list[str]]:
@@ -288,17 +483,22 @@ class OffsetStore:
         deleted: list[str] = []
         for group_id, group in list(self.groups.items()):
             records = []
-            all_expired = group_id not in self.pending  # Kafka's hasOffsets
+            # Kafka's hasOffsets; a group with transactional offsets pending stays
+            all_expired = group_id not in self.pending and group_id not in self.open_transactions
             for topic, parts in self.committed.get(group_id, {}).items():
                 if group.is_subscribed_to_topic(topic):
                     all_expired = False
                     continue
                 for p, offset in parts.items():
                     base = group.offsets_expire_from(offset)
-                    if base is not None and (
-                        now >= offset.expire_timestamp
-                        if offset.expire_timestamp >= 0
-                        else now - base >= retention
+                    if (
+                        base is not None
+                        and (
+                            now >= offset.expire_timestamp
+                            if offset.expire_timestamp >= 0
+                            else now - base >= retention
+                        )
+                        and not self.has_transactional(group_id, topic, p)
                     ):
                         records.append(offset_commit_record(group_id, topic, p, None))
                     else:

@@ -9,6 +9,10 @@ when the broker becomes leader (clients get COORDINATOR_LOAD_IN_PROGRESS meanwhi
 dropped when leadership moves (clients get NOT_COORDINATOR and look the coordinator up
 again). Every change is a record appended to the partition and replicated with acks=all
 semantics before the client hears of it, so a new coordinator finds it after a failover.
+
+Transactional writes (TxnOffsetCommit's offsets) are appended as a transactional batch of the
+producer, and a transaction marker written to the partition later ends them; a shard that
+takes part in transactions (`TransactionalShard`) replays them through its own methods.
 """
 
 from __future__ import annotations
@@ -16,19 +20,22 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
 
 import anyio
 
-from dataplane.log.batch import batch_size_at, header_at
+from dataplane.log.batch import ATTR_TRANSACTIONAL, BatchInfo, batch_size_at, header_at
+from dataplane.log.control import InvalidMarkerError, read_marker
 from dataplane.log.records import Record, build_batch, decode_records
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.replica.producer_state import increment_sequence
 from dataplane.topic_admin import NewTopic
 
 if TYPE_CHECKING:
     from dataplane.metadata_cache import MetadataCache
     from dataplane.replica.manager import ReplicaManager
     from dataplane.replica.partition import Partition
+    from dataplane.replica.producer_state import VerificationGuard
     from proto.meta_pb2 import CreateTopicResult
 
 CreateTopics = Callable[[Sequence[NewTopic]], Awaitable[Sequence["CreateTopicResult"]]]
@@ -68,6 +75,19 @@ class Shard(Protocol):
     def on_unloaded(self) -> None:
         """The shard is dropped (leadership moved, or a new leader epoch replaced it): answer
         parked requests, stop timers."""
+
+
+@runtime_checkable
+class TransactionalShard(Shard, Protocol):
+    """A shard whose partition holds transactional batches and markers (the group shard:
+    TxnOffsetCommit). Other shards replay those batches' records with `replay` and skip
+    markers."""
+
+    def replay_transactional(self, producer_id: int, producer_epoch: int, record: Record) -> None:
+        """Apply a record of a producer's transactional batch: pending until its marker."""
+
+    def replay_end_transaction(self, producer_id: int, producer_epoch: int, commit: bool) -> None:
+        """A marker ended the producer's transaction in this partition."""
 
 
 S = TypeVar("S", bound=Shard)
@@ -120,7 +140,12 @@ class InternalTopic:
 
     async def _create(self) -> None:
         rf = max(1, min(self.replication_factor, len(self._cache.live_brokers())))
-        topic = NewTopic(self.name, self.partitions, rf, configs=self.configs, internal=True)
+        configs = dict(self.configs)
+        if "min.insync.replicas" in configs:
+            # a small cluster gets fewer replicas than asked for: its coordinators must still
+            # be able to write (Kafka refuses to create the topic instead)
+            configs["min.insync.replicas"] = str(min(int(configs["min.insync.replicas"]), rf))
+        topic = NewTopic(self.name, self.partitions, rf, configs=configs, internal=True)
         (result,) = await self._create_topics([topic])
         if result.error_code == ErrorCode.none:
             log.info(
@@ -167,17 +192,33 @@ class CoordinatorRuntime(Generic[S]):
             raise KafkaError(ErrorCode.coordinator_load_in_progress)
         return loaded.shard
 
+    def partition(self, key: str) -> Partition | None:
+        """This broker's replica of the key's partition, if it has one."""
+        return self._replicas.partitions.get((self.topic.name, self.topic.partition_for(key)))
+
     # -- writing ---------------------------------------------------------------------------
 
     def append(
-        self, key: str, records: Sequence[tuple[bytes, bytes | None]], *, replay: bool = True
+        self,
+        key: str,
+        records: Sequence[tuple[bytes, bytes | None]],
+        *,
+        replay: bool = True,
+        producer: tuple[int, int] | None = None,
+        verification_guard: VerificationGuard | None = None,
     ) -> Awaitable[None]:
         """Append `records` (key, value; None = tombstone) to the key's partition and apply
         them to its shard now, synchronously — raising NOT_COORDINATOR or the partition's
         replication error — and return an awaitable that completes once the records are
         replicated (it must be awaited: NOT_COORDINATOR if leadership moved, or the
         replication error). A shard whose in-memory state already reflects the records (a
-        group state machine persisting its state) passes replay=False."""
+        group state machine persisting its state) passes replay=False.
+
+        `producer` (producer id, epoch): a transactional batch of that producer, which its
+        transaction's marker commits or aborts later (raises INVALID_PRODUCER_EPOCH when the
+        partition has seen a newer epoch of the producer); when it opens the transaction in the
+        partition it needs the `verification_guard` the partition gave before the transaction
+        coordinator was asked (raises INVALID_TXN_STATE otherwise, KIP-890)."""
         index = self.topic.partition_for(key)
         loaded = self._shards.get(index)
         partition = self._replicas.partitions.get((self.topic.name, index))
@@ -187,10 +228,26 @@ class CoordinatorRuntime(Generic[S]):
         if (code := partition.replication_error()) != ErrorCode.none:
             raise KafkaError(code)
         now = time.time_ns() // 1_000_000
-        result = partition.append(build_batch(records, now), now)
+        if producer is None:
+            batch = build_batch(records, now)
+        else:
+            batch = build_batch(
+                records,
+                now,
+                producer_id=producer[0],
+                producer_epoch=producer[1],
+                base_sequence=next_sequence(partition, *producer),
+                attributes=ATTR_TRANSACTIONAL,
+            )
+        result = partition.append(batch, now, verification_guard)
         if replay:
+            shard = loaded.shard
             for i, (record_key, value) in enumerate(records):
-                loaded.shard.replay(Record(result.base_offset + i, now, record_key, value, ()))
+                record = Record(result.base_offset + i, now, record_key, value, ())
+                if producer is not None and isinstance(shard, TransactionalShard):
+                    shard.replay_transactional(producer[0], producer[1], record)
+                else:
+                    shard.replay(record)
         return self._replicated(partition, result.last_offset + 1, epoch)
 
     async def _replicated(self, partition: Partition, end_offset: int, epoch: int) -> None:
@@ -223,21 +280,22 @@ class CoordinatorRuntime(Generic[S]):
             _unload(loaded.shard)
 
     async def _load(self, partition: Partition, loaded: _Loaded[S]) -> None:
-        """Replay the whole partition into the shard, a chunk at a time (others keep running)."""
+        """Replay the whole partition into the shard, a chunk at a time (others keep running),
+        up to its end at the time the last chunk is read: a marker written meanwhile is
+        replayed here, and its writer's `complete_transaction` finds the shard not loaded."""
         start = time.monotonic()
-        offset, end = partition.log.log_start_offset, partition.log.log_end_offset
+        offset = partition.log.log_start_offset
         count = 0
-        while offset < end:
+        while offset < (end := partition.log.log_end_offset):
             data = partition.log.read(offset, _LOAD_CHUNK_BYTES, end, True)
             if not data:
                 break
-            for batch_records in _split_batches(data):
-                for record in decode_records(batch_records):
-                    loaded.shard.replay(record)
-                    count += 1
+            for batch in _split_batches(data):
+                info = header_at(batch, 0)
+                count += self._replay_batch(loaded.shard, partition, info, batch)
                 # past the batch's last offset: compaction may have removed its last records,
                 # or all of them (Kafka keeps such a batch, empty, for its producer state)
-                offset = header_at(batch_records, 0).last_offset + 1
+                offset = info.last_offset + 1
             await anyio.sleep(0)
         if self._shards.get(partition.index) is loaded:
             loaded.ready.set()
@@ -249,12 +307,45 @@ class CoordinatorRuntime(Generic[S]):
                 time.monotonic() - start,
             )
 
+    @staticmethod
+    def _replay_batch(shard: Shard, partition: Partition, info: BatchInfo, batch: bytes) -> int:
+        """Replay one batch (Kafka's CoordinatorLoaderImpl); returns its record count."""
+        txn_shard = shard if isinstance(shard, TransactionalShard) else None
+        if info.is_control:
+            if txn_shard is None or not info.is_transactional or info.record_count == 0:
+                return 0
+            try:
+                commit, _coordinator_epoch = read_marker(batch)
+            except InvalidMarkerError as e:
+                log.warning("%r: skipped a control batch: %s", partition, e)
+                return 0
+            txn_shard.replay_end_transaction(info.producer_id, info.producer_epoch, commit)
+            return 1
+        count = 0
+        for record in decode_records(batch):
+            if txn_shard is not None and info.is_transactional:
+                txn_shard.replay_transactional(info.producer_id, info.producer_epoch, record)
+            else:
+                shard.replay(record)
+            count += 1
+        return count
+
 
 def _unload(shard: Shard) -> None:
     try:
         shard.on_unloaded()
     except Exception:
         log.exception("unloading a coordinator shard failed")
+
+
+def next_sequence(partition: Partition, producer_id: int, producer_epoch: int) -> int:
+    """The sequence of a coordinator's next batch for a producer: the coordinator is the only
+    writer of the producer's batches in its partition (Kafka appends them as the coordinator,
+    unchecked), so it continues the producer's last one there (0 in a new epoch)."""
+    entry = partition.producers.last_entry(producer_id)
+    if entry is None or entry.epoch != producer_epoch or entry.last_seq < 0:
+        return 0
+    return increment_sequence(entry.last_seq, 1)
 
 
 def _split_batches(data: bytes) -> list[bytes]:

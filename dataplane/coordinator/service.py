@@ -8,6 +8,10 @@ group, the cluster's topics for consumer groups' assignments), fires the shards'
 offsets.retention.check.interval.ms, and keeps the meta service's group registry in step with
 the groups the shards create and delete. Handlers reach it as `broker.group_coordinator`.
 
+Transactional offsets: `txn_offset_commit` appends a TxnOffsetCommit's offsets as a
+transactional batch of the producer (pending in the shard), and `complete_transaction` ends
+them once the transaction's marker is written to the partition this broker leads.
+
 It is given only what it uses: its settings, the metadata cache (the cluster's topics), the
 replica manager (through its runtime), the internal topic and the meta service client.
 """
@@ -23,9 +27,10 @@ from typing import TYPE_CHECKING
 import anyio
 
 from dataplane.coordinator.assignors import ASSIGNORS, TopicMetadata
-from dataplane.coordinator.base import GroupConfig, Records, ShardServices
+from dataplane.coordinator.base import GroupConfig, Records, ShardServices, map_append_error
 from dataplane.coordinator.consumer_group import ConsumerGroupConfig
-from dataplane.coordinator.runtime import CoordinatorRuntime, InternalTopic
+from dataplane.coordinator.offsets import CommitPartition
+from dataplane.coordinator.runtime import CoordinatorRuntime, InternalTopic, next_sequence
 from dataplane.coordinator.shard import GroupShard
 from dataplane.coordinator.timer import monotonic_ms, wall_ms
 from dataplane.protocol.errors import ErrorCode, KafkaError
@@ -258,6 +263,103 @@ class GroupCoordinator:
 
     def loaded_shards(self) -> list[GroupShard]:
         return self.runtime.loaded_shards()
+
+    # -- transactional offsets ----------------------------------------------------------------
+
+    async def txn_offset_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        partitions: Sequence[CommitPartition],
+        verify: Callable[[str, int], Awaitable[ErrorCode]] | None = None,
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit (Kafka's commitTransactionalOffset): each partition's error. The
+        offsets are appended to the group's partition as a transactional batch of the
+        producer and stay pending until the transaction's marker (`complete_transaction`).
+
+        `verify(topic, partition)` asks the transaction coordinator whether the group's
+        partition is in the producer's transaction (KIP-890; it adds it for transaction
+        version 2); it is skipped when the partition already has the transaction open. The
+        partition's verification guard, taken before, goes with the append: a marker written
+        meanwhile voids it (INVALID_TXN_STATE, not a hanging transaction)."""
+        every = [(p.topic, p.partition) for p in partitions]
+        guard = None
+        try:
+            self.shard(group_id)
+            partition = self.runtime.partition(group_id)
+            if partition is not None:
+                guard = partition.maybe_start_transaction_verification(
+                    producer_id,
+                    next_sequence(partition, producer_id, producer_epoch),
+                    producer_epoch,
+                )
+            if verify is not None and partition is not None and guard is not None:
+                code = await verify(partition.topic, partition.index)
+                if code != ErrorCode.none:
+                    return dict.fromkeys(every, map_append_error(code))
+            shard = self.shard(group_id)  # again: it may have moved meanwhile
+        except KafkaError as e:
+            return dict.fromkeys(every, e.code)
+        error = shard.validate_txn_offset_commit(group_id, member_id, instance_id, generation)
+        if error != ErrorCode.none:
+            return dict.fromkeys(every, error)
+        errors, records = shard.offsets.records(group_id, partitions)
+        if not records:
+            return errors
+        try:
+            waiter = self.runtime.append(
+                group_id,
+                records,
+                replay=False,
+                producer=(producer_id, producer_epoch),
+                verification_guard=guard,
+            )
+        except KafkaError as e:
+            return self._txn_commit_failed(group_id, producer_id, errors, e)
+        entries = shard.offsets.add_transactional(producer_id, records)
+        try:
+            await waiter
+        except KafkaError as e:
+            shard.offsets.drop_transactional(producer_id, entries)
+            return self._txn_commit_failed(group_id, producer_id, errors, e)
+        return errors
+
+    @staticmethod
+    def _txn_commit_failed(
+        group_id: str,
+        producer_id: int,
+        errors: dict[tuple[str, int], ErrorCode],
+        error: KafkaError,
+    ) -> dict[tuple[str, int], ErrorCode]:
+        code = map_append_error(error.code)
+        log.info(
+            "transactional offset commit of group %s by producer %d failed: %s (answered %s)",
+            group_id,
+            producer_id,
+            error,
+            code.name,
+        )
+        return {tp: code if e == ErrorCode.none else e for tp, e in errors.items()}
+
+    def complete_transaction(self, partition_index: int, producer_id: int, commit: bool) -> None:
+        """The producer's transaction marker is written (and replicated) on this partition,
+        which this broker leads: its transactional offsets become visible, or are dropped. A
+        shard still loading replays the marker itself."""
+        shard = self._shards.get(partition_index)
+        if shard is None or not shard.loaded or shard.unloaded:
+            return
+        count = shard.offsets.end_transaction(producer_id, commit)
+        if count:
+            log.debug(
+                "partition %d: %d transactional offsets of producer %d committed",
+                partition_index,
+                count,
+                producer_id,
+            )
 
     def is_loading(self) -> bool:
         return self.runtime.is_loading()

@@ -11,6 +11,10 @@ their record types.
 Nothing here awaits: the `ShardServices` given at construction append records and run the
 asynchronous tails (waiting for replication), and the shard's `Timer` is fired by its owner.
 
+Transactional offsets (TxnOffsetCommit) arrive in transactional batches and are ended by
+transaction markers: the runtime hands those to `replay_transactional` and
+`replay_end_transaction` (a `runtime.TransactionalShard`).
+
 Group types: classic groups (`classic_group.ClassicGroup`, record types 0-2) and KIP-848
 consumer groups (`consumer_group_adapter.ConsumerGroupAdapter`, record types 3-8 and 16) share
 `groups`, one group per id; the committed offsets are the shard's whatever the group's type.
@@ -35,6 +39,7 @@ from dataplane.coordinator.base import (
     map_append_error,
 )
 from dataplane.coordinator.classic_group import ClassicGroup
+from dataplane.coordinator.classic_membership import GroupState
 from dataplane.coordinator.consumer_group import DescribedGroup as ConsumerDescribedGroup
 from dataplane.coordinator.consumer_group import HeartbeatRequest, HeartbeatResponse
 from dataplane.coordinator.offsets import CommitPartition, FetchedTopic, OffsetStore
@@ -55,6 +60,10 @@ from dataplane.protocol.errors import ErrorCode
 log = logging.getLogger("rafka.coordinator.shard")
 
 KeyValue = tuple[bytes, bytes | None]
+
+# The OffsetCommit version a transactional commit is checked as: the newest, so no group
+# refuses it for its version (Kafka skips the version check for transactional commits).
+_ANY_VERSION = 9
 
 
 class GroupShard:
@@ -97,6 +106,30 @@ class GroupShard:
                 record.offset,
                 e,
             )
+
+    def replay_transactional(self, producer_id: int, producer_epoch: int, record: Record) -> None:
+        """A record of a producer's transactional batch: OffsetCommit records are pending
+        until the transaction ends; anything else (never written so) replays as usual."""
+        if record.key is None or len(record.key) < 2:
+            self.skipped_records += 1
+            return
+        if record_type(record.key) not in (LEGACY_OFFSET_COMMIT, OFFSET_COMMIT):
+            self.replay(record)
+            return
+        try:
+            self.offsets.replay_transactional(producer_id, record)
+        except (CorruptRecord, ValueError) as e:
+            self.skipped_records += 1
+            log.warning(
+                "partition %d: skipped the transactional record at offset %d: %s",
+                self.partition_index,
+                record.offset,
+                e,
+            )
+
+    def replay_end_transaction(self, producer_id: int, producer_epoch: int, commit: bool) -> None:
+        """A marker of the producer's transaction (see `OffsetStore.end_transaction`)."""
+        self.offsets.end_transaction(producer_id, commit)
 
     def on_loaded(self) -> None:
         self.loaded = True
@@ -248,6 +281,35 @@ class GroupShard:
         return self.offsets.commit(
             group_id, member_id, instance_id, generation, api_version, partitions, expire_timestamp
         )
+
+    def validate_txn_offset_commit(
+        self, group_id: str, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode:
+        """TxnOffsetCommit's group checks (Kafka's validateTransactionalOffsetCommit): a group
+        that does not exist is created (simple group) for a generation < 0, else
+        ILLEGAL_GENERATION; otherwise the group's OffsetCommit checks apply, except that a
+        classic group takes a commit without member id and generation (TxnOffsetCommit v0-v2,
+        the producer's sendOffsetsToTransaction with a group id only) whatever its state, and
+        in CompletingRebalance too; a consumer group's stale member epoch answers
+        ILLEGAL_GENERATION."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                return ErrorCode.illegal_generation
+            self._classic_group(group_id, True)
+            return ErrorCode.none
+        if isinstance(group, ClassicGroup):
+            if group.state is GroupState.DEAD:
+                return ErrorCode.coordinator_not_available
+            if generation < 0 and not member_id and instance_id is None:
+                return ErrorCode.none
+        # transactional commits are taken from every OffsetCommit version's members
+        error = group.validate_offset_commit(member_id, instance_id, generation, _ANY_VERSION)
+        if error == ErrorCode.stale_member_epoch:
+            return ErrorCode.illegal_generation
+        if error == ErrorCode.rebalance_in_progress and isinstance(group, ClassicGroup):
+            return ErrorCode.none  # the group's state is not enforced for transactional commits
+        return error
 
     def store_offsets(self, group_id: str, records: Records) -> Reply[ErrorCode]:
         """OffsetCommit's write: see `OffsetStore.store`."""

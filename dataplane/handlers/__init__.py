@@ -3,6 +3,8 @@
 """
 
 from dataplane.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -16,7 +18,10 @@ from dataplane.handlers import (
     describe_acls,
     describe_delegation_token,
     describe_groups,
+    describe_producers,
+    describe_transactions,
     describe_user_scram_credentials,
+    end_txn,
     expire_delegation_token,
     fetch,
     find_coordinator,
@@ -26,6 +31,7 @@ from dataplane.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -36,6 +42,7 @@ from dataplane.handlers import (
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
 )
 from dataplane.handlers.context import Handler, HandlerModule
 
@@ -61,6 +68,14 @@ _MODULES: tuple[HandlerModule, ...] = (
     list_groups,
     delete_groups,
     offset_delete,
+    # transactions
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    txn_offset_commit,
+    describe_producers,
+    describe_transactions,
+    list_transactions,
     # KIP-848 consumer groups
     consumer_group_heartbeat,
     consumer_group_describe,

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from dataplane.security.authorizer import Authorizer
     from dataplane.security.sasl import SaslAuthenticator, SaslSession
     from dataplane.topic_admin import TopicAdmin
+    from dataplane.transaction.coordinator import TransactionCoordinator
+    from dataplane.transaction.verification import TxnVerifier
     from meta.client import MetaClient
 
 
@@ -40,6 +42,8 @@ class BrokerServices:
     topic_admin: TopicAdmin
     producer_ids: ProducerIdManager
     group_coordinator: GroupCoordinator
+    txn_coordinator: TransactionCoordinator  # transactional ids of __transaction_state
+    txn_verifier: TxnVerifier  # KIP-890: partition leaders ask the coordinator before appending
     offsets_topic: InternalTopic  # __consumer_offsets: where groups are coordinated
     transactions_topic: InternalTopic  # __transaction_state: where transactional ids are
     meta: MetaClient  # for the cluster state handlers change directly (ACLs, SCRAM, tokens)

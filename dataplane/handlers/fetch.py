@@ -4,6 +4,13 @@ The hot path: batches are read from the segment files and sent as stored. When l
 min_bytes is available the handler returns an awaitable that parks on the partitions' high
 watermark until data arrives or max_wait_ms passes. READ is authorized per topic
 (TOPIC_AUTHORIZATION_FAILED); followers replicate over their own RPC, not through here.
+
+isolation_level=1 (read_committed) reads up to the last stable offset instead, below every
+open transaction, and lists the aborted transactions the records may hold so the client drops
+their batches (it filters; the broker sends batches as stored). Every answer carries the real
+LSO, as Kafka's does. A waiting read_committed fetch re-reads whenever the high watermark
+moves: a transaction's marker is appended (and replicated) like any batch, so its commit or
+abort moves the high watermark past it and wakes the wait.
 """
 
 from __future__ import annotations
@@ -94,16 +101,39 @@ def _read(ctx: RequestContext, req: Any) -> _Read:
 def _partition_data(
     ctx: RequestContext, req: Any, partition: Partition, p: Any, budget: int, first: bool
 ) -> FetchPartition:
-    hw, start = partition.high_watermark, partition.log.log_start_offset
-    aborted: list[AbortedTransaction] | None = [] if req.isolation_level == READ_COMMITTED else None
+    hw, lso, start = (
+        partition.high_watermark,
+        partition.last_stable_offset,
+        partition.log.log_start_offset,
+    )
+    committed = req.isolation_level == READ_COMMITTED
     replica = _preferred_read_replica(ctx, req, partition)
     if replica >= 0:
-        return FetchPartition(p.partition, ErrorCode.none, hw, hw, start, aborted, replica, b"")
+        no_aborts: list[AbortedTransaction] | None = [] if committed else None
+        return FetchPartition(p.partition, ErrorCode.none, hw, lso, start, no_aborts, replica, b"")
     try:
-        records = partition.log.read(p.fetch_offset, min(p.partition_max_bytes, budget), hw, first)
+        records = partition.log.read(
+            p.fetch_offset, min(p.partition_max_bytes, budget), lso if committed else hw, first
+        )
     except LogError as e:
-        return FetchPartition(p.partition, e.code, hw, hw, start, None, -1, b"")
-    return FetchPartition(p.partition, ErrorCode.none, hw, hw, start, aborted, -1, records)
+        return FetchPartition(p.partition, e.code, hw, lso, start, None, -1, b"")
+    aborted = aborted_transactions(partition, p.fetch_offset, lso, records) if committed else None
+    return FetchPartition(p.partition, ErrorCode.none, hw, lso, start, aborted, -1, records)
+
+
+def aborted_transactions(
+    partition: Partition, fetch_offset: int, lso: int, records: Any
+) -> list[AbortedTransaction]:
+    """What a read_committed consumer needs to drop the aborted batches among ``records``
+    (Kafka's LocalLog.addAbortedTransactions); nothing read, nothing to drop. The bound is the
+    LSO rather than the end of the read: a transaction listed that the records do not reach
+    is ignored by the client, and finding that end would mean walking every batch header."""
+    if not records:
+        return []
+    return [
+        AbortedTransaction(producer_id, first_offset)
+        for producer_id, first_offset in partition.log.aborted_transactions(fetch_offset, lso)
+    ]
 
 
 def _preferred_read_replica(ctx: RequestContext, req: Any, partition: Partition) -> int:

@@ -1,53 +1,51 @@
-"""InitProducerId (22): a producer id and epoch for an idempotent producer.
+"""InitProducerId (22): a producer id and epoch, for an idempotent or a transactional producer.
 
-Non-transactional producers always get a fresh id at epoch 0, as Kafka does. Transactional
-ids need the transaction coordinator, which this broker does not have yet. Authorization as in
+Non-transactional producers always get a fresh id at epoch 0, as Kafka does. A transactional
+id goes to its transaction coordinator (this broker must lead the id's `__transaction_state`
+partition: NOT_COORDINATOR otherwise), which bumps the epoch, fences the previous incarnation
+and aborts its open transaction first (CONCURRENT_TRANSACTIONS until then). Authorization as in
 Kafka: WRITE on the transactional id, or for an idempotent producer IDEMPOTENT_WRITE on the
 cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
-import logging
-
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.transaction.coordinator import for_client_version
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 22
 VERSIONS = (0, 5)
-
-log = logging.getLogger("rafka.init_producer_id")
+PRODUCER_FENCED_SINCE = 4  # older clients get INVALID_PRODUCER_EPOCH
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
+
+    def answer(code: ErrorCode, producer_id: int = -1, epoch: int = -1) -> Response:
+        code = for_client_version(code, ctx.header.api_version, PRODUCER_FENCED_SINCE)
+        return b.InitProducerIdResponse(
+            throttle_time=0, error_code=code, producer_id=producer_id, producer_epoch=epoch
+        )
+
     if (refused := _refusal(ctx, req.transactional_id)) is not None:
-        return b.InitProducerIdResponse(
-            throttle_time=0, error_code=refused, producer_id=-1, producer_epoch=-1
-        )
+        return answer(refused)
     if req.transactional_id is not None:
-        log.warning(
-            "client %r asked for transactional id %r: transactions are not supported yet",
-            ctx.header.client_id,
+        timeout_ms = round(req.transaction_timeout.total_seconds() * 1000)
+        code, producer_id, epoch = await ctx.services.txn_coordinator.init_producer_id(
             req.transactional_id,
+            timeout_ms,
+            getattr(req, "producer_id", -1),
+            getattr(req, "producer_epoch", -1),
         )
-        return b.InitProducerIdResponse(
-            throttle_time=0,
-            error_code=ErrorCode.unsupported_version,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
+        return answer(code, producer_id, epoch)
     try:
         pid = await ctx.services.producer_ids.next_id()
     except KafkaError as e:
-        return b.InitProducerIdResponse(
-            throttle_time=0, error_code=e.code, producer_id=-1, producer_epoch=-1
-        )
-    return b.InitProducerIdResponse(
-        throttle_time=0, error_code=ErrorCode.none, producer_id=pid, producer_epoch=0
-    )
+        return answer(e.code)
+    return answer(ErrorCode.none, pid, 0)
 
 
 def _refusal(ctx: RequestContext, transactional_id: str | None) -> ErrorCode | None:

@@ -1,5 +1,9 @@
 """ListOffsets (2): earliest, latest, by timestamp and max timestamp (KIP-734); DESCRIBE on
-each topic, as Kafka checks (TOPIC_AUTHORIZATION_FAILED)."""
+each topic, as Kafka checks (TOPIC_AUTHORIZATION_FAILED).
+
+The isolation level (v2+) sets what a consumer could read, as Kafka's
+Partition.fetchOffsetForTimestamp does: "latest" is the high watermark, or for read_committed the
+last stable offset, and a timestamp lookup finds nothing at or past that bound."""
 
 from __future__ import annotations
 
@@ -17,22 +21,28 @@ API_KEY = 2
 VERSIONS = (1, 8)
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+READ_COMMITTED = 1
 
 
-def lookup(partition: Partition, timestamp: int) -> tuple[int, int]:
+def lookup(partition: Partition, timestamp: int, isolation_level: int = 0) -> tuple[int, int]:
     """(offset, timestamp) for a ListOffsets query; (-1, -1) when no record matches."""
     log = partition.log
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return log.log_start_offset, -1
+    readable = (
+        partition.last_stable_offset
+        if isolation_level == READ_COMMITTED
+        else partition.high_watermark
+    )
     if timestamp == LATEST:
-        return partition.high_watermark, -1
+        return readable, -1
     if timestamp == MAX_TIMESTAMP:
         found = log.max_timestamp()
     elif timestamp < 0:
         raise KafkaError(ErrorCode.invalid_request, f"unknown special timestamp {timestamp}")
     else:
         found = log.offset_for_timestamp(timestamp)
-    if found is None or found[0] >= partition.high_watermark:
+    if found is None or found[0] >= readable:
         return -1, -1
     return found
 
@@ -43,6 +53,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     denied = ctx.services.authorizer.denied(
         ctx.conn, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics)
     )
+    isolation_level = getattr(req, "isolation_level", 0)  # v2+
     topics = []
     for topic in req.topics:
         parts = []
@@ -53,7 +64,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                 partition = replicas.leader_partition(
                     topic.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
                 )
-                offset, ts = lookup(partition, p.timestamp)
+                offset, ts = lookup(partition, p.timestamp, isolation_level)
                 epoch = partition.log.epoch_for_offset(offset) if offset >= 0 else -1
                 parts.append(
                     b.ListOffsetsPartitionResponse(

@@ -4,7 +4,10 @@ committed partition (v2+); several groups per request (v8+).
 v0 read ZooKeeper in Kafka before 0.9 and was removed by Kafka 4 (KIP-896); here it answers
 like v1, from `__consumer_offsets` (its schema is v1's, see `dataplane.protocol.legacy`). An
 offset committed but not yet replicated is not returned: the previous one is, or with
-require_stable (v7+) UNSTABLE_OFFSET_COMMIT for that partition, which the client retries.
+require_stable (v7+) UNSTABLE_OFFSET_COMMIT for that partition, which the client retries. The
+same holds for an offset committed in a transaction (TxnOffsetCommit) until the transaction
+ends: read_committed consumers ask with require_stable, so they never start from offsets of a
+transaction that may still abort (KIP-447).
 
 Authorization as Kafka's: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED); a named topic the
 principal may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED, and is left out of "every

@@ -5,25 +5,64 @@ leader epoch are written into the header, and the bytes are appended as received
 returns an awaitable that completes when the high watermark passes the batch (the server keeps
 reading this connection's next requests meanwhile). WRITE on each topic is authorized once
 per request (TOPIC_AUTHORIZATION_FAILED for its partitions).
+
+Transactional batches (one attributes bit of each partition's first batch, as Kafka's
+RequestUtils.hasTransactionalRecords looks) need the request's transactional id and WRITE on it,
+else the whole request fails with TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Before the first batch
+of a transaction lands in a partition, the transaction coordinator confirms the partition is in
+the producer's ongoing transaction (KIP-890 part 1; from v12 it adds it, part 2), so a late or
+zombie batch cannot open a transaction nobody will ever end. The partition hands out a
+verification guard before the check and the append must present it: a marker written while the
+check was awaited (the transaction ended) voids it, and the batch is refused with
+INVALID_TXN_STATE instead of opening a hanging transaction. That check is awaited inline: the
+server reads this connection's next request only afterwards, so appends stay in request order
+(idempotent sequences). Requests without transactional batches never reach that code.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.log.batch import ATTR_TRANSACTIONAL, HEADER_SIZE, header_at
 from dataplane.protocol.encoders import ProducePartition, ProduceTopic, encode_produce_response
 from dataplane.protocol.errors import ConnectionClosed, ErrorCode, KafkaError
+from dataplane.replica.producer_state import VerificationGuard
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from dataplane.replica.partition import Partition
 
 API_KEY = 0
-VERSIONS = (3, 11)
+VERSIONS = (3, 12)
+
+log = logging.getLogger("rafka.produce")
+
+_ATTRIBUTES_LOW_BYTE = 22  # attributes (int16) start at byte 21; the flags are in its low byte
+_TV2_VERSION = 12  # Produce v12+: the producer uses transaction version 2 (KIP-890 part 2)
+_GENERIC_ERROR_VERSION = 11  # v11+ clients know TRANSACTION_ABORTABLE (KIP-890)
+
+# Kafka's ReplicaManager turns these verification failures into NOT_ENOUGH_REPLICAS: retriable,
+# understood by every client, and without the metadata refresh other errors cause.
+_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset(
+    {
+        ErrorCode.concurrent_transactions,
+        ErrorCode.network_exception,
+        ErrorCode.coordinator_load_in_progress,
+        ErrorCode.coordinator_not_available,
+        ErrorCode.not_coordinator,
+    }
+)
+
+Verified = dict[tuple[str, int], ProducePartition]
+"""Partitions refused by the transaction check, with their response."""
+
+Guards = dict[tuple[str, int], VerificationGuard]
+"""The verification guard of each partition the transaction coordinator confirmed."""
 
 
 def _error(index: int, code: int, message: str | None = None) -> ProducePartition:
@@ -32,18 +71,24 @@ def _error(index: int, code: int, message: str | None = None) -> ProducePartitio
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
     replicas = ctx.services.replicas
-    now_ms = time.time_ns() // 1_000_000
     acks = req.acks
     if acks not in (-1, 0, 1):
         return _all_failed(ctx, req, ErrorCode.invalid_required_acks)
-    if req.transactional_id is not None:
-        return _all_failed(ctx, req, ErrorCode.transactional_id_authorization_failed)
-    results: list[tuple[str, list[ProducePartition]]] = []
-    # (partition, HW to reach, leader epoch of the append, result list, slot in it)
-    waits: list[tuple[Partition, int, int, list[ProducePartition], int]] = []
     denied = ctx.services.authorizer.denied(
         ctx.conn, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in req.topic_data)
     )
+    refused: Verified | None = None
+    guards: Guards | None = None
+    if _has_transactional_batches(req):
+        code, refused, guards = await _check_transaction(ctx, req, denied)
+        if code != ErrorCode.none:
+            if acks == 0:  # no answer to carry the error: make the client reconnect
+                raise ConnectionClosed(f"acks=0 transactional produce refused: {code.name}")
+            return _all_failed(ctx, req, code)
+    now_ms = time.time_ns() // 1_000_000
+    results: list[tuple[str, list[ProducePartition]]] = []
+    # (partition, HW to reach, leader epoch of the append, result list, slot in it)
+    waits: list[tuple[Partition, int, int, list[ProducePartition], int]] = []
     failed = False
     for topic in req.topic_data:
         out: list[ProducePartition] = []
@@ -53,11 +98,19 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             results.append((topic.name, [_error(p.index, code) for p in topic.partition_data]))
             continue
         for data in topic.partition_data:
+            if refused and (answer := refused.get((topic.name, data.index))) is not None:
+                failed = True
+                out.append(answer)
+                continue
             try:
                 partition = replicas.leader_partition(topic.name, data.index)
                 if acks == -1 and (code := partition.replication_error()) != ErrorCode.none:
                     raise KafkaError(code)
-                res = partition.append(data.records or b"", now_ms)
+                if guards:
+                    guard = guards.get((topic.name, data.index))
+                    res = partition.append(data.records or b"", now_ms, guard)
+                else:
+                    res = partition.append(data.records or b"", now_ms)
             except KafkaError as e:  # includes the log's validation errors
                 failed = True
                 out.append(_error(data.index, e.code, e.message))
@@ -86,6 +139,132 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     if not waits:
         return _encode(version, results)
     return _await_replication(version, results, waits, req.timeout.total_seconds())
+
+
+def _is_transactional(records: Any) -> bool:
+    """Whether the first batch of a partition's records has the transactional attribute."""
+    return (
+        records is not None
+        and len(records) > _ATTRIBUTES_LOW_BYTE
+        and bool(records[_ATTRIBUTES_LOW_BYTE] & ATTR_TRANSACTIONAL)
+    )
+
+
+def _has_transactional_batches(req: Any) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: one byte of each partition's data."""
+    return any(
+        _is_transactional(data.records) for topic in req.topic_data for data in topic.partition_data
+    )
+
+
+async def _check_transaction(
+    ctx: RequestContext, req: Any, denied: frozenset[str]
+) -> tuple[ErrorCode, Verified, Guards]:
+    """The transactional checks of Kafka's KafkaApis.handleProduceRequest and
+    ReplicaManager.handleProduceAppend: an error for the whole request, or the partitions
+    the transaction coordinator refused (the others are appended) and the guards of those it
+    confirmed."""
+    transactional_id = req.transactional_id
+    if transactional_id is None or not ctx.services.authorizer.authorize(
+        ctx.conn, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        log.warning(
+            "refused transactional produce from %s (client %r, transactional id %r): %s",
+            ctx.conn.peer,
+            ctx.header.client_id,
+            transactional_id,
+            "transactional batches need a transactional id"
+            if transactional_id is None
+            else f"{ctx.conn.principal} needs WRITE on TransactionalId {transactional_id!r}",
+        )
+        return ErrorCode.transactional_id_authorization_failed, {}, {}
+    producers: set[tuple[int, int]] = set()
+    candidates: list[tuple[str, int, Partition, int]] = []  # ..., first batch's sequence
+    replicas = ctx.services.replicas
+    for topic in req.topic_data:
+        if topic.name in denied:
+            continue
+        for data in topic.partition_data:
+            if not _is_transactional(data.records):
+                continue
+            if len(data.records) < HEADER_SIZE:
+                continue  # too short to be a batch: the log refuses it with its own error
+            header = header_at(data.records, 0)
+            producers.add((header.producer_id, header.producer_epoch))
+            try:
+                partition = replicas.leader_partition(topic.name, data.index)
+            except KafkaError:
+                continue  # answered by the append loop with the same error
+            candidates.append((topic.name, data.index, partition, header.base_sequence))
+    if len(producers) > 1:  # Kafka's InvalidPidMappingException
+        log.warning(
+            "refused produce from %s (transactional id %r): batches of several producers %s",
+            ctx.conn.peer,
+            transactional_id,
+            sorted(producers),
+        )
+        return ErrorCode.invalid_producer_id_mapping, {}, {}
+    if not candidates:
+        return ErrorCode.none, {}, {}
+    ((producer_id, epoch),) = producers
+    guards: Guards = {}  # none for the partitions where the transaction is open already
+    for topic_name, index, partition, sequence in candidates:
+        guard = partition.maybe_start_transaction_verification(producer_id, sequence, epoch)
+        if guard is not None:
+            guards[(topic_name, index)] = guard
+    if not guards:
+        return ErrorCode.none, {}, {}
+    codes = await _verify_all(ctx, transactional_id, producer_id, epoch, list(guards))
+    version = ctx.header.api_version
+    refused: Verified = {
+        key: verification_error(key[1], code, version)
+        for key, code in codes.items()
+        if code != ErrorCode.none
+    }  # the verifier logs why
+    return ErrorCode.none, refused, guards
+
+
+async def _verify_all(
+    ctx: RequestContext,
+    transactional_id: str,
+    producer_id: int,
+    epoch: int,
+    partitions: list[tuple[str, int]],
+) -> dict[tuple[str, int], ErrorCode]:
+    """Ask the transaction coordinator about every partition at once."""
+    verifier = ctx.services.txn_verifier
+    add = ctx.header.api_version >= _TV2_VERSION
+    codes: dict[tuple[str, int], ErrorCode] = {}
+
+    async def verify(topic: str, index: int) -> None:
+        codes[(topic, index)] = await verifier.verify(
+            transactional_id, producer_id, epoch, topic, index, add=add
+        )
+
+    if len(partitions) == 1:
+        await verify(*partitions[0])
+        return codes
+    async with anyio.create_task_group() as tg:
+        for topic, index in partitions:
+            tg.start_soon(verify, topic, index)
+    return codes
+
+
+def verification_error(index: int, code: int, version: int) -> ProducePartition:
+    """A partition's answer when the coordinator did not confirm it, mapped as Kafka's
+    AddPartitionsToTxnManager and ReplicaManager map it for the producer's version."""
+    if code == ErrorCode.producer_fenced:
+        code = ErrorCode.invalid_producer_epoch  # what producers expect from a produce
+    elif code == ErrorCode.transaction_abortable and version < _GENERIC_ERROR_VERSION:
+        code = ErrorCode.invalid_txn_state  # older clients do not know TRANSACTION_ABORTABLE
+    if code == ErrorCode.invalid_txn_state:
+        return _error(index, code, "Partition was not added to the transaction")
+    if code in _RETRY_AS_NOT_ENOUGH_REPLICAS or code == ErrorCode.not_enough_replicas:
+        message = "Unable to verify the partition has been added to the transaction."
+        if code != ErrorCode.not_enough_replicas:
+            message += f" Underlying error: {ErrorCode(code).name.upper()}"
+        return _error(index, ErrorCode.not_enough_replicas, message)
+    return _error(index, code)
 
 
 async def _await_replication(version: int, results: list, waits: list, timeout: float) -> bytes:

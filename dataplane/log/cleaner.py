@@ -21,6 +21,15 @@ One cleaning (`CleaningJob`):
 3. *Tombstones* (KIP-534): the first cleaning that keeps one sets the batch's delete horizon
    (now + delete.retention.ms, stored as its base timestamp with attribute bit 6); a cleaning after
    the horizon drops it.
+3b. *Transactions* (Kafka's CleanedTransactionMetadata): nothing at or above the last stable
+   offset is cleanable, so every transaction met is decided. The batches of aborted transactions
+   (known from the transaction indexes) go whole, records unread, and never enter the offset map
+   (an aborted write must not hide an older committed value). A marker stays while the cleaning
+   still meets batches of its transaction in the group (an ABORT marker's entry is then copied to
+   the cleaned segment's transaction index); once its transaction has no batch left, it is treated
+   like a tombstone: a delete horizon is set, and a cleaning after it drops the marker. The last
+   batch of each active producer stays (emptied if need be), and so does a marker that is a
+   producer's last entry in the log: both carry the producer state a new leader rebuilds.
 4. *Swap*, crash-safe: the new segment is written as ``<base>.log.cleaned`` (with its indexes) and
    fsynced; renaming it to ``.swap`` commits it; then the replaced segments (the bases in
    [base, its next offset)) are deleted and the ``.swap`` files renamed to the final names.
@@ -29,7 +38,6 @@ One cleaning (`CleaningJob`):
 
 Steps 1 and 2 read the segments through their own file descriptors, so they run in a worker
 thread while the log serves reads and appends; the swap must run on the log's own thread.
-Transactions are not supported by this broker, so no aborted data or markers are removed.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -54,9 +62,11 @@ from dataplane.log.batch import (
     encode_batch,
     header_at,
 )
+from dataplane.log.control import InvalidMarkerError, read_marker
 from dataplane.log.errors import ErrorCode, LogError
 from dataplane.log.records import RawRecord, compress, encode_record, is_xerial, raw_records
 from dataplane.log.segment import LOG_SUFFIX, LogSegment, fsync_dir, segment_files
+from dataplane.log.txn_index import AbortedTxn, TransactionIndex
 
 if TYPE_CHECKING:
     from dataplane.log.log_config import LogConfig
@@ -103,12 +113,15 @@ def plan_cleaning(
     checkpoint: int,
     upper_bound: int,
     now_ms: int,
-    producer_last_offsets: Mapping[int, int],
+    producer_last_offsets: Mapping[int, tuple[int, int]],
+    collect_aborted: Callable[[int, int], list[AbortedTxn]] | None = None,
     max_keys: int = MAX_MAP_KEYS,
 ) -> CleaningJob | None:
     """The cleaning a log needs now (Kafka's LogCleanerManager.cleanableOffsets and
-    grabFilthiestCompactedLog), or None. ``upper_bound``: the high watermark (nothing above it is
-    cleaned); ``producer_last_offsets``: producer id -> last offset of its last batch."""
+    grabFilthiestCompactedLog), or None. ``upper_bound``: the last stable offset (nothing above
+    it is cleaned); ``producer_last_offsets``: producer id -> (offset of its last data batch or
+    -1, epoch); ``collect_aborted``: the log's aborted transactions intersecting an offset
+    range (`PartitionLog._collect_aborted`), read here on the log's thread."""
     active_base = segments[-1].base_offset
     first_dirty = checkpoint if log_start_offset <= checkpoint <= active_base else log_start_offset
     lag_limit = now_ms - config.min_compaction_lag_ms
@@ -132,16 +145,21 @@ def plan_cleaning(
     overdue = earliest is not None and earliest < now_ms - config.max_compaction_lag_ms
     if ratio <= config.min_cleanable_dirty_ratio and not overdue:
         return None
+    uncleanable = segments[end].base_offset
+    aborted = (
+        [] if collect_aborted is None else collect_aborted(cleanable[0].base_offset, uncleanable)
+    )
     return CleaningJob(
         directory,
         config,
         cleanable,
-        segments[end].base_offset,
+        uncleanable,
         first_dirty,
         ratio,
         now_ms,
         producer_last_offsets,
         max_keys,
+        aborted,
     )
 
 
@@ -160,8 +178,9 @@ class CleaningJob:
         first_dirty: int,
         ratio: float,
         now_ms: int,
-        producer_last_offsets: Mapping[int, int],
+        producer_last_offsets: Mapping[int, tuple[int, int]],
         max_keys: int,
+        aborted: list[AbortedTxn] | None = None,
     ) -> None:
         self.directory = directory
         self.config = config
@@ -176,6 +195,7 @@ class CleaningJob:
         self.groups: list[list[_Source]] = []
         self._uncleanable_offset = uncleanable_offset
         self._producer_last_offsets = dict(producer_last_offsets)
+        self._aborted = sorted(aborted or (), key=lambda t: t.first_offset)
         self._max_keys = max_keys
         self._map: dict[bytes, int] = {}
         self._stop = threading.Event()
@@ -202,6 +222,9 @@ class CleaningJob:
         clean (Kafka's buildOffsetMap and groupSegmentsBySize)."""
         latest = self.first_dirty - 1
         full = False
+        txns = _CleanedTransactions(
+            [t for t in self._aborted if t.last_offset >= self.first_dirty], None
+        )
         for i, source in enumerate(self.pending):
             if source.next_offset <= self.first_dirty:
                 continue
@@ -209,7 +232,9 @@ class CleaningJob:
                 self._check_stop()
                 if info.last_offset < self.first_dirty:
                     continue
-                if not info.is_control:
+                if info.is_control:
+                    txns.on_control_batch(info, batch)
+                elif not txns.on_batch(info):  # aborted data never hides a committed value
                     if self._map and len(self._map) + info.record_count > self._max_keys:
                         full = True
                         break
@@ -241,6 +266,11 @@ class CleaningJob:
             self.now_ms,
             suffix=CLEANED_SUFFIX,
         )
+        end = group[-1].next_offset
+        txns = _CleanedTransactions(
+            [t for t in self._aborted if t.last_offset >= base and t.first_offset < end],
+            cleaned.txn_index,
+        )
         try:
             out, infos = bytearray(), []
             for source in group:
@@ -248,7 +278,7 @@ class CleaningJob:
                 for info, batch in _read_batches(source.path, source.size):
                     self._check_stop()
                     group_end = last_source and info.position + info.size == source.size
-                    kept = self._filter(info, batch, group_end)
+                    kept = self._filter(info, batch, group_end, txns)
                     if kept is None:
                         continue
                     infos.append(header_at(kept, 0)._replace(position=len(out)))
@@ -279,13 +309,40 @@ class CleaningJob:
         self.bytes_before += sum(s.size for s in cleaned.sources)
         self.bytes_after += cleaned.size
 
-    def _filter(self, info: BatchInfo, batch: memoryview, group_end: bool) -> bytes | None:
+    def _last_of_producer(self, info: BatchInfo) -> bool:
+        """The batch holds an active producer's last state: its last data batch, or, when its
+        last entry is a marker (no data since its epoch began), that marker (Kafka's
+        isBatchLastRecordOfProducer)."""
+        if info.producer_id < 0:
+            return False
+        last = self._producer_last_offsets.get(info.producer_id)
+        if last is None:
+            return False
+        offset, epoch = last
+        if offset >= 0:
+            return info.last_offset == offset
+        return info.is_control and info.producer_epoch == epoch
+
+    def _filter(
+        self, info: BatchInfo, batch: memoryview, group_end: bool, txns: _CleanedTransactions
+    ) -> bytes | None:
         """The batch as it stays in the log, or None if it goes (Kafka's filterTo with the
         cleaner's RecordFilter)."""
-        if info.is_control:
-            return bytes(batch)
-        records = list(raw_records(batch, info))
         horizon = info.delete_horizon_ms
+        if info.is_control:
+            if not txns.on_control_batch(info, batch):
+                return bytes(batch)
+            if horizon is None:  # its transaction has no batch left: start its delete horizon
+                records = list(raw_records(batch, info))
+                return _rewrite(info, batch, records, self.now_ms + self.config.delete_retention_ms)
+            if self.now_ms < horizon:
+                return bytes(batch)
+            keep_empty = self._last_of_producer(info) or group_end
+            return _empty_batch(info) if keep_empty else None
+        if txns.on_batch(info):  # aborted: its records go unread
+            self.records_read += info.record_count
+            return _empty_batch(info) if self._last_of_producer(info) or group_end else None
+        records = list(raw_records(batch, info))
         keep_tombstones = horizon is None or self.now_ms < horizon
         kept = [
             r for r in records if self._keep(info.base_offset + r.offset_delta, r, keep_tombstones)
@@ -293,11 +350,7 @@ class CleaningJob:
         self.records_read += len(records)
         self.records_kept += len(kept)
         if not kept:
-            last_of_producer = (
-                info.producer_id >= 0
-                and self._producer_last_offsets.get(info.producer_id) == info.last_offset
-            )
-            return _empty_batch(info) if last_of_producer or group_end else None
+            return _empty_batch(info) if self._last_of_producer(info) or group_end else None
         new_tombstones = horizon is None and any(r.is_tombstone for r in kept)
         if len(kept) == len(records) and not new_tombstones:
             return bytes(batch)
@@ -313,6 +366,62 @@ class CleaningJob:
             return False
         latest = offset >= self._map.get(record.key, -1)
         return latest and (keep_tombstones or not record.is_tombstone)
+
+
+class _CleanedTransactions:
+    """What one pass over a run of batches knows of their transactions (Kafka's
+    CleanedTransactionMetadata): ``aborted`` are the log's aborted transactions that may have
+    batches in the run; ``index`` (the cleaned segment's) receives those whose marker stays."""
+
+    def __init__(self, aborted: list[AbortedTxn], index: TransactionIndex | None) -> None:
+        self._pending = sorted(aborted, key=lambda t: t.first_offset)
+        self._next = 0
+        self._index = index
+        self._ongoing_aborted: dict[int, tuple[AbortedTxn, bool]] = {}  # pid -> (txn, seen data)
+        self._ongoing_committed: set[int] = set()
+
+    def _start_aborted_up_to(self, offset: int) -> None:
+        pending = self._pending
+        while self._next < len(pending) and pending[self._next].first_offset <= offset:
+            txn = pending[self._next]
+            self._next += 1
+            self._ongoing_aborted.setdefault(txn.producer_id, (txn, False))
+
+    def on_batch(self, info: BatchInfo) -> bool:
+        """A data batch: whether it belongs to an aborted transaction (then it goes)."""
+        self._start_aborted_up_to(info.last_offset)
+        if not info.is_transactional:
+            return False
+        aborted = self._ongoing_aborted.get(info.producer_id)
+        if aborted is None:
+            self._ongoing_committed.add(info.producer_id)
+            return False
+        self._ongoing_aborted[info.producer_id] = (aborted[0], True)
+        return True
+
+    def on_control_batch(self, info: BatchInfo, batch: memoryview) -> bool:
+        """A marker: whether it may go (after its delete horizon), i.e. no batch of its
+        transaction was met in this run."""
+        self._start_aborted_up_to(info.last_offset)
+        if info.record_count == 0:
+            return True  # emptied by an earlier cleaning
+        try:
+            commit, _ = read_marker(batch)
+        except InvalidMarkerError as e:
+            log.warning("keeping an unreadable control batch: %s", e)
+            return False
+        pid = info.producer_id
+        if commit:
+            if pid in self._ongoing_committed:
+                self._ongoing_committed.discard(pid)
+                return False
+            return True
+        aborted = self._ongoing_aborted.pop(pid, None)
+        if aborted is not None and aborted[1]:
+            if self._index is not None:
+                self._index.append(aborted[0])
+            return False
+        return True
 
 
 def _group(sources: list[_Source], max_bytes: int) -> list[list[_Source]]:
@@ -423,7 +532,8 @@ def swap_in(directory: Path, cleaned: CleanedGroup) -> None:
         segment_files(directory, base, SWAP_SUFFIX),
         strict=True,
     ):
-        path.rename(swap)
+        if path.exists():  # a segment without aborted transactions has no txn index
+            path.rename(swap)
     fsync_dir(directory)
     complete_swap(directory, base, cleaned.next_offset)
 

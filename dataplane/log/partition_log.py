@@ -21,7 +21,7 @@ import logging
 import shutil
 import time
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -43,6 +43,7 @@ from dataplane.log.records import first_keyless_record
 from dataplane.log.recovery import load_segments
 from dataplane.log.segment import LogSegment, fsync_dir
 from dataplane.log.state_store import StateStore
+from dataplane.log.txn_index import AbortedTxn
 
 _MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries hold offsets relative to the segment base
 _FSYNC = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-fsync")
@@ -78,6 +79,7 @@ class PartitionLog:
         store: StateStore,
         key: str,
         segments: list[LogSegment],
+        txn_index_rebuild_from: int | None = None,
     ) -> None:
         self.directory = directory
         self.config = config  # replace it to apply a topic config change
@@ -93,6 +95,8 @@ class PartitionLog:
         self._pending_fsync: Future[None] | None = None
         self._rolls = 0
         self._closed = False
+        self._txn_rebuild_from = txn_index_rebuild_from
+        self._last_aborted: int | None = None  # last offset of the newest txn index entry
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig, store: StateStore, key: str) -> PartitionLog:
@@ -106,10 +110,10 @@ class PartitionLog:
         store.delete(prefix + "clean-shutdown")  # until the next clean close
         recovery_point = store.get_int(prefix + "recovery-point", 0)
         now_ms = _wall_clock_ms()
-        segments = load_segments(
+        segments, txn_rebuild_from = load_segments(
             directory, config.index_interval_bytes, recovery_point, clean, key, now_ms
         )
-        plog = cls(directory, config, store, key, segments)
+        plog = cls(directory, config, store, key, segments, txn_rebuild_from)
         plog._finish_loading(clean, now_ms)
         return plog
 
@@ -120,6 +124,7 @@ class PartitionLog:
             for segment in self._segments:
                 segment.delete()
             self._replace_segments(self._log_start_offset, now_ms)
+            self._txn_rebuild_from = None
         self._set_log_start_offset(max(self._log_start_offset, self._segments[0].base_offset))
         end = self.log_end_offset
         self._set_recovery_point(end if clean else min(self._recovery_point, end))
@@ -193,6 +198,75 @@ class PartitionLog:
         """After a truncation: what is appended from ``offset`` on again is dirty."""
         if self.cleaner_checkpoint > offset:
             self._store.put_int(self._prefix + "cleaner-checkpoint", offset)
+
+    # -- transaction index ------------------------------------------------------------------
+
+    @property
+    def txn_index_rebuild_from(self) -> int | None:
+        """Set after a crash: the transaction indexes hold the aborted transactions whose marker
+        is below this offset only; the producer state replays from a snapshot at or below it and
+        calls `txn_index_rebuilt` (recovery.py explains)."""
+        return self._txn_rebuild_from
+
+    def txn_index_rebuilt(self) -> None:
+        """The producer state re-appended every aborted transaction from `txn_index_rebuild_from`
+        on: make those entries as durable as the segments' other files."""
+        start = self._txn_rebuild_from
+        if start is None:
+            return
+        self._txn_rebuild_from = None
+        self._wait_for_fsync()
+        for segment in self._segments[max(bisect_right(self._bases, start) - 1, 0) :]:
+            segment.txn_index.fsync()
+
+    def _last_aborted_offset(self) -> int:
+        """Marker offset of the newest entry of any transaction index, -1 if none."""
+        if self._last_aborted is None:
+            self._last_aborted = next(
+                (s.txn_index.last_offset for s in reversed(self._segments) if s.txn_index),
+                -1,
+            )
+        return self._last_aborted
+
+    def append_aborted_txn(
+        self, producer_id: int, first_offset: int, last_offset: int, last_stable_offset: int
+    ) -> bool:
+        """Index an aborted transaction whose ABORT marker is at ``last_offset``, in the segment
+        holding the marker. Entries arrive in marker order, and the indexes hold a prefix of
+        them, so an entry at or below the newest one is already there (a producer-state replay
+        after a truncation or a restart): it is skipped and False returned."""
+        if last_offset <= self._last_aborted_offset() or last_offset >= self.log_end_offset:
+            return False
+        segment = self._segments[bisect_right(self._bases, last_offset) - 1]
+        segment.txn_index.append(
+            AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset)
+        )
+        self._last_aborted = last_offset
+        return True
+
+    def _collect_aborted(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Kafka's collectAbortedTransactions: from the segment holding ``fetch_offset`` on, until
+        an entry proves that no later one starts below ``upper_bound``."""
+        found: list[AbortedTxn] = []
+        if fetch_offset >= upper_bound:
+            return found
+        for segment in self._segments[max(bisect_right(self._bases, fetch_offset) - 1, 0) :]:
+            if not segment.txn_index:
+                continue
+            txns, complete = segment.txn_index.collect(fetch_offset, upper_bound)
+            found += txns
+            if complete:
+                break
+        return found
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions whose offsets intersect
+        [``fetch_offset``, ``upper_bound``): what a read_committed fetch returns beside its
+        records (``upper_bound``: the last stable offset)."""
+        return [
+            (t.producer_id, t.first_offset)
+            for t in self._collect_aborted(fetch_offset, upper_bound)
+        ]
 
     # -- appending ---------------------------------------------------------------------------
 
@@ -433,6 +507,7 @@ class PartitionLog:
         self._wait_for_fsync()
         self._set_recovery_point(min(self._recovery_point, offset))
         self._lower_cleaner_checkpoint(offset)
+        self._last_aborted = None
         while self._bases[-1] >= offset and len(self._segments) > 1:
             self._segments.pop().delete()
             self._bases.pop()
@@ -450,6 +525,7 @@ class PartitionLog:
         self._set_recovery_point(offset)
         self._lower_cleaner_checkpoint(offset)
         self._epochs.clear()
+        self._last_aborted = None
         for segment in self._segments:
             segment.delete()
         self._replace_segments(offset, _wall_clock_ms())
@@ -461,21 +537,27 @@ class PartitionLog:
         self._segments = [segment]
         self._bases = [base_offset]
 
-    def delete_records_before(self, offset: int) -> int:
-        """DeleteRecords: move the log start offset up to ``offset`` (never down); whole segments
-        below it go at the next `enforce_retention`. Returns the log start offset."""
+    def delete_records_before(self, offset: int, max_start_offset: int | None = None) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` (never down), but not past
+        ``max_start_offset`` (the first unstable offset: an open transaction keeps its start);
+        whole segments below it go at the next `enforce_retention`. Returns the log start
+        offset."""
         if offset > self.log_end_offset:
             raise self._out_of_range(offset)
+        if max_start_offset is not None:
+            offset = min(offset, max_start_offset)
         if offset > self._log_start_offset:
             self._set_log_start_offset(offset)
             self._epochs.truncate_from_start(offset)
         return self._log_start_offset
 
-    def enforce_retention(self, now_ms: int) -> int:
+    def enforce_retention(self, now_ms: int, max_start_offset: int | None = None) -> int:
         """Delete the oldest segments that are past retention.ms, that put the log over
-        retention.bytes, or that lie wholly below the log start offset; never the active one.
-        Returns the number of segments deleted. A compacted-only topic (cleanup.policy=compact)
-        keeps its segments (but those below the log start): compaction shrinks them instead."""
+        retention.bytes, or that lie wholly below the log start offset; never the active one,
+        nor one whose deletion would move the log start past ``max_start_offset`` (the first
+        unstable offset: the data of open transactions stays). Returns the number of segments
+        deleted. A compacted-only topic (cleanup.policy=compact) keeps its segments (but those
+        below the log start): compaction shrinks them instead."""
         config = self.config
         deletes = config.delete
         excess = sum(s.size for s in self._segments) - config.retention_bytes
@@ -485,6 +567,8 @@ class PartitionLog:
             too_big = deletes and config.retention_bytes >= 0 and excess >= segment.size
             if not (expired or too_big or next_base <= self._log_start_offset):
                 break
+            if max_start_offset is not None and next_base > max_start_offset:
+                break
             excess -= segment.size
             count += 1
         if count:
@@ -493,6 +577,7 @@ class PartitionLog:
                 segment.delete()
             del self._segments[:count]
             del self._bases[:count]
+            self._last_aborted = None
             if self._bases[0] > self._log_start_offset:
                 self._set_log_start_offset(self._bases[0])
                 self._epochs.truncate_from_start(self._bases[0])
@@ -501,11 +586,15 @@ class PartitionLog:
     # -- compaction (cleaner.py) ---------------------------------------------------------------
 
     def plan_cleaning(
-        self, now_ms: int, upper_bound: int, producer_last_offsets: dict[int, int]
+        self,
+        now_ms: int,
+        upper_bound: int,
+        producer_last_offsets: Mapping[int, tuple[int, int]],
     ) -> CleaningJob | None:
         """The compaction this log needs now, or None (not compacted, or not dirty enough).
-        ``upper_bound``: the high watermark; ``producer_last_offsets``: each idempotent
-        producer's last offset, whose batch is kept even if emptied."""
+        ``upper_bound``: the last stable offset (nothing at or above it is cleaned, so every
+        transaction in the cleaned range is decided); ``producer_last_offsets``: each active
+        producer's (last data offset or -1, epoch), whose last batch is kept even if emptied."""
         if self._closed or not self.config.compact:
             return None
         return plan_cleaning(
@@ -517,6 +606,7 @@ class PartitionLog:
             upper_bound,
             now_ms,
             producer_last_offsets,
+            self._collect_aborted,
         )
 
     def swap_cleaned(self, job: CleaningJob, cleaned: CleanedGroup) -> None:
@@ -551,6 +641,7 @@ class PartitionLog:
             new.recover()
         segments[replaced] = [new]
         self._bases[replaced] = [new.base_offset]
+        self._last_aborted = None
         job.swapped(cleaned)
 
     def finish_cleaning(self, job: CleaningJob) -> None:

@@ -9,6 +9,20 @@ is re-read batch by batch (lengths, CRC, increasing offsets) and its indexes are
 is cut at the first bad batch and any later segment is deleted, with a WARNING. Trusted segments
 only get their index files sanity-checked; a missing or garbage index is rebuilt from the log.
 First of all, a compaction that a crash interrupted is rolled back or completed (cleaner.py).
+
+Transaction indexes (txn_index.py) cannot be rebuilt from a segment alone: an entry needs the
+first offset of the aborted transaction, which may lie segments earlier, and the open
+transactions of the other producers at its marker. Kafka rebuilds them by replaying the
+producer state over the recovered segments; so does this broker, in two steps. First
+`load_segments` deletes the ``.txnindex`` of every segment from the first recovered one (or the
+first trusted one whose txn index fails its sanity check) to the end, and reports the base
+offset of the first of those that needs its entries back: a corrupt one, or a recovered one
+holding a control batch (a segment without markers has no entry to lose). Then the partition's
+ProducerStateManager replays the batch headers from a snapshot at or below that offset, and each
+ABORT marker it meets re-appends its entry; `PartitionLog.append_aborted_txn` skips the entries
+the indexes still hold, so a replay never duplicates one. Everything after the first dropped
+index is dropped too, so that the indexes left always hold a prefix (in marker order) of the
+aborted transactions.
 """
 
 from __future__ import annotations
@@ -20,6 +34,7 @@ from pathlib import Path
 from dataplane.log.cleaner import finish_interrupted_cleaning
 from dataplane.log.index import CorruptIndexError
 from dataplane.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from dataplane.log.txn_index import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -28,14 +43,27 @@ def _segment_bases(directory: Path) -> list[int]:
     """Base offsets of the segments in ``directory``; index files without a log are removed."""
     bases = sorted(int(p.stem) for p in directory.glob(f"*{LOG_SUFFIX}") if p.stem.isdigit())
     known = set(bases)
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         for path in directory.glob(f"*{suffix}"):
             if path.stem.isdigit() and int(path.stem) not in known:
                 path.unlink()
     return bases
 
 
-def _load_trusted(segment: LogSegment, partition: str) -> None:
+def _load_trusted(segment: LogSegment, partition: str) -> bool:
+    """Load a segment before the recovery point; False if its transaction index is unsound."""
+    try:
+        segment.txn_index.sanity_check()
+    except CorruptIndexError as e:
+        log.warning(
+            "partition %s: rebuilding transaction indexes from %s: %s",
+            partition,
+            segment.path.name,
+            e,
+        )
+        txn_index_ok = False
+    else:
+        txn_index_ok = True
     try:
         segment.load()
     except CorruptIndexError as e:
@@ -48,6 +76,8 @@ def _load_trusted(segment: LogSegment, partition: str) -> None:
                 cut,
                 segment.path.name,
             )
+            txn_index_ok = False  # it may index markers that were cut
+    return txn_index_ok
 
 
 def load_segments(
@@ -57,17 +87,20 @@ def load_segments(
     clean: bool,
     partition: str,
     now_ms: int,
-) -> list[LogSegment]:
+) -> tuple[list[LogSegment], int | None]:
     """Open every segment of a partition directory, checking what a crash may have torn.
 
-    ``clean`` (the log was closed cleanly) skips the batch scan entirely.
+    ``clean`` (the log was closed cleanly) skips the batch scan entirely. Also returns the
+    offset from which the transaction indexes were dropped and must be rebuilt, or None.
     """
     finish_interrupted_cleaning(directory, index_interval_bytes, partition, now_ms)
     bases = _segment_bases(directory)
     segments = [LogSegment.open(directory, b, index_interval_bytes, now_ms) for b in bases]
     first_unsafe = len(segments) if clean else max(bisect_right(bases, recovery_point) - 1, 0)
-    for segment in segments[:first_unsafe]:
-        _load_trusted(segment, partition)
+    txn_reset = first_unsafe  # the txn indexes from this segment on are dropped
+    for i, segment in enumerate(segments[:first_unsafe]):
+        if not _load_trusted(segment, partition):
+            txn_reset = min(txn_reset, i)
     for i in range(first_unsafe, len(segments)):
         segment = segments[i]
         cut = segment.recover()
@@ -87,4 +120,11 @@ def load_segments(
                 s.delete()
             del segments[i + 1 :]
             break
-    return segments
+    for segment in segments[txn_reset:]:
+        segment.txn_index.reset()
+    rebuild = [
+        s.base_offset
+        for i, s in enumerate(segments[txn_reset:], txn_reset)
+        if i < first_unsafe or s.control_batches
+    ]
+    return segments, rebuild[0] if rebuild else None

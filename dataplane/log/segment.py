@@ -1,4 +1,5 @@
-"""One log segment: ``<baseOffset:020d>.log`` with its ``.index`` and ``.timeindex``.
+"""One log segment: ``<baseOffset:020d>.log`` with its ``.index``, ``.timeindex`` and, once it
+holds an ABORT marker, ``.txnindex`` (txn_index.py).
 
 The ``.log`` file is the concatenation of the batches exactly as they were appended. An append is
 one ``write()`` of whole batches to an O_APPEND descriptor; reads are ``pread()`` of byte ranges.
@@ -10,7 +11,7 @@ indexes plus the few batches after the last index entry (`load`), or from a full
 also rebuilds the indexes (`recover`).
 
 The log cleaner writes a segment's replacement under a temporary suffix (Kafka's ``.cleaned``,
-then ``.swap``) appended to all three file names.
+then ``.swap``) appended to all its file names.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataplane.log.batch import (
 from dataplane.log.errors import ErrorCode, LogError
 from dataplane.log.index import CorruptIndexError, offset_index, time_index
 from dataplane.log.records import record_timestamps
+from dataplane.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -45,11 +47,12 @@ def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
 
 
 def segment_files(directory: Path, base_offset: int, suffix: str = "") -> list[Path]:
-    """A segment's three files (under a temporary ``suffix``), the log last: renaming its log is
-    what makes a cleaned segment current, so it is renamed after its indexes."""
+    """A segment's files (under a temporary ``suffix``), the log last: renaming its log is what
+    makes a cleaned segment current, so it is renamed after its indexes. The transaction index
+    may not exist."""
     return [
         segment_path(directory, base_offset, name + suffix)
-        for name in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
+        for name in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX)
     ]
 
 
@@ -96,14 +99,19 @@ class LogSegment:
         self.time_index = time_index(
             segment_path(directory, base_offset, TIME_INDEX_SUFFIX + suffix)
         )
+        self.txn_index = TransactionIndex(
+            segment_path(directory, base_offset, TXN_INDEX_SUFFIX + suffix)
+        )
         flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if create else 0)
         self._fd = os.open(self.path, flags, 0o644)
         if create:
             self.offset_index.reset()
             self.time_index.reset()
+            self.txn_index.reset()
         self._interval = index_interval_bytes
         self.size = os.fstat(self._fd).st_size
         self.created_ms = now_ms
+        self.control_batches = 0  # found by the last `recover`
         self._reset_state()
 
     @classmethod
@@ -181,10 +189,13 @@ class LogSegment:
 
     def recover(self) -> int:
         """Check every batch (framing, CRC, increasing offsets), rebuild both indexes, and cut the
-        log at the first torn or corrupt batch. Returns the number of bytes cut."""
+        log at the first torn or corrupt batch. Returns the number of bytes cut. Counts the
+        control batches kept in `control_batches` (recovery.py: transaction indexes to rebuild);
+        the transaction index itself is left to the caller."""
         self.offset_index.reset()
         self.time_index.reset()
         self._reset_state()
+        self.control_batches = 0
         file_size = os.fstat(self._fd).st_size
         pos, chunk, chunk_pos = 0, memoryview(b""), 0
         while pos < file_size:
@@ -208,6 +219,7 @@ class LogSegment:
             info = info._replace(position=pos)
             self._advance(info)
             self._index(info)
+            self.control_batches += info.is_control
             pos += info.size
         cut = file_size - pos
         if cut:
@@ -259,6 +271,7 @@ class LogSegment:
         self._maybe_index_time()
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -360,6 +373,7 @@ class LogSegment:
         self.offset_index.truncate(bisect_left(self.offset_index.values, first.position))
         rel_end = first.base_offset - self.base_offset
         self.time_index.truncate(bisect_left(self.time_index.values, rel_end))
+        self.txn_index.truncate_to(first.base_offset)
         if self.size == 0:
             self.created_ms = now_ms
         self._load_tail()
@@ -369,13 +383,15 @@ class LogSegment:
         os.fsync(self._fd)
         self.offset_index.fsync()
         self.time_index.fsync()
+        self.txn_index.fsync()
 
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         os.close(self._fd)
 
     def delete(self) -> None:
         self.close()
-        for path in (self.path, self.offset_index.path, self.time_index.path):
+        for path in (self.path, self.offset_index.path, self.time_index.path, self.txn_index.path):
             path.unlink(missing_ok=True)

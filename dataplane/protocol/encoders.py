@@ -118,9 +118,10 @@ def _check_version(api: str, version: int, lowest: int, highest: int) -> None:
 
 # --- Produce (API key 0) --------------------------------------------------------------------
 # v2+ log_append_time_ms; v5+ log_start_offset; v8+ record_errors, error_message;
-# v9+ flexible; v10+ tagged current_leader (partition) and node_endpoints (top level).
+# v9+ flexible; v10+ tagged current_leader (partition) and node_endpoints (top level);
+# v11 and v12 change only what the client may expect (KIP-890 errors, transaction version 2).
 
-PRODUCE_VERSIONS = range(3, 12)
+PRODUCE_VERSIONS = range(3, 13)
 
 
 class BatchIndexAndErrorMessage(NamedTuple):
@@ -157,7 +158,7 @@ def encode_produce_response(
     throttle_time_ms: int = 0,
     node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> bytes:
-    """Encode a ProduceResponse body (v3-v11)."""
+    """Encode a ProduceResponse body (v3-v12)."""
     _check_version("Produce", version, PRODUCE_VERSIONS.start, PRODUCE_VERSIONS.stop - 1)
     wire = COMPACT if version >= 9 else LEGACY
     flexible = wire.flexible

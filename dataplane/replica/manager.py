@@ -179,13 +179,15 @@ class ReplicaManager:
                 partition.maybe_shrink_isr(now, lag_ms)
 
     async def maintain_logs(self) -> None:
-        """Kafka's log manager chores: retention every log.retention.check.interval.ms, and
-        expiry of idle idempotent producers (producer.id.expiration.ms)."""
+        """Kafka's log manager chores: retention every log.retention.check.interval.ms (never
+        past the first unstable offset: open transactions keep their data), and expiry of idle
+        idempotent producers (producer.id.expiration.ms)."""
         while True:
             await anyio.sleep(self.config.log_retention_check_interval_ms / 1000)
             now = now_ms()
             for partition in list(self.partitions.values()):
-                deleted = partition.log.enforce_retention(now)
+                bound = partition.producers.first_unstable_offset
+                deleted = partition.log.enforce_retention(now, bound)
                 if deleted:
                     log.info("%r: retention deleted %d segment(s)", partition, deleted)
                 partition.producers.remove_expired(now)
@@ -213,11 +215,11 @@ class ReplicaManager:
             if uncleanable or not partition.log.config.compact:
                 continue
             producers = {
-                pid: entry.batches[-1].last_offset
+                pid: (entry.batches[-1].last_offset if entry.batches else -1, entry.epoch)
                 for pid, entry in partition.producers.producers.items()
-                if entry.batches
             }
-            job = partition.log.plan_cleaning(now, partition.high_watermark, producers)
+            # Below the LSO every transaction is decided: aborted data and markers can go.
+            job = partition.log.plan_cleaning(now, partition.last_stable_offset, producers)
             if job is not None and (best is None or job.ratio > best[1].ratio):
                 best = (partition, job)
         return best

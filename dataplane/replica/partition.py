@@ -5,6 +5,16 @@ every in-sync replica has (consumers never read past it; acks=all completes once
 batch), and decides when a follower joins or leaves the ISR — the change itself is committed
 by the meta service (AlterPartition), fenced by leader and partition epochs. As follower it
 appends what the leader sends and takes the leader's high watermark.
+
+Transactions: the last stable offset (LSO) is the high watermark, or the first offset of the
+oldest undecided transaction if lower (`last_stable_offset`); read_committed consumers read up to
+it. The leader writes the markers the transaction coordinator asks for (`write_marker`); a
+follower applies them as it replicates them. The LSO moves only when the high watermark moves or
+a marker is written, and both wake the fetch long polls parked on the high watermark.
+
+KIP-890 part 1: before asking the transaction coordinator about a producer's first batch here,
+the caller takes a guard (`maybe_start_transaction_verification`) and passes it to `append`; a
+marker written meanwhile invalidates it, so a late batch cannot open a hanging transaction.
 """
 
 from __future__ import annotations
@@ -17,9 +27,10 @@ from dataclasses import dataclass
 import anyio
 
 from dataplane.log import AppendResult, PartitionLog
+from dataplane.log.control import build_marker_batch
 from dataplane.metadata_cache import PartitionInfo
 from dataplane.protocol.errors import ErrorCode, KafkaError
-from dataplane.replica.producer_state import ProducerStateManager
+from dataplane.replica.producer_state import ProducerStateManager, VerificationGuard
 
 log = logging.getLogger("rafka.partition")
 
@@ -68,6 +79,7 @@ class Partition:
         self.replicas: tuple[int, ...] = ()
         self.min_insync_replicas = 1
         self.high_watermark = plog.log_start_offset
+        producers.on_high_watermark(self.high_watermark)
         self.pending_isr: tuple[int, ...] | None = None  # an AlterPartition in flight
         self.followers: dict[int, FollowerState] = {}
         self._epoch_start_offset = 0  # log end when this leader epoch began
@@ -144,11 +156,18 @@ class Partition:
             return self.isr
         return tuple(sorted(set(self.isr) | set(self.pending_isr)))
 
-    def append(self, records: bytes, now: int) -> AppendResult:
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        now: int,
+        verification_guard: VerificationGuard | None = None,
+    ) -> AppendResult:
         """Validate, check idempotent-producer sequences, append. A retried batch the log
-        already has is answered with its original offsets and not appended again."""
+        already has is answered with its original offsets and not appended again. A
+        transactional batch that opens the producer's transaction here needs the guard of
+        `maybe_start_transaction_verification`, still current (else INVALID_TXN_STATE)."""
         infos = self.log.validate(records)
-        duplicate = self.producers.check(infos)
+        duplicate = self.producers.check(infos, verification_guard, require_verification=True)
         if duplicate is not None:
             append_time = duplicate.timestamp if self.log.config.log_append_time else -1
             return AppendResult(duplicate.first_offset, duplicate.last_offset, append_time, [])
@@ -157,6 +176,57 @@ class Partition:
         self._wake(self._append_waiters)
         self._maybe_advance_high_watermark()
         return result
+
+    def write_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> AppendResult:
+        """Append a COMMIT or ABORT marker for the producer's transaction (Kafka's
+        WriteTxnMarkers on the leader): ends its open transaction here (an abort goes to the
+        transaction index) and moves the LSO. Raises `KafkaError` NOT_LEADER_OR_FOLLOWER,
+        INVALID_PRODUCER_EPOCH (an older producer epoch) or TRANSACTION_COORDINATOR_FENCED (an
+        older coordinator epoch). The caller waits for replication (`wait_for_replication`)."""
+        self.check_leader()
+        self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        batch = build_marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        result = self.log.append_as_leader(batch, self.leader_epoch, now_ms, from_client=False)
+        self.producers.update(result.batches)
+        self._wake(self._append_waiters)
+        self._maybe_advance_high_watermark()
+        self._wake(self._hw_waiters)  # read_committed polls: the LSO may have moved
+        return result
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed reads stop: the high watermark, or the first offset of the
+        oldest transaction that is open or whose marker is not yet below the high watermark."""
+        first = self.producers.first_unstable_offset
+        hw = self.high_watermark
+        return hw if first is None else min(hw, first)
+
+    def has_open_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """The producer (at this epoch) already wrote to this partition in its current
+        transaction, so a new transactional batch needs no coordinator check (KIP-890)."""
+        return self.producers.has_open_transaction(producer_id, producer_epoch)
+
+    def maybe_start_transaction_verification(
+        self, producer_id: int, sequence: int, producer_epoch: int
+    ) -> VerificationGuard | None:
+        """Kafka's maybeStartTransactionVerification: None when the producer's transaction is
+        already open here at this epoch (no coordinator check needed), else the guard to pass
+        to `append` once the coordinator confirmed the partition is in the transaction."""
+        if self.producers.has_open_transaction(producer_id, producer_epoch):
+            return None
+        return self.producers.start_verification(producer_id, sequence, producer_epoch, now_ms())
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords on this replica: the log start moves up to ``offset``, but never past
+        the first unstable offset (open transactions keep their data). Returns the log start."""
+        return self.log.delete_records_before(offset, self.producers.first_unstable_offset)
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int, now: int) -> None:
         """A follower fetched from `fetch_offset`: it has everything below it."""
@@ -208,8 +278,12 @@ class Partition:
                 follower = self.followers.get(r)
                 hw = min(hw, follower.log_end_offset if follower else -1)
         if hw > self.high_watermark:
-            self.high_watermark = hw
-            self._wake(self._hw_waiters)
+            self._set_high_watermark(hw)
+
+    def _set_high_watermark(self, hw: int) -> None:
+        self.high_watermark = hw
+        self.producers.on_high_watermark(hw)
+        self._wake(self._hw_waiters)
 
     def replication_error(self) -> ErrorCode:
         """Why an acks=all append cannot complete now (NONE if it can)."""
@@ -249,19 +323,20 @@ class Partition:
         """A follower's high watermark is the leader's, capped by what it has itself."""
         hw = min(leader_high_watermark, self.log.log_end_offset)
         if hw != self.high_watermark:
-            self.high_watermark = hw
-            self._wake(self._hw_waiters)
+            self._set_high_watermark(hw)
 
     def truncate_to(self, offset: int) -> None:
         self.log.truncate_to(offset)
         self.producers.truncate_and_reload(self.log)
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+        self.producers.on_high_watermark(self.high_watermark)
 
     def restart_at(self, offset: int) -> None:
         """Drop the whole log and continue at `offset` (a follower behind the leader's start)."""
         self.log.truncate_fully_and_start_at(offset)
         self.producers.truncate_and_reload(self.log)
         self.high_watermark = offset
+        self.producers.on_high_watermark(offset)
 
     # -- waiting ---------------------------------------------------------------------------
 

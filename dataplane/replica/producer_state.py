@@ -1,4 +1,4 @@
-"""Per-partition producer state for idempotent (and, later, transactional) producers: Kafka's
+"""Per-partition producer state for idempotent and transactional producers: Kafka's
 ProducerStateManager, ProducerStateEntry and the checks of ProducerAppendInfo.
 
 An idempotent producer stamps each batch with (producerId, producerEpoch, baseSequence). For
@@ -10,6 +10,25 @@ wrote (sequence range, offset range, max timestamp). The leader uses that to
   original offsets instead of writing it twice;
 - refuse a gap, or a new epoch that does not start at sequence 0: OUT_OF_ORDER_SEQUENCE_NUMBER.
   A producer the partition knows nothing about may start at any sequence (KIP-360).
+
+Transactions: a producer's first transactional batch opens its transaction in this partition
+(``current_txn_first_offset``), its COMMIT/ABORT marker (the one record the state decodes) ends
+it. The oldest open transaction bounds the last stable offset (`first_unstable_offset`); so does
+a completed one until the high watermark passes its marker (`on_high_watermark`, as Kafka's
+unreplicatedTxns). An ABORT goes to the log's transaction index (`PartitionLog.append_aborted_txn`)
+when its marker is applied, live or replayed: the log skips entries it already has, so a replay
+from a snapshot (after a restart or a truncation) indexes each aborted transaction exactly once,
+and one after a crash re-indexes what recovery dropped (recovery.py). Markers are checked
+before they are written (`check_marker`): an older producer epoch is INVALID_PRODUCER_EPOCH, an
+older coordinator epoch TRANSACTION_COORDINATOR_FENCED.
+
+KIP-890 part 1 (Kafka's VerificationGuard/VerificationStateEntry): before a producer's first
+transactional batch in this partition, the leader asks the transaction coordinator whether the
+partition is in the producer's transaction. A marker can land while that answer is awaited (the
+transaction ended), and a batch appended after it would open a transaction nobody ends. So the
+leader takes a `VerificationGuard` first (`start_verification`); any transactional batch or
+marker of the producer drops it, and a batch that would open a transaction is appended only with
+the guard still held (`check(..., require_verification=True)`), else INVALID_TXN_STATE.
 
 Followers apply the same updates to the batches they replicate, so a new leader dedups as the
 old one did. The state is a pure function of the log's batch headers, so it is rebuilt by
@@ -23,6 +42,8 @@ Usage (one thread at a time, like the PartitionLog, with no await between check 
     # leader, client produce
     infos = plog.validate(records)
     dup = producers.check(infos)            # raises ProducerStateError
+    # (a transactional batch opening a transaction: guard = producers.start_verification(...)
+    # before asking the coordinator, then producers.check(infos, guard, require_verification=True))
     if dup is None:
         result = plog.append_as_leader(records, epoch, now_ms, validated=infos)
         producers.update(result.batches)
@@ -47,6 +68,8 @@ from typing import NamedTuple
 from crc32c import crc32c
 
 from dataplane.log.batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, BatchInfo
+from dataplane.log.control import InvalidMarkerError, read_marker
+from dataplane.log.errors import LogError
 from dataplane.log.partition_log import PartitionLog
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
@@ -124,8 +147,7 @@ class ProducerStateEntry:
     epoch: int = NO_PRODUCER_EPOCH
     batches: deque[BatchMetadata] = field(default_factory=_batches)  # oldest first
     last_timestamp: int = -1
-    # For transactions (markers are not decoded yet, so coordinator_epoch stays -1).
-    coordinator_epoch: int = -1
+    coordinator_epoch: int = -1  # of the last marker written for this producer
     current_txn_first_offset: int = NO_OFFSET  # first offset of the open transaction, or -1
 
     @property
@@ -147,6 +169,34 @@ class ProducerStateEntry:
         if epoch != self.epoch:
             self.batches.clear()
             self.epoch = epoch
+
+
+class VerificationGuard:
+    """One verification of a producer's next transaction in a partition, compared by identity
+    (Kafka's VerificationGuard): a guard taken before a marker is never the current one after
+    it, even if the producer starts verifying again (the ABA case Kafka's comment describes)."""
+
+    __slots__ = ()
+
+
+@dataclass(slots=True)
+class VerificationState:
+    """A producer being verified (Kafka's VerificationStateEntry). It keeps the lowest sequence
+    (and highest epoch) of the batches waiting for verification, so that a later batch cannot
+    be written before an earlier one whose verification failed with a retriable error."""
+
+    guard: VerificationGuard
+    created_ms: int
+    lowest_sequence: int
+    epoch: int
+
+    def note(self, sequence: int, epoch: int) -> None:
+        """Kafka's maybeUpdateLowestSequenceAndEpoch: a lower sequence of the same epoch, or a
+        newer epoch (its sequences start over)."""
+        if epoch == self.epoch and sequence < self.lowest_sequence:
+            self.lowest_sequence = sequence
+        elif epoch > self.epoch:
+            self.epoch, self.lowest_sequence = epoch, sequence
 
 
 class ProducerStateManager:
@@ -176,6 +226,16 @@ class ProducerStateManager:
         )
         self._rolls = plog.roll_count
         self.end_offset = plog.log_start_offset
+        # pid -> first offset of its open transaction; insertion order is offset order, since
+        # a transaction opens at the end of the log.
+        self._ongoing: dict[int, int] = {}
+        # (first offset, marker offset) of transactions completed at or above the high
+        # watermark, in marker order; tracked once the partition reports its high watermark.
+        self._unreplicated: deque[tuple[int, int]] = deque()
+        self._high_watermark: int | None = None
+        # pid -> its verification in progress (leader only); dropped by the producer's next
+        # transactional batch or marker, or expired with the idle producers.
+        self._verifying: dict[int, VerificationState] = {}
 
     @classmethod
     def load(
@@ -195,7 +255,13 @@ class ProducerStateManager:
 
     # -- the produce path --------------------------------------------------------------------
 
-    def check(self, batches: list[BatchInfo]) -> BatchMetadata | None:
+    def check(
+        self,
+        batches: list[BatchInfo],
+        verification_guard: VerificationGuard | None = None,
+        *,
+        require_verification: bool = False,
+    ) -> BatchMetadata | None:
         """Validate a client's batches against the state before appending them; no side
         effect. Returns the original batch when one is a retry of a retained batch (answer
         with its offsets, append nothing), else None. Raises `ProducerStateError`.
@@ -203,6 +269,12 @@ class ProducerStateManager:
         Kafka's order: each batch is first compared with the retained batches, then its epoch
         and sequence are checked against the state as the request's earlier batches would
         leave it. Control batches (written by coordinators, not clients) are not checked.
+        A non-transactional batch from a producer with an open transaction is INVALID_TXN_STATE.
+        With ``require_verification`` (a leader's client or coordinator append), a
+        transactional batch that would open a transaction needs ``verification_guard`` to be
+        the producer's current guard (INVALID_TXN_STATE: not verified, or its transaction ended
+        meanwhile); while a producer is being verified, a batch of an older epoch is
+        INVALID_PRODUCER_EPOCH and one past the lowest waiting sequence OUT_OF_ORDER_SEQUENCE.
         """
         producers = self.producers
         pending: dict[int, tuple[int, int]] | None = None  # pid -> (epoch, last seq) so far
@@ -255,11 +327,81 @@ class ProducerStateManager:
                         f"producer {pid} in {self._name}: sequence {first_seq} does not follow "
                         f"{current_last_seq} (epoch {epoch})",
                     )
+            if info.attributes & ATTR_TRANSACTIONAL:
+                if self._verifying or require_verification:
+                    first_of_pid = pending is None or pid not in pending
+                    self._check_verified(
+                        info, entry, first_of_pid, verification_guard, require_verification
+                    )
+            elif entry is not None and entry.current_txn_first_offset >= 0:
+                raise ProducerStateError(
+                    ErrorCode.invalid_txn_state,
+                    f"producer {pid} wrote a non-transactional batch to {self._name} during its "
+                    f"transaction started at offset {entry.current_txn_first_offset}",
+                )
             if len(batches) > 1:
                 if pending is None:
                     pending = {}
                 pending[pid] = (epoch, last_seq)
         return None
+
+    def _check_verified(
+        self,
+        info: BatchInfo,
+        entry: ProducerStateEntry | None,
+        first_of_pid: bool,
+        guard: VerificationGuard | None,
+        required: bool,
+    ) -> None:
+        """The KIP-890 checks of one transactional batch (`check`)."""
+        pid = info.producer_id
+        state = self._verifying.get(pid)
+        if state is not None and first_of_pid:  # Kafka checks each append's first batch
+            if info.producer_epoch < state.epoch:
+                raise ProducerStateError(
+                    ErrorCode.invalid_producer_epoch,
+                    f"producer {pid} in {self._name}: epoch {info.producer_epoch} is older "
+                    f"than the epoch {state.epoch} being verified",
+                )
+            if info.producer_epoch == state.epoch and info.base_sequence > state.lowest_sequence:
+                raise ProducerStateError(
+                    ErrorCode.out_of_order_sequence_number,
+                    f"producer {pid} in {self._name}: sequence {info.base_sequence} is past "
+                    f"{state.lowest_sequence}, the earliest batch waiting for verification",
+                )
+        if (
+            required
+            and (entry is None or entry.current_txn_first_offset < 0)
+            and (state is None or state.guard is not guard)
+        ):
+            raise ProducerStateError(
+                ErrorCode.invalid_txn_state,
+                f"transactional batch of producer {pid} in {self._name} was not verified: "
+                "its transaction is not ongoing here (it ended while the transaction "
+                "coordinator was asked, or was never checked)",
+            )
+
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
+        """Checks before a leader writes a transaction marker (Kafka's appendEndTxnMarker):
+        raises `ProducerStateError` INVALID_PRODUCER_EPOCH for an epoch older than the
+        producer's, TRANSACTION_COORDINATOR_FENCED for a coordinator epoch older than the last
+        marker's (a zombie coordinator)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if producer_epoch < entry.epoch:
+            raise ProducerStateError(
+                ErrorCode.invalid_producer_epoch,
+                f"marker for producer {producer_id} in {self._name}: epoch {producer_epoch} is "
+                f"older than the last seen epoch {entry.epoch}",
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise ProducerStateError(
+                ErrorCode.transaction_coordinator_fenced,
+                f"marker for producer {producer_id} in {self._name}: coordinator epoch "
+                f"{coordinator_epoch} is older than {entry.coordinator_epoch} (a zombie "
+                "coordinator)",
+            )
 
     def update(self, batches: Iterable[BatchInfo]) -> None:
         """Apply batches just appended to the log (with their offsets assigned), as leader or
@@ -268,15 +410,16 @@ class ProducerStateManager:
         for info in batches:
             last = info
             if info.producer_id >= 0:
-                self._apply(info)
+                self._apply(info, live=True)
         if last is not None:
             self.end_offset = last.base_offset + last.last_offset_delta + 1
         if self._log.roll_count != self._rolls:
             self._rolls = self._log.roll_count
             self.snapshot()
 
-    def _apply(self, info: BatchInfo) -> None:
-        """One batch's effect (ProducerAppendInfo.append without the checks)."""
+    def _apply(self, info: BatchInfo, *, live: bool = False) -> None:
+        """One batch's effect (ProducerAppendInfo.append without the checks). ``live``: just
+        appended (not replayed), so a completed transaction waits for the high watermark."""
         pid = info.producer_id
         attributes = info.attributes
         if attributes & ATTR_CONTROL and info.record_count == 0:
@@ -287,9 +430,9 @@ class ProducerStateManager:
         entry._set_epoch(info.producer_epoch)
         entry.last_timestamp = info.max_timestamp
         if attributes & ATTR_CONTROL:
-            # A transaction marker ends the producer's transaction. Its coordinator epoch is in
-            # the record, which is not decoded yet (transactions are for later).
-            entry.current_txn_first_offset = NO_OFFSET
+            if self._verifying:  # the transaction ended: a guard taken before is stale
+                self._verifying.pop(pid, None)
+            self._apply_marker(entry, info, live)
             return
         first_offset = info.base_offset
         entry.batches.append(
@@ -301,17 +444,112 @@ class ProducerStateManager:
                 info.max_timestamp,
             )
         )
-        if attributes & ATTR_TRANSACTIONAL and entry.current_txn_first_offset < 0:
-            entry.current_txn_first_offset = first_offset
+        if attributes & ATTR_TRANSACTIONAL:
+            if self._verifying:  # written: the open transaction is the check from now on
+                self._verifying.pop(pid, None)
+            # A batch the cleaner emptied belongs to a decided transaction: it opens none.
+            if entry.current_txn_first_offset < 0 and info.record_count > 0:
+                entry.current_txn_first_offset = first_offset
+                self._ongoing[pid] = first_offset
+
+    def _apply_marker(self, entry: ProducerStateEntry, info: BatchInfo, live: bool) -> None:
+        """A COMMIT/ABORT marker ends the producer's transaction; an abort is indexed."""
+        marker = self._read_marker(info)
+        commit = True
+        if marker is not None:
+            commit, entry.coordinator_epoch = marker
+        first = entry.current_txn_first_offset
+        if first < 0:
+            return  # nothing of the transaction here: Kafka indexes only non-empty ones
+        entry.current_txn_first_offset = NO_OFFSET
+        self._ongoing.pop(entry.producer_id, None)
+        offset = info.base_offset
+        if not commit:
+            # The LSO once this transaction ended: the oldest other open one, or just past it.
+            lso = next(iter(self._ongoing.values()), offset + 1)
+            self._log.append_aborted_txn(entry.producer_id, first, offset, lso)
+        hw = self._high_watermark
+        if live and hw is not None and offset >= hw:
+            self._unreplicated.append((first, offset))
+
+    def _read_marker(self, info: BatchInfo) -> tuple[bool, int] | None:
+        """(commit?, coordinator epoch) of a marker in the log; None (logged) if unreadable."""
+        try:
+            batch = self._log.read(info.base_offset, info.size, info.last_offset + 1, True)
+            return read_marker(batch)
+        except (LogError, InvalidMarkerError) as e:
+            log.warning(
+                "%s: unreadable transaction marker at offset %d (%s); its transaction is taken "
+                "as committed",
+                self._name,
+                info.base_offset,
+                e,
+            )
+            return None
+
+    # -- transactions ------------------------------------------------------------------------
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the oldest transaction that is open, or completed with its marker
+        not yet below the high watermark (Kafka's firstUnstableOffset); None if there is none."""
+        first = next(iter(self._ongoing.values()), None)
+        if self._unreplicated:
+            unreplicated = min(f for f, _ in self._unreplicated)
+            first = unreplicated if first is None else min(first, unreplicated)
+        return first
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """The partition's high watermark moved: completed transactions whose marker is now
+        below it no longer bound the LSO (Kafka's onHighWatermarkUpdated)."""
+        self._high_watermark = high_watermark
+        unreplicated = self._unreplicated
+        while unreplicated and unreplicated[0][1] < high_watermark:
+            unreplicated.popleft()
+
+    def open_transactions(self) -> list[tuple[int, int, int]]:
+        """(producer id, epoch, first offset) of every open transaction, oldest first."""
+        producers = self.producers
+        return [(pid, producers[pid].epoch, first) for pid, first in self._ongoing.items()]
+
+    def has_open_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """Kafka's hasOngoingTransaction: the producer, at this epoch, has written to this
+        partition in its current transaction (KIP-890's verification is skipped then)."""
+        entry = self.producers.get(producer_id)
+        return (
+            entry is not None
+            and entry.current_txn_first_offset >= 0
+            and entry.epoch == producer_epoch
+        )
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
+
+    def start_verification(
+        self, producer_id: int, sequence: int, epoch: int, now_ms: int | None = None
+    ) -> VerificationGuard:
+        """The producer's current verification guard, created if it has none (Kafka's
+        maybeCreateVerificationStateEntry); notes the batch's sequence and epoch."""
+        state = self._verifying.get(producer_id)
+        if state is None:
+            created = _wall_clock_ms() if now_ms is None else now_ms
+            state = VerificationState(VerificationGuard(), created, sequence, epoch)
+            self._verifying[producer_id] = state
+        else:
+            state.note(sequence, epoch)
+        return state.guard
+
+    def verification_guard(self, producer_id: int) -> VerificationGuard | None:
+        """The producer's current guard, if a verification is in progress."""
+        state = self._verifying.get(producer_id)
+        return None if state is None else state.guard
 
     # -- expiry ------------------------------------------------------------------------------
 
     def remove_expired(self, now_ms: int) -> int:
         """Drop producers idle for producer.id.expiration.ms (by the max timestamp of their
-        last batch, as Kafka), except those with an open transaction. Returns how many."""
+        last batch, as Kafka), except those with an open transaction, and verifications
+        started that long ago (never followed by a batch). Returns how many producers."""
         limit = now_ms - self.expiration_ms
         expired = [
             pid
@@ -320,6 +558,12 @@ class ProducerStateManager:
         ]
         for pid in expired:
             del self.producers[pid]
+        if self._verifying:
+            self._verifying = {
+                pid: state
+                for pid, state in self._verifying.items()
+                if now_ms - state.created_ms < self.expiration_ms
+            }
         return len(expired)
 
     # -- snapshots and rebuild ---------------------------------------------------------------
@@ -382,13 +626,20 @@ class ProducerStateManager:
         start, end = plog.log_start_offset, plog.log_end_offset
         self._rolls = plog.roll_count
         self.producers = {}
+        self._ongoing = {}
+        self._unreplicated.clear()
         if clear_if_empty and start == end:
             self._delete_snapshots(list(self._snapshots))
         # Above the end: the data they saw is gone. Below the start: the batches between them
         # and the start are gone, so they cannot be replayed from.
         self._delete_snapshots([o for o in self._snapshots if o > end or o < start])
         self.end_offset = start
+        # After a crash the transaction indexes lack the aborts from this offset on: replay
+        # from at or below it, so that each of them is indexed again.
+        txn_limit = plog.txn_index_rebuild_from
         for offset in reversed(self._snapshots):
+            if txn_limit is not None and offset > txn_limit:
+                continue
             raw = self._store.get_bytes(self._snapshot_key(offset))
             try:
                 if raw is None:
@@ -400,6 +651,13 @@ class ProducerStateManager:
                 continue
             self.end_offset = offset
             break
+        self._ongoing = {
+            pid: entry.current_txn_first_offset
+            for pid, entry in sorted(
+                self.producers.items(), key=lambda item: item[1].current_txn_first_offset
+            )
+            if entry.current_txn_first_offset >= 0
+        }
         replayed = 0
         for info in plog.batches_from(self.end_offset):
             if info.producer_id >= 0:
@@ -413,6 +671,7 @@ class ProducerStateManager:
                 replayed,
             )
         self.end_offset = end
+        plog.txn_index_rebuilt()
         self.remove_expired(_wall_clock_ms() if now_ms is None else now_ms)
         if end > start or self.producers:
             self.snapshot()  # the next rebuild starts here

@@ -3,6 +3,9 @@
 Each fetch tells the leader how far the follower has got (which moves the high watermark and
 the follower's ISR standing); the answer carries the batches that follow, exactly as stored,
 or the point where the follower's log diverged from ours after a leader change.
+
+The same server, behind the same internal credentials, serves the brokers' transaction RPCs
+(`Transactions`: WriteTxnMarkers, AddPartitionsToTxn; see dataplane/transaction/markers.py).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica import wire
 from dataplane.replica.manager import ReplicaManager
 from dataplane.replica.partition import Partition, now_ms
-from proto import replication_pb2
+from proto import replication_pb2, replication_pb2_grpc
 
 log = logging.getLogger("rafka.replication")
 
@@ -137,9 +140,14 @@ class ReplicationService:
 
 
 async def serve_replication(
-    cache: MetadataCache, replicas: ReplicaManager, address: str, security: InternalSecurity
+    cache: MetadataCache,
+    replicas: ReplicaManager,
+    address: str,
+    security: InternalSecurity,
+    txn_handlers: replication_pb2_grpc.TransactionsServicer | None = None,
 ) -> grpc.aio.Server:
-    """Serve the followers of the cluster, and no one else (``security``)."""
+    """Serve the followers of the cluster, and no one else (``security``); with
+    ``txn_handlers``, the other brokers' transaction RPCs too."""
     server = grpc.aio.server(
         options=wire.OPTIONS, interceptors=security.server_interceptors(asynchronous=True)
     )
@@ -151,6 +159,8 @@ async def serve_replication(
             ),
         )
     )
+    if txn_handlers is not None:
+        replication_pb2_grpc.add_TransactionsServicer_to_server(txn_handlers, server)
     if security.add_port(server, address) == 0:
         raise OSError(f"cannot bind the replication listener {address}: is the port in use?")
     await server.start()

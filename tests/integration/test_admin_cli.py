@@ -1,5 +1,6 @@
-"""The `rafka` admin commands against a real cluster: cluster status, topics and consumer
-groups (the meta service's registry lists every group, with its coordinator)."""
+"""The `rafka` admin commands against a real cluster: cluster status, topics, consumer
+groups (the meta service's registry lists every group, with its coordinator) and
+transactions."""
 
 from __future__ import annotations
 
@@ -158,3 +159,45 @@ def test_command_config_is_read_and_checked(cluster: LocalCluster, tmp_path) -> 
     for config, says in ((gssapi, "GSSAPI"), (tmp_path / "missing", "cannot read")):
         r = rafka(cluster, "topics", "list", "--command-config", str(config))
         assert r.returncode == 1 and says in r.stderr, r.stderr
+
+
+def test_transactions_list_and_describe(cluster: LocalCluster) -> None:
+    """An open transaction shows Ongoing with its partitions and age; committed, it shows
+    CompleteCommit (kafka-transactions.sh list / describe)."""
+    ok(cluster, "topics", "create", "txn-out", "-p", "2", "-r", "3")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "cli-txn"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for partition in (0, 1):
+        producer.produce("txn-out", b"v", partition=partition)
+    assert producer.flush(30) == 0
+
+    listed = wait_for(
+        lambda: {r[0]: r for r in rows(ok(cluster, "transactions", "list"))}.get("cli-txn"),
+        what="the transactional id in the list",
+    )
+    _tid, coordinator, producer_id, state = listed
+    assert state == "Ongoing" and coordinator in ("1", "2", "3")
+    assert "cli-txn" in ok(cluster, "transactions", "list", "--state", "Ongoing")
+    assert "cli-txn" in ok(cluster, "transactions", "list", "--producer-id", producer_id)
+    assert "cli-txn" not in ok(cluster, "transactions", "list", "--state", "CompleteCommit")
+    assert "cli-txn" not in ok(cluster, "transactions", "list", "--duration-ms", "3600000")
+
+    described = {r[0]: r for r in rows(ok(cluster, "transactions", "describe", "cli-txn"))}
+    row = described["cli-txn"]
+    assert row[1:5] == [coordinator, producer_id, row[3], "Ongoing"]
+    assert row[6].endswith("Z") and row[7] != "-"  # start time and age of an open transaction
+    assert sorted(row[8].split(",")) == ["txn-out-0", "txn-out-1"]
+
+    producer.commit_transaction(30)
+
+    def finished() -> list[str] | None:
+        row = {r[0]: r for r in rows(ok(cluster, "transactions", "describe", "cli-txn"))}["cli-txn"]
+        return row if row[4] in ("CompleteCommit", "Empty") else None
+
+    row = wait_for(finished, what="the transaction to complete")
+    assert row[7:] == ["-", "-"]  # no age, no partitions
+    assert "cli-txn" in ok(cluster, "transactions", "list", "--state", row[4])
+
+    unknown = rafka(cluster, "transactions", "describe", "no-such-txn")
+    assert unknown.returncode == 1 and "TRANSACTIONAL_ID_NOT_FOUND" in unknown.stderr

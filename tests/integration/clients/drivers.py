@@ -4,6 +4,8 @@
   test can check what any driver's ``consume`` prints against it.
 - ``DRIVERS`` / ``run_driver``: how to launch each non-Python driver, for one pytest
   parametrization over all of them. Call ``setup.sh`` first (``ensure_setup()``).
+- ``Running``: a driver command in the background with its stdin open (``--hold``,
+  ``--stop-on-eof``), its JSON lines read as they come.
 
 Only the standard library is used: kcat_driver.py imports this file too.
 """
@@ -14,6 +16,10 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,3 +114,88 @@ def run_driver(
     # split("\n"), not splitlines(): the latter also splits on U+0085 and friends.
     lines = [json.loads(line) for line in proc.stdout.split("\n") if line.strip()]
     return Result(proc.returncode, lines, proc.stderr)
+
+
+class Running:
+    """A driver command in the background with stdin open: its JSON lines as they come, waits
+    on them with a deadline (no sleeping), ``tell`` a line, ``finish`` = close stdin and wait,
+    ``kill`` = kill -9 (e.g. ``txn-produce --hold true``: look while a transaction is open)."""
+
+    def __init__(self, driver: str, *args: str, env: dict[str, str] | None = None) -> None:
+        self.argv = [*DRIVERS[driver], *args]
+        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            encoding="utf-8",
+            env=os.environ | (env or {}),
+        )
+        self._lines: list = []
+        self._eof = False
+        self._cond = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.strip():
+                with self._cond:
+                    self._lines.append(json.loads(line))
+                    self._cond.notify_all()
+        with self._cond:
+            self._eof = True
+            self._cond.notify_all()
+
+    @property
+    def lines(self) -> list:
+        with self._cond:
+            return list(self._lines)
+
+    def stderr(self) -> str:
+        self._stderr.flush()
+        self._stderr.seek(0)
+        return self._stderr.read()
+
+    def wait_line(self, match: Callable[[dict], bool], timeout: float, what: str) -> dict:
+        """The first line ``match`` accepts, waiting for it up to ``timeout`` seconds; fails
+        at the deadline or when the command has ended without printing it."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in self._lines:
+                    if isinstance(line, dict) and match(line):
+                        return line
+                left = deadline - time.monotonic()
+                if self._eof or left <= 0:
+                    break
+                self._cond.wait(left)
+        state = "ended" if self._eof else f"timed out after {timeout:g}s"
+        raise AssertionError(
+            f"{what}: {state}; lines {self.lines[-5:]}; stderr: {self.stderr()[-3000:]}"
+        )
+
+    def tell(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def finish(self, timeout: float = 120) -> Result:
+        """Close stdin, wait for the exit, and return what it printed."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
+        self._reader.join(timeout)
+        return Result(rc, self.lines, self.stderr())
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()

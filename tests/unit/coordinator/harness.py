@@ -228,7 +228,12 @@ class Harness:
 
     def committed(self, group: str = "g") -> dict[tuple[str, int], int]:
         _, fetched = self.shard.fetch_offsets(group, None)
-        return {(t.topic, p.partition): p.offset.offset for t in fetched for p in t.partitions}
+        return {
+            (t.topic, p.partition): p.offset.offset
+            for t in fetched
+            for p in t.partitions
+            if p.offset is not None
+        }
 
     def classic_group(self, group_id: str = GROUP) -> ClassicGroup:
         g = self.shard.groups[group_id]

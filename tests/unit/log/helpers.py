@@ -74,10 +74,10 @@ def clean(
     now_ms: int = 10_000,
     *,
     upper_bound: int | None = None,
-    producers: dict[int, int] | None = None,
+    producers: dict[int, tuple[int, int]] | None = None,
 ) -> CleaningJob | None:
-    """Compact ``log`` as the broker would (the high watermark at the log end unless given);
-    None if it needs no cleaning."""
+    """Compact ``log`` as the broker would (the last stable offset at the log end unless given;
+    ``producers``: pid -> (last data offset or -1, epoch)); None if it needs no cleaning."""
     bound = log.log_end_offset if upper_bound is None else upper_bound
     job = log.plan_cleaning(now_ms, bound, producers or {})
     return None if job is None else run_cleaning(job, log)

@@ -195,7 +195,7 @@ def test_idempotent_producers_keep_their_last_batch(open_log: OpenLog) -> None:
     put(log, [(b"a", b"5")])  # ...a newer a
     fill(log, 10, keys=1, size=100)
     assert last8.last_offset < log._bases[1]
-    clean(log, producers={7: last7.last_offset, 8: last8.last_offset})
+    clean(log, producers={7: (last7.last_offset, 0), 8: (last8.last_offset, 0)})
     kept = {b.base_offset: b for b in batches(log)}
     assert first.base_offset not in kept  # not a producer's last batch: gone with its records
     empty = kept[last7.base_offset]
@@ -338,10 +338,11 @@ def test_crash_after_the_swap_commits_completes_it(
     cleaned = segment_files(directory, 0, CLEANED_SUFFIX)
     swap = segment_files(directory, 0, SWAP_SUFFIX)
     for path, to in zip(cleaned, swap, strict=True):
-        path.rename(to)
+        if path.exists():  # no txn index: no aborted transaction
+            path.rename(to)
     if stage != "committed":
         for path in segment_files(directory, 0):
-            path.unlink()
+            path.unlink(missing_ok=True)
     if stage == "index renamed":
         swap[0].rename(segment_files(directory, 0)[0])
     with caplog.at_level(logging.WARNING):

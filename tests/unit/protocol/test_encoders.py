@@ -16,6 +16,7 @@ from dataplane.protocol.encoders import (
     METADATA_VERSIONS,
     NO_TOPIC_ID,
     PRODUCE_VERSIONS,
+    AbortedTransaction,
     FetchPartition,
     FetchTopic,
     MetadataBroker,
@@ -117,6 +118,34 @@ def test_produce_many_partitions_match_kio() -> None:
     for version in PRODUCE_VERSIONS:
         reference = kio_models.produce_response(version, topics, 0, ())
         assert_matches_kio(encode_produce_response(version, topics), reference)
+
+
+def test_produce_v12_matches_kio_and_v11() -> None:
+    """v12 only tells the broker the producer uses transaction version 2 (KIP-890): the
+    response is v11's, including the errors a transactional produce can get."""
+    partitions = [
+        ProducePartition(0, 0, 42, -1, 0),
+        ProducePartition(1, 48, -1, -1, -1, error_message="Partition was not added"),
+        ProducePartition(2, 19, -1, -1, -1, error_message="Unable to verify"),
+    ]
+    topics = [ProduceTopic("orders", partitions)]
+    ours = encode_produce_response(12, topics)
+    assert_matches_kio(ours, kio_models.produce_response(12, topics, 0, ()))
+    assert ours == encode_produce_response(11, topics)
+
+
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+def test_fetch_read_committed_partition_matches_kio(version: int) -> None:
+    """A read_committed answer: LSO below the high watermark, aborted transactions listed
+    (empty is an empty array, not null)."""
+    aborted = [AbortedTransaction(1000, 5), AbortedTransaction(1001, 17)]
+    partitions = [
+        FetchPartition(0, 0, 40, 30, 0, aborted, -1, b"x" * 70),
+        FetchPartition(1, 0, 40, 40, 0, [], -1, b""),
+    ]
+    topics = [FetchTopic("orders", bytes(range(16)), partitions)]
+    reference = kio_models.fetch_response(version, topics, 0, 0, 0, ())
+    assert_matches_kio(b"".join(encode_fetch_response(version, topics)), reference)
 
 
 @pytest.mark.parametrize(

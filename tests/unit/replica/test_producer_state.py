@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dataplane.log import LogConfig, StateStore
+from dataplane.log.control import build_marker_batch
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.producer_state import (
     INT32_MAX,
@@ -160,7 +161,7 @@ def test_several_batches_in_one_request(leader: Replica) -> None:
 def test_control_batch_only_moves_the_epoch(leader: Replica, follower: Replica) -> None:
     for data in (
         leader.produce(idem(1, 0, 0, 2)).written,
-        leader.write_as_coordinator(idem(1, 1, -1, transactional=True, control=True)),
+        leader.write_as_coordinator(build_marker_batch(1, 1, True, 0, NOW)),
     ):
         follower.replicate(data)
     entry = leader.producers.last_entry(1)
@@ -178,10 +179,47 @@ def test_transaction_start_is_tracked_and_ended_by_a_marker(leader: Replica) -> 
     assert entry is not None and entry.current_txn_first_offset == 0
     leader.producers.expiration_ms = 1
     assert leader.producers.remove_expired(NOW + 10) == 0  # an open transaction never expires
-    leader.write_as_coordinator(idem(1, 0, -1, transactional=True, control=True))
-    assert entry.current_txn_first_offset == -1
+    assert leader.producers.open_transactions() == [(1, 0, 0)]
+    assert leader.producers.first_unstable_offset == 0
+    leader.reopen()  # the snapshot keeps the open transaction
+    assert leader.producers.open_transactions() == [(1, 0, 0)]
+    leader.write_as_coordinator(build_marker_batch(1, 0, False, 3, NOW))
+    entry = leader.producers.last_entry(1)
+    assert entry is not None and (entry.current_txn_first_offset, entry.coordinator_epoch) == (
+        -1,
+        3,
+    )
+    assert leader.producers.first_unstable_offset is None
+    assert leader.log.aborted_transactions(0, 3) == [(1, 0)]
     leader.reopen(clean=False)
     assert leader.producers.last_entry(1) == entry
+    assert leader.log.aborted_transactions(0, 3) == [(1, 0)]
+
+
+def test_marker_checks(leader: Replica) -> None:
+    """Kafka's appendEndTxnMarker checks, made before the leader writes a marker."""
+    producers = leader.producers
+    producers.check_marker(1, 0, 0)  # an unknown producer: nothing to check against
+    leader.write_as_coordinator(idem(1, 2, 0, transactional=True))
+    leader.write_as_coordinator(build_marker_batch(1, 2, True, 5, NOW))
+    with pytest.raises(ProducerStateError) as e:
+        producers.check_marker(1, 1, 5)
+    assert e.value.code == INVALID_EPOCH
+    with pytest.raises(ProducerStateError) as e:
+        producers.check_marker(1, 2, 4)
+    assert e.value.code == ErrorCode.transaction_coordinator_fenced
+    producers.check_marker(1, 3, 5)
+    producers.check_marker(1, 2, 6)
+
+
+def test_an_unreadable_marker_ends_the_transaction(
+    leader: Replica, caplog: pytest.LogCaptureFixture
+) -> None:
+    leader.write_as_coordinator(idem(1, 0, 0, transactional=True))
+    with caplog.at_level(logging.WARNING):
+        leader.write_as_coordinator(idem(1, 0, -1, transactional=True, control=True))
+    assert "unreadable transaction marker" in caplog.text
+    assert leader.producers.open_transactions() == []
 
 
 # -- expiry ------------------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Transactions (issue 12)."""
