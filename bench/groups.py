@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -44,18 +42,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import QUIET, start_cluster, work_dir
 from bench.produce_consume import try_or_say
-from cluster.local import LocalCluster, free_base_port
 from cluster.polling import wait_for
 from dataplane.config import BrokerConfig
 
-_QUIET = logging.getLogger("bench.rdkafka")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
-
 
 def _admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap}, logger=_QUIET)
+    return AdminClient({"bootstrap.servers": bootstrap}, logger=QUIET)
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, rf: int) -> None:
@@ -86,7 +80,7 @@ class GroupMember:
             "group.id": group,
             "enable.auto.commit": False,
             "auto.offset.reset": "latest",
-            "logger": _QUIET,
+            "logger": QUIET,
         }
         self.incremental = args.protocol == "consumer" or args.assignor == "cooperative-sticky"
         if args.protocol == "consumer":
@@ -197,7 +191,7 @@ def groups_on_one_coordinator(bootstrap: str, n: int) -> tuple[int, list[str]]:
 
 def commit_loop(bootstrap: str, topic: str, group: str, seconds: float, out: list[int]) -> None:
     """Synchronous commits of partition 0's offset, one after the other, for ``seconds``."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "logger": _QUIET})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "logger": QUIET})
     try:
         c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)  # warm: coordinator
         n, deadline = 0, time.monotonic() + seconds
@@ -276,22 +270,8 @@ def main() -> None:
     started = time.monotonic()
     reb = commits = None
     with contextlib.ExitStack() as stack:
-        if args.dir:
-            work = args.dir.resolve()
-            work.mkdir(parents=True, exist_ok=True)
-        else:
-            work = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=Path.cwd())))
-        metas = min(3, args.brokers)
-        cluster = LocalCluster(
-            args.brokers,
-            metas,
-            work,
-            free_base_port(args.brokers, metas),
-            overrides,
-            log_level="WARNING",
-        )
-        cluster.start()
-        stack.callback(cluster.stop)
+        work = work_dir(stack, args.dir)
+        cluster = start_cluster(work, args.brokers, min(3, args.brokers), overrides, stack)
         if "rebalance" not in skip:
             print(f"rebalance: {args.members} members, {args.partitions} partitions ...")
             reb = try_or_say("rebalance", lambda: rebalance(cluster.bootstrap, args))

@@ -33,11 +33,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import MB, RECORD
 from bench.log_append import raw_append_mb_s
 from cluster.local import LocalCluster, free_base_port
-
-MB = 1_000_000
-RECORD = 1024
 
 
 def _wait_port(port: int, timeout: float = 60) -> None:

@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import signal
 import statistics
 import sys
-import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -43,27 +41,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import MB, QUIET, RECORD, start_cluster, work_dir
 from bench.produce_consume import bench_producer, measure, produce, try_or_say
-from cluster.local import LocalCluster, free_base_port
+from cluster.local import LocalCluster
 from cluster.polling import wait_for
-
-MB = 1_000_000
-RECORD = 1024
-_QUIET = logging.getLogger("bench.rdkafka")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
-
-
-def _cluster(work: Path, brokers: int, metas: int, overrides: dict[str, str]) -> LocalCluster:
-    cluster = LocalCluster(
-        brokers, metas, work, free_base_port(brokers, metas), overrides, log_level="WARNING"
-    )
-    cluster.start()
-    return cluster
 
 
 def _admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap}, logger=_QUIET)
+    return AdminClient({"bootstrap.servers": bootstrap}, logger=QUIET)
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, rf: int, min_isr: int) -> bool:
@@ -87,7 +72,7 @@ def _full_isr(admin: AdminClient, topic: str, partitions: int, rf: int) -> bool:
 def latency(bootstrap: str, topic: str, mb_s: float, seconds: float) -> dict[str, float]:
     """Send-to-delivery latency (ms) of acks=all records sent at a fixed rate: by each moment,
     ``rate x elapsed`` records have been handed to the client, no more."""
-    producer = bench_producer(bootstrap, "all", logger=_QUIET)
+    producer = bench_producer(bootstrap, "all", logger=QUIET)
     value = b"x" * RECORD
     per_s = mb_s * MB / RECORD
     lat: list[float] = []
@@ -129,7 +114,7 @@ def failover(cluster: LocalCluster, trials: int) -> list[float]:
     bootstrap = cluster.bootstrap
     create_topic(bootstrap, "failover", 1, 3, 2)
     admin = _admin(bootstrap)
-    producer = bench_producer(bootstrap, "all", logger=_QUIET, **{"linger.ms": 0})
+    producer = bench_producer(bootstrap, "all", logger=QUIET, **{"linger.ms": 0})
     times: list[float] = []
     for trial in range(trials):
         wait_for(lambda: _full_isr(admin, "failover", 1, 3), 120, "failover: ISR back to 3")
@@ -201,21 +186,17 @@ def main() -> None:
     acks1 = acks_all = lat = fo = None
     ratios: list[float] = []
     with contextlib.ExitStack() as stack:
-        if args.dir:
-            work = args.dir.resolve()
-            work.mkdir(parents=True, exist_ok=True)
-        else:
-            work = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=Path.cwd())))
+        work = work_dir(stack, args.dir)
         single = None
         if "throughput" not in skip:
-            single = _cluster(
+            single = start_cluster(
                 work / "single", 1, 1, {**overrides, "default.replication.factor": "1"}
             )
             stack.callback(single.stop)
             create_topic(single.bootstrap, "bench", args.partitions, 1, 1)
 
         print("3 brokers, RF=3, min.insync.replicas=2 ...", flush=True)
-        repl = _cluster(work / "repl", 3, 3, {**overrides, "min.insync.replicas": "2"})
+        repl = start_cluster(work / "repl", 3, 3, {**overrides, "min.insync.replicas": "2"})
         try:
             ok = try_or_say(
                 "topic",

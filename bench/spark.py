@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import statistics
 import sys
 import tempfile
@@ -35,16 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.common import QUIET
 from cluster.local import LocalCluster, free_base_port
 from spark.pipeline.events import make_orders
 
-_QUIET = logging.getLogger("bench.rdkafka")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
-
 
 def _topic(bootstrap: str, name: str, partitions: int, rf: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap}, logger=_QUIET)
+    admin = AdminClient({"bootstrap.servers": bootstrap}, logger=QUIET)
     admin.create_topics([NewTopic(name, partitions, rf)])[name].result(60)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -63,7 +59,7 @@ def fill(bootstrap: str, topic: str, records: int) -> float:
             "linger.ms": 20,
             "batch.size": 1_000_000,
             "queue.buffering.max.kbytes": 1_048_576,
-            "logger": _QUIET,
+            "logger": QUIET,
         }
     )
     size = 0
@@ -149,7 +145,7 @@ def stream(spark: object, bootstrap: str, rate: int, seconds: float, work: Path)
             return
         time.sleep(0.1)
     # Warm up: a few records through the whole path before measuring.
-    warm = Producer({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    warm = Producer({"bootstrap.servers": bootstrap, "logger": QUIET})
     for o_ in make_orders(60, 0):
         warm.produce(src, o_.to_json().encode(), key=o_.store.encode())
     warm.flush(30)
@@ -157,7 +153,7 @@ def stream(spark: object, bootstrap: str, rate: int, seconds: float, work: Path)
         {
             "bootstrap.servers": bootstrap,
             "group.id": "latency",
-            "logger": _QUIET,
+            "logger": QUIET,
             "enable.auto.commit": False,
             "auto.offset.reset": "latest",
         }
@@ -177,7 +173,7 @@ def stream(spark: object, bootstrap: str, rate: int, seconds: float, work: Path)
     done = threading.Event()
 
     def feed() -> None:
-        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "logger": _QUIET})
+        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "logger": QUIET})
         orders = make_orders(expected, 0, first_id=1_000_000)
         start = time.perf_counter()
         sent = 0

@@ -30,10 +30,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -44,21 +42,15 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import MB, QUIET, RECORD, start_cluster, work_dir
 from bench.produce_consume import try_or_say
 from bench.replication import create_topic
-from cluster.local import LocalCluster, free_base_port
 from cluster.polling import wait_for
-
-MB = 1_000_000
-RECORD = 1024
-_QUIET = logging.getLogger("bench.rdkafka")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
 
 
 def _producer(bootstrap: str, **conf: object) -> Producer:
     return Producer(
-        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "logger": _QUIET, **conf}
+        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "logger": QUIET, **conf}
     )
 
 
@@ -146,7 +138,7 @@ class LastRecordSeen:
                 "group.id": f"bench-{uuid.uuid4().hex[:8]}",
                 "isolation.level": "read_committed",
                 "enable.auto.commit": False,
-                "logger": _QUIET,
+                "logger": QUIET,
             }
         )
         self._consumer.assign(
@@ -233,22 +225,8 @@ def main() -> None:
     started = time.monotonic()
     runs = lat = None
     with contextlib.ExitStack() as stack:
-        if args.dir:
-            work = args.dir.resolve()
-            work.mkdir(parents=True, exist_ok=True)
-        else:
-            work = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=Path.cwd())))
-        metas = min(3, args.brokers)
-        cluster = LocalCluster(
-            args.brokers,
-            metas,
-            work,
-            free_base_port(args.brokers, metas),
-            overrides,
-            log_level="WARNING",
-        )
-        cluster.start()
-        stack.callback(cluster.stop)
+        work = work_dir(stack, args.dir)
+        cluster = start_cluster(work, args.brokers, min(3, args.brokers), overrides, stack)
         bootstrap = cluster.bootstrap
         if "throughput" not in skip:
             ok = try_or_say(

@@ -275,7 +275,7 @@ class GroupCoordinator:
         instance_id: str | None,
         generation: int,
         partitions: Sequence[CommitPartition],
-        verify: Callable[[str, int], Awaitable[ErrorCode]] | None = None,
+        verify: Callable[[str, int], Awaitable[ErrorCode]],
     ) -> dict[tuple[str, int], ErrorCode]:
         """TxnOffsetCommit (Kafka's commitTransactionalOffset): each partition's error. The
         offsets are appended to the group's partition as a transactional batch of the
@@ -292,13 +292,12 @@ class GroupCoordinator:
             self.shard(group_id)
             partition = self.runtime.partition(group_id)
             if partition is not None:
-                guard = partition.maybe_start_transaction_verification(
+                code, guard = await partition.verify_transaction(
                     producer_id,
                     next_sequence(partition, producer_id, producer_epoch),
                     producer_epoch,
+                    functools.partial(verify, partition.topic, partition.index),
                 )
-            if verify is not None and partition is not None and guard is not None:
-                code = await verify(partition.topic, partition.index)
                 if code != ErrorCode.none:
                     return dict.fromkeys(every, map_append_error(code))
             shard = self.shard(group_id)  # again: it may have moved meanwhile

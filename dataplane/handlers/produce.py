@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -207,14 +208,7 @@ async def _check_transaction(
     if not candidates:
         return ErrorCode.none, {}, {}
     ((producer_id, epoch),) = producers
-    guards: Guards = {}  # none for the partitions where the transaction is open already
-    for topic_name, index, partition, sequence in candidates:
-        guard = partition.maybe_start_transaction_verification(producer_id, sequence, epoch)
-        if guard is not None:
-            guards[(topic_name, index)] = guard
-    if not guards:
-        return ErrorCode.none, {}, {}
-    codes = await _verify_all(ctx, transactional_id, producer_id, epoch, list(guards))
+    codes, guards = await _verify_all(ctx, transactional_id, producer_id, epoch, candidates)
     version = ctx.header.api_version
     refused: Verified = {
         key: verification_error(key[1], code, version)
@@ -229,25 +223,31 @@ async def _verify_all(
     transactional_id: str,
     producer_id: int,
     epoch: int,
-    partitions: list[tuple[str, int]],
-) -> dict[tuple[str, int], ErrorCode]:
-    """Ask the transaction coordinator about every partition at once."""
+    candidates: list[tuple[str, int, Partition, int]],
+) -> tuple[dict[tuple[str, int], ErrorCode], Guards]:
+    """Ask the transaction coordinator about every partition at once (none for those where
+    the transaction is open already): the answers, and the guards of the appends."""
     verifier = ctx.services.txn_verifier
     add = ctx.header.api_version >= _TV2_VERSION
     codes: dict[tuple[str, int], ErrorCode] = {}
+    guards: Guards = {}
 
-    async def verify(topic: str, index: int) -> None:
-        codes[(topic, index)] = await verifier.verify(
-            transactional_id, producer_id, epoch, topic, index, add=add
-        )
+    async def verify(topic: str, index: int, partition: Partition, sequence: int) -> None:
+        def ask() -> Awaitable[ErrorCode]:
+            return verifier.verify(transactional_id, producer_id, epoch, topic, index, add=add)
 
-    if len(partitions) == 1:
-        await verify(*partitions[0])
-        return codes
-    async with anyio.create_task_group() as tg:
-        for topic, index in partitions:
-            tg.start_soon(verify, topic, index)
-    return codes
+        code, guard = await partition.verify_transaction(producer_id, sequence, epoch, ask)
+        codes[(topic, index)] = code
+        if guard is not None:
+            guards[(topic, index)] = guard
+
+    if len(candidates) == 1:
+        await verify(*candidates[0])
+    else:
+        async with anyio.create_task_group() as tg:
+            for candidate in candidates:
+                tg.start_soon(verify, *candidate)
+    return codes, guards
 
 
 def verification_error(index: int, code: int, version: int) -> ProducePartition:

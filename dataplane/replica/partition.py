@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
@@ -33,6 +33,8 @@ from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.producer_state import ProducerStateManager, VerificationGuard
 
 log = logging.getLogger("rafka.partition")
+
+_VERIFY_ATTEMPTS = 3  # coordinator checks of one append whose guard a marker voided
 
 
 def now_ms() -> int:
@@ -222,6 +224,29 @@ class Partition:
         if self.producers.has_open_transaction(producer_id, producer_epoch):
             return None
         return self.producers.start_verification(producer_id, sequence, producer_epoch, now_ms())
+
+    async def verify_transaction(
+        self,
+        producer_id: int,
+        sequence: int,
+        producer_epoch: int,
+        ask: Callable[[], Awaitable[ErrorCode]],
+    ) -> tuple[ErrorCode, VerificationGuard | None]:
+        """KIP-890 part 1 around the coordinator's answer (``ask``): NONE and the guard for
+        `append` (None: the transaction is open here already, nothing to ask), or the
+        coordinator's error. A marker written while the coordinator was asked voids the guard;
+        that marker may be the end of the producer's *previous* transaction (the coordinator
+        answers for the next one only once those markers are written), so the question is
+        asked again with a fresh guard: for a batch of a transaction that has really ended the
+        coordinator then refuses it."""
+        for _ in range(_VERIFY_ATTEMPTS):
+            guard = self.maybe_start_transaction_verification(producer_id, sequence, producer_epoch)
+            if guard is None:
+                return ErrorCode.none, None
+            code = await ask()
+            if code != ErrorCode.none or self.producers.verification_guard(producer_id) is guard:
+                return code, guard
+        return ErrorCode.concurrent_transactions, None  # the producer retries (as Kafka's)
 
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords on this replica: the log start moves up to ``offset``, but never past

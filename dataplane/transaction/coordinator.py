@@ -61,6 +61,9 @@ S = TransactionState
 OFFSETS_TOPIC = "__consumer_offsets"
 _EXPIRE_BATCH = 500  # tombstones per write
 _RETRY_S = 0.5  # backoff of a completion whose write or markers failed
+# How long AddPartitionsToTxn/AddOffsetsToTxn wait for the previous transaction to complete
+# before answering CONCURRENT_TRANSACTIONS (see `_settled`).
+_SETTLE_WAIT_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +155,7 @@ class TransactionCoordinator:
             replicas, topic, self._new_shard
         )
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._transition_done = anyio.Event()  # set (and replaced) when a transition ends
         self._queued: list[Callable[[], Awaitable[None]]] = []
 
     def _new_shard(self, index: int) -> TransactionShard:
@@ -233,21 +237,12 @@ class TransactionCoordinator:
         if state == S.ONGOING:
             # abort the previous incarnation's transaction first; the client retries and gets
             # the epoch bumped once more (or a new producer id if this exhausts the epochs)
-            fence = meta.prepare_fence_producer_epoch()
             log.info(
                 "InitProducerId of %r: aborting the ongoing transaction of producer %d first",
                 meta.transactional_id,
                 meta.producer_id,
             )
-            code, _, _ = await self._end_transaction(
-                meta.transactional_id,
-                fence.producer_id,
-                fence.producer_epoch,
-                commit=False,
-                from_client=False,
-                transaction_version=self.config.transaction_version,
-                spare=spare,
-            )
+            code = await self._fence_and_abort(meta, spare)
             return (code or ErrorCode.concurrent_transactions, *_FAILED)
         if state not in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
             return self._illegal(meta, "InitProducerId")
@@ -298,6 +293,7 @@ class TransactionCoordinator:
         if not transactional_id:
             return every(ErrorCode.invalid_request)
         try:
+            await self._settled(transactional_id)
             shard = self.runtime.shard(transactional_id)
         except KafkaError as e:
             return every(e.code)
@@ -682,6 +678,18 @@ class TransactionCoordinator:
     ) -> ErrorCode:
         """Write a transition and apply it once replicated; on failure drop the pending state
         (unless the caller retries the same transition)."""
+        try:
+            return await self._write_transition(shard, meta, transit, keep_pending)
+        finally:
+            self._transition_ended()
+
+    async def _write_transition(
+        self,
+        shard: TransactionShard,
+        meta: TransactionMetadata,
+        transit: TxnTransitMetadata,
+        keep_pending: bool,
+    ) -> ErrorCode:
         tid = meta.transactional_id
         record = (encode_key(tid), encode_value(transit, self.config.transaction_version))
         try:
@@ -702,6 +710,31 @@ class TransactionCoordinator:
             return ErrorCode.unknown_server_error
         return ErrorCode.none
 
+    def _transition_ended(self) -> None:
+        """Wake the requests `_settled` parks: some transition was applied or dropped."""
+        self._transition_done.set()
+        self._transition_done = anyio.Event()
+
+    async def _settled(self, transactional_id: str) -> None:
+        """Wait (up to _SETTLE_WAIT_S) while the id's previous transaction is still being
+        completed. Kafka answers CONCURRENT_TRANSACTIONS at once and the producer retries after
+        a backoff (librdkafka and the Java client: 20-100 ms), which caps a producer that
+        commits back to back at a few dozen transactions per second; waiting here turns that
+        backoff into the few milliseconds the markers take. Raises what `runtime.shard`
+        raises."""
+        deadline = anyio.current_time() + _SETTLE_WAIT_S
+        while True:
+            meta = self.runtime.shard(transactional_id).get(transactional_id)
+            busy = meta is not None and (
+                meta.pending_transition_in_progress
+                or meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
+            )
+            remaining = deadline - anyio.current_time()
+            if not busy or remaining <= 0:
+                return
+            with anyio.move_on_after(remaining):
+                await self._transition_done.wait()
+
     # -- shards -------------------------------------------------------------------------------
 
     def shard_loaded(self, shard: TransactionShard) -> None:
@@ -721,6 +754,7 @@ class TransactionCoordinator:
             )
 
     def shard_unloaded(self, shard: TransactionShard) -> None:
+        self._transition_ended()  # parked requests answer NOT_COORDINATOR now
         log.info(
             "%s-%d: no longer coordinating its transactions", self.topic.name, shard.partition_index
         )
@@ -784,6 +818,13 @@ class TransactionCoordinator:
             meta.producer_id,
             meta.txn_timeout_ms,
         )
+        code = await self._fence_and_abort(meta, spare)
+        if code != ErrorCode.none:
+            log.warning("rollback of timed-out %r failed: %s", meta.transactional_id, code.name)
+
+    async def _fence_and_abort(self, meta: TransactionMetadata, spare: int | None) -> ErrorCode:
+        """Abort the ongoing transaction with the producer's epoch bumped (Kafka's
+        PrepareEpochFence), so its current incarnation can no longer write to it."""
         fence = meta.prepare_fence_producer_epoch()
         code, _, _ = await self._end_transaction(
             meta.transactional_id,
@@ -794,8 +835,7 @@ class TransactionCoordinator:
             transaction_version=self.config.transaction_version,
             spare=spare,
         )
-        if code != ErrorCode.none:
-            log.warning("rollback of timed-out %r failed: %s", meta.transactional_id, code.name)
+        return code
 
     def remove_expired(self) -> int:
         """Tombstone every id idle for transactional.id.expiration.ms with nothing open;

@@ -318,6 +318,46 @@ def test_a_marker_during_verification_voids_the_guard(node: Callable[..., Node])
     assert p.has_open_transaction(1, 0)
 
 
+def test_verification_asks_again_when_the_previous_transactions_marker_lands(
+    node: Callable[..., Node],
+) -> None:
+    """Transaction version 2: the producer's next transaction starts (same, bumped epoch)
+    while the markers of its previous one are still being written; the coordinator answers
+    only once they are, so the marker voids the guard before the answer. The partition asks
+    again with a fresh guard instead of refusing the batch; a really late batch (its
+    transaction ended, the coordinator says so) is refused by the coordinator's answer."""
+    n = node()
+    p = n.p
+    n.txn(1, 0, epoch=1)  # the previous transaction, still open here
+    answers = [ErrorCode.none, ErrorCode.none]
+    asked = 0
+
+    async def ask() -> ErrorCode:
+        nonlocal asked
+        asked += 1
+        if asked == 1:
+            n.end(1, commit=True, epoch=2)  # its marker lands while the coordinator is asked
+        return answers[asked - 1]
+
+    code, guard = anyio.run(p.verify_transaction, 1, 0, 2, ask)
+    assert (code, asked) == (ErrorCode.none, 2) and guard is not None
+    p.append(txn_batch(1, 0, epoch=2), 0, guard)  # a new epoch starts at sequence 0
+    assert p.has_open_transaction(1, 2)
+
+    # A late batch: the coordinator confirmed the partition, then the transaction ended (its
+    # marker lands here, with nothing of it written yet); asked again, it refuses.
+    late = iter([ErrorCode.none, ErrorCode.invalid_txn_state])
+
+    async def ended() -> ErrorCode:
+        answer = next(late)
+        if answer == ErrorCode.none:
+            n.end(5, commit=False)
+        return answer
+
+    assert anyio.run(p.verify_transaction, 5, 0, 0, ended)[0] == ErrorCode.invalid_txn_state
+    assert not p.has_open_transaction(5, 0)
+
+
 def test_a_verified_batch_opens_the_transaction_and_the_next_needs_no_guard(
     node: Callable[..., Node],
 ) -> None:

@@ -132,6 +132,32 @@ def test_errors_of_add_and_end() -> None:
     run(test)
 
 
+def test_add_partitions_waits_for_the_previous_transaction_to_complete() -> None:
+    """A producer that starts its next transaction while the markers of the last one are being
+    written is answered when they are (not CONCURRENT_TRANSACTIONS and a client backoff)."""
+
+    async def test(c, runtime, markers) -> None:
+        _, pid, epoch = await c.init_producer_id(TID, 60_000)
+        await c.add_partitions(TID, pid, epoch, TP)
+        markers.gate = anyio.Event()
+        assert (await c.end_txn(TID, pid, epoch, True, False))[0] == E.none
+        await settle()
+        results: list[dict] = []
+
+        async def add() -> None:
+            results.append(await c.add_partitions(TID, pid, epoch, TP[:1]))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(add)
+            await settle()
+            assert not results  # parked while PrepareCommit waits for its markers
+            markers.gate.set()
+        assert results == [{TP[0]: E.none}]
+        assert runtime.shard(TID).transactions[TID].state == S.ONGOING
+
+    run(test)
+
+
 def test_write_failure_leaves_state_unchanged() -> None:
     async def test(c, runtime, markers) -> None:
         _, pid, epoch = await c.init_producer_id(TID, 60_000)
