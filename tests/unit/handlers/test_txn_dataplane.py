@@ -5,7 +5,7 @@ read_committed Fetch, ListOffsets isolation levels and DescribeProducers."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -65,6 +65,12 @@ class FakePartition:
 
     def maybe_start_transaction_verification(self, pid: int, seq: int, epoch: int) -> Any:
         return None if self.open_txn else ("guard", self.index, pid, seq, epoch)
+
+    async def verify_transaction(
+        self, pid: int, seq: int, epoch: int, ask: Callable[[], Awaitable[ErrorCode]]
+    ) -> tuple[ErrorCode, Any]:
+        guard = self.maybe_start_transaction_verification(pid, seq, epoch)
+        return (ErrorCode.none, None) if guard is None else (await ask(), guard)
 
     def append(self, records: bytes, now: int, guard: object = None) -> AppendResult:
         self.appended.append(records)
@@ -214,14 +220,18 @@ def test_refused_verification_fails_only_that_partition() -> None:
 
 class MarkerDuringVerify(FakeVerifier):
     """The coordinator confirms the partition, but the transaction ends (an abort marker lands
-    in the partition) before the produce handler gets the answer."""
+    in the partition) before the produce handler gets the answer; asked again, the coordinator
+    says the partition is in no ongoing transaction."""
 
     def __init__(self, partition: Partition) -> None:
         super().__init__()
         self.partition = partition
 
     async def verify(self, tid: str, pid: int, epoch: int, topic: str, part: int, add: bool):
-        self.partition.write_marker(pid, epoch, False, 0, now_ms())
+        if not self.calls:
+            self.partition.write_marker(pid, epoch, False, 0, now_ms())
+        else:
+            self.answer = ErrorCode.invalid_txn_state
         return await super().verify(tid, pid, epoch, topic, part, add)
 
 
@@ -247,7 +257,8 @@ def test_a_marker_during_verification_refuses_the_late_batch(real_partition: Par
     verifier: FakeVerifier = MarkerDuringVerify(p)
     answers, _ = run_produce(11, produce_request(txn, "tid"), replicas=replicas, verifier=verifier)
     assert answers[0].error_code == ErrorCode.invalid_txn_state
-    assert len(verifier.calls) == 1 and p.log.log_end_offset == 1  # just the marker
+    # the voided guard made the handler ask again; nothing but the marker was written
+    assert len(verifier.calls) == 2 and p.log.log_end_offset == 1
     assert p.producers.first_unstable_offset is None and p.last_stable_offset == 1
     # the producer's retry (a new transaction) is verified afresh and written
     verifier = FakeVerifier()
