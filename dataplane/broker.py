@@ -11,7 +11,6 @@ import logging
 import signal
 import uuid
 from functools import partial
-from pathlib import Path
 
 import anyio
 
@@ -20,8 +19,10 @@ from dataplane import metrics, server
 from dataplane.config import BrokerConfig
 from dataplane.coordinator.runtime import InternalTopic
 from dataplane.coordinator.service import GroupCoordinator, group_config
+from dataplane.dynamic_config import DynamicBrokerConfig
 from dataplane.handlers.context import BrokerServices
 from dataplane.log import StateStore
+from dataplane.log.log_dirs import LogDirs
 from dataplane.malloc import tune_for_large_buffers
 from dataplane.metadata_cache import MetadataCache
 from dataplane.producer_ids import ProducerIdManager
@@ -29,6 +30,7 @@ from dataplane.replica.fetcher import ReplicaFetchers
 from dataplane.replica.isr import IsrManager
 from dataplane.replica.manager import ReplicaManager
 from dataplane.replica.replication_service import serve_replication
+from dataplane.replica.throttle import ReplicationThrottle
 from dataplane.security.authorizer import Authorizer, AuthorizerConfigError
 from dataplane.security.listeners import ListenerConfigError, broker_listeners
 from dataplane.security.sasl import SaslAuthenticator, SaslConfigError
@@ -56,8 +58,11 @@ class Broker:
             for listener in self.listeners.bound
             if listener.tls
         }
-        Path(config.log_dirs).mkdir(parents=True, exist_ok=True)
-        self.store = StateStore(Path(config.log_dirs) / ".state")
+        # log.dirs: the first directory also holds the state store (dataplane/log/log_dirs.py)
+        self.log_dirs = LogDirs.from_config(config.log_dirs)
+        self.log_dirs.create_all()
+        self.log_dirs.clean_up_moves()
+        self.store = StateStore(self.log_dirs.state_dir)
         self.cache = MetadataCache()
         self.security = InternalSecurity.from_config(config)
         self.meta = MetaClient(
@@ -94,10 +99,24 @@ class Broker:
             },
         )
         self.isr = IsrManager(self.meta, self.node_id, self._broker_epoch)
-        self.fetchers = ReplicaFetchers(self.cache, self.node_id, self._broker_epoch, self.security)
-        self.replicas = ReplicaManager(
-            config, self.store, self.cache, self.isr.submit, self.fetchers
+        self.fetchers = ReplicaFetchers(
+            self.cache,
+            self.node_id,
+            self._broker_epoch,
+            self.security,
+            ReplicationThrottle("follower", lambda: self.dynamic_config.current, self.cache),
         )
+        # The settings in force: static ones under the dynamic broker configs (rafka configs).
+        self.dynamic_config = DynamicBrokerConfig(config, self.cache)
+        self.replicas = ReplicaManager(
+            self.dynamic_config.current,
+            self.store,
+            self.cache,
+            self.isr.submit,
+            self.fetchers,
+            self.log_dirs,
+        )
+        self.dynamic_config.listeners.append(self.replicas.reconfigure)
         # The group coordinator on the leaders of __consumer_offsets' partitions.
         self.group_coordinator = GroupCoordinator(
             group_config(config), self.cache, self.replicas, self.offsets_topic, self.meta
@@ -168,6 +187,8 @@ class Broker:
                 tg.start_soon(self.producer_ids.run)
                 tg.start_soon(self.replicas.maintain_logs)
                 tg.start_soon(self.replicas.clean_logs)
+                tg.start_soon(self.replicas.report_offline, self._report_offline)
+                tg.start_soon(self.replicas.moves.run)
                 tg.start_soon(self.group_coordinator.run)  # runs its CoordinatorRuntime too
                 tg.start_soon(self.txn_markers.run)
                 tg.start_soon(self.txn_coordinator.run)  # runs its CoordinatorRuntime too
@@ -189,6 +210,11 @@ class Broker:
                 self.store.close()
                 await self.meta.close()
             log.info("broker %d stopped", self.node_id)
+
+    async def _report_offline(self, partitions: list[tuple[str, int]]) -> None:
+        """Replicas whose log directory failed: the meta service moves their leadership and
+        ISR to the other replicas (as Kafka's broker heartbeat with offline log dirs)."""
+        await self.meta.offline_replicas(self.node_id, self.broker_epoch, partitions)
 
     def _broker_epoch(self) -> int:
         """The current broker epoch, for the components that quote it to the meta service or
@@ -241,6 +267,7 @@ class Broker:
         )
         if self._session_scope is not None:
             self._session_scope.cancel()  # the session must carry the new epoch
+        self.replicas.resend_offline()  # the meta service forgets them with the old epoch
 
     async def _session_loop(self) -> None:
         """Hold a session with the meta leader so a crash of this process fences it at once;

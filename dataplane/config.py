@@ -36,11 +36,22 @@ class BrokerConfig(InternalSecurityConfig):
         "", description="advertised.replication.listener: what followers dial (default: above)."
     )
     num_partitions: int = Field(1, description="num.partitions: default partitions of a topic.")
-    default_replication_factor: int = Field(1, description="default.replication.factor.")
-    auto_create_topics_enable: bool = Field(True, description="auto.create.topics.enable.")
-    min_insync_replicas: int = Field(1, description="min.insync.replicas (topic default).")
+    default_replication_factor: int = Field(
+        1, description="default.replication.factor: replicas of a topic created without a count."
+    )
+    auto_create_topics_enable: bool = Field(
+        True,
+        description="auto.create.topics.enable: Metadata requests for an unknown topic create it.",
+    )
+    min_insync_replicas: int = Field(
+        1,
+        description="min.insync.replicas: the in-sync replicas an acks=all write needs "
+        "(topic default).",
+    )
     unclean_leader_election_enable: bool = Field(
-        False, description="unclean.leader.election.enable (topic default)."
+        False,
+        description="unclean.leader.election.enable: a replica outside the ISR may become leader "
+        "when no in-sync one is left (topic default).",
     )
     message_max_bytes: int = Field(
         1048588, description="message.max.bytes: largest record batch accepted (topic default)."
@@ -48,7 +59,14 @@ class BrokerConfig(InternalSecurityConfig):
     socket_request_max_bytes: int = Field(
         104857600, description="socket.request.max.bytes: largest request frame accepted."
     )
-    log_segment_bytes: int = Field(1073741824, description="log.segment.bytes: roll size.")
+    max_request_partition_size_limit: int = Field(
+        2000,
+        description="max.request.partition.size.limit: the most partitions one "
+        "DescribeTopicPartitions answer holds (a cursor points to the rest).",
+    )
+    log_segment_bytes: int = Field(
+        1073741824, description="log.segment.bytes: the size at which a segment is rolled."
+    )
     log_roll_ms: int = Field(604800000, description="log.roll.ms: roll age (default 7 days).")
     log_index_interval_bytes: int = Field(
         4096, description="log.index.interval.bytes: bytes between sparse index entries."
@@ -64,8 +82,32 @@ class BrokerConfig(InternalSecurityConfig):
     log_message_timestamp_type: str = Field(
         "CreateTime", description="log.message.timestamp.type: CreateTime or LogAppendTime."
     )
-    log_retention_ms: int = Field(604800000, description="log.retention.ms (default 7 days).")
-    log_retention_bytes: int = Field(-1, description="log.retention.bytes (-1: unlimited).")
+    log_retention_ms: int = Field(
+        604800000,
+        description="log.retention.ms: how long a segment is kept after its newest record "
+        "(default 7 days; -1: no limit).",
+    )
+    log_retention_minutes: int | None = Field(
+        None,
+        description="log.retention.minutes: retention in minutes, used when log.retention.ms is "
+        "not set.",
+    )
+    log_retention_hours: int = Field(
+        168,
+        description="log.retention.hours: retention in hours, used when neither "
+        "log.retention.ms nor log.retention.minutes is set.",
+    )
+    log_roll_hours: int = Field(
+        168, description="log.roll.hours: roll age in hours, used when log.roll.ms is not set."
+    )
+    log_cleanup_policy: str = Field(
+        "delete",
+        description="log.cleanup.policy: delete, compact or both: the default cleanup.policy "
+        "of topics.",
+    )
+    log_retention_bytes: int = Field(
+        -1, description="log.retention.bytes: the most bytes a partition keeps (-1: unlimited)."
+    )
     log_retention_check_interval_ms: int = Field(
         300000, description="log.retention.check.interval.ms: how often retention runs."
     )
@@ -195,7 +237,24 @@ class BrokerConfig(InternalSecurityConfig):
         "ApiVersions advertises (2: KIP-890 transactions, what Kafka 4 clients use; 1 or 0: "
         "the classic protocol only).",
     )
-    replica_lag_time_max_ms: int = Field(30000, description="replica.lag.time.max.ms.")
+    replica_lag_time_max_ms: int = Field(
+        30000,
+        description="replica.lag.time.max.ms: a follower not caught up for this long leaves "
+        "the ISR.",
+    )
+    leader_replication_throttled_rate: int = Field(
+        9223372036854775807,
+        ge=0,
+        description="leader.replication.throttled.rate: bytes/s this broker sends to followers "
+        "of the replicas a topic's leader.replication.throttled.replicas names (Kafka sets it "
+        "dynamically: rafka configs; default unlimited).",
+    )
+    follower_replication_throttled_rate: int = Field(
+        9223372036854775807,
+        ge=0,
+        description="follower.replication.throttled.rate: bytes/s this broker fetches for the "
+        "replicas a topic's follower.replication.throttled.replicas names (default unlimited).",
+    )
     broker_heartbeat_interval_ms: int = Field(
         2000, description="broker.heartbeat.interval.ms: lease renewal period."
     )
@@ -282,7 +341,7 @@ class BrokerConfig(InternalSecurityConfig):
         "sub", description="sasl.oauthbearer.sub.claim.name: the claim that names the principal."
     )
     sasl_oauthbearer_scope_claim_name: str = Field(
-        "scope", description="sasl.oauthbearer.scope.claim.name."
+        "scope", description="sasl.oauthbearer.scope.claim.name: the claim that holds scopes."
     )
     sasl_oauthbearer_clock_skew_seconds: int = Field(
         30, description="sasl.oauthbearer.clock.skew.seconds: tolerance on exp/nbf/iat."

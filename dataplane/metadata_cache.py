@@ -29,6 +29,9 @@ class PartitionInfo:
     leader: int
     leader_epoch: int
     partition_epoch: int
+    # A reassignment in progress: replicas is then the target followed by the removing ones.
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +58,14 @@ class BrokerInfo:
 
 def partition_info(p: meta_pb2.Partition) -> PartitionInfo:
     return PartitionInfo(
-        p.index, tuple(p.replicas), tuple(p.isr), p.leader, p.leader_epoch, p.partition_epoch
+        p.index,
+        tuple(p.replicas),
+        tuple(p.isr),
+        p.leader,
+        p.leader_epoch,
+        p.partition_epoch,
+        tuple(p.adding_replicas),
+        tuple(p.removing_replicas),
     )
 
 
@@ -96,6 +106,15 @@ class MetadataCache:
         self.acl_version = 0
         self.scram_credentials: dict[tuple[str, str], ScramCredential] = {}  # (user, mechanism)
         self.delegation_tokens: dict[str, DelegationToken] = {}  # by token id
+        # Dynamic broker configs by broker id, CLUSTER_DEFAULT (-1) the cluster-wide ones; the
+        # config_listeners are called after every change of them (even to the same values:
+        # an operator's AlterConfigs asks brokers to reload, as in Kafka).
+        self.broker_configs: dict[int, Mapping[str, str]] = {}
+        self.config_listeners: list[Callable[[], None]] = []
+        # Finalized feature levels (a feature at level 0 is absent) and the metadata offset
+        # they were last set at (Kafka's finalized features epoch).
+        self.finalized_features: Mapping[str, int] = {}
+        self.features_epoch = -1
         self.topic_listeners: list[TopicListener] = []
         self.broker_listeners: list[BrokerListener] = []
         self._changed = anyio.Event()
@@ -124,7 +143,7 @@ class MetadataCache:
     def apply(self, event: meta_pb2.WatchEvent) -> None:
         kind = event.WhichOneof("kind")
         if kind == "snapshot":
-            self._apply_snapshot(event.snapshot)
+            self._apply_snapshot(event.snapshot, event.offset)
         elif kind == "topic":
             self._set_topic(_topic(event.topic))
         elif kind == "topic_deleted":
@@ -148,12 +167,18 @@ class MetadataCache:
             self.delegation_tokens[token.token_id] = token
         elif kind == "delegation_token_removed":
             self.delegation_tokens.pop(event.delegation_token_removed.token_id, None)
+        elif kind == "broker_config":
+            configs = {event.broker_config.broker_id: dict(event.broker_config.configs)}
+            self._set_broker_configs({**self.broker_configs, **configs}, always=True)
+        elif kind == "features":
+            self.finalized_features = dict(event.features.features)
+            self.features_epoch = event.offset
         self.offset = event.offset
         self.ready.set()
         self._changed.set()
         self._changed = anyio.Event()
 
-    def _apply_snapshot(self, snap: meta_pb2.Snapshot) -> None:
+    def _apply_snapshot(self, snap: meta_pb2.Snapshot, snap_offset: int) -> None:
         self.cluster_id = snap.cluster_id
         new_topics = {t.name: _topic(t) for t in snap.topics}
         for old in list(self.topics.values()):
@@ -175,6 +200,20 @@ class MetadataCache:
         self.delegation_tokens = {
             t.token_id: t for t in map(wire.token_from_proto, snap.delegation_tokens)
         }
+        configs = {c.broker_id: dict(c.configs) for c in snap.broker_configs}
+        self._set_broker_configs(configs, always=False)
+        self.finalized_features = dict(snap.finalized_features)
+        self.features_epoch = snap_offset
+
+    def _set_broker_configs(self, configs: Mapping[int, Mapping[str, str]], always: bool) -> None:
+        """Replace the dynamic broker configs (entries without configs dropped) and tell the
+        config listeners, if they changed or ``always``."""
+        configs = {broker_id: c for broker_id, c in configs.items() if c}
+        if configs == self.broker_configs and not always:
+            return
+        self.broker_configs = configs
+        for listener in self.config_listeners:
+            listener()
 
     def _set_acls(self, bindings: Iterable[AclBinding]) -> None:
         acls = tuple(dict.fromkeys(bindings))  # each once, in creation order

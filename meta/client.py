@@ -21,7 +21,7 @@ from grpc import aio
 from cluster.internal_security import InternalSecurity
 from meta import wire
 from meta.acl import AclBinding, AclBindingFilter
-from meta.model import DelegationToken, ScramCredential
+from meta.model import ConfigAlteration, DelegationToken, ReassignmentInfo, ScramCredential
 from meta.protocol import LEADER_METADATA_KEY, ErrorCode
 from proto import meta_pb2, meta_pb2_grpc
 
@@ -289,6 +289,131 @@ class MetaClient:
             request_id=_request_id(), names=list(names), topic_ids=list(topic_ids)
         )
         return list((await self._call("DeleteTopics", request)).results)
+
+    # ------------------------------------------------------------ cluster administration
+
+    async def alter_configs(
+        self, alterations: Sequence[ConfigAlteration], validate_only: bool = False
+    ) -> list[tuple[int, str]]:
+        """Kafka's AlterConfigs / IncrementalAlterConfigs of TOPIC and BROKER resources, values
+        already validated: (error code, message) per alteration, in order. Errors:
+        UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (a broker name that is no id),
+        BROKER_ID_NOT_REGISTERED. Every broker's cache has the change within a watch round trip
+        (``TopicInfo.configs``; ``broker_configs`` and ``config_listeners``)."""
+        request = meta_pb2.AlterConfigsRequest(
+            request_id=_request_id(),
+            alterations=[wire.config_alteration_to_proto(a) for a in alterations],
+            validate_only=validate_only,
+        )
+        response = await self._call("AlterConfigs", request)
+        return [(r.error_code, r.error_message) for r in response.results]
+
+    async def create_partitions(
+        self,
+        topic: str,
+        count: int,
+        assignments: Sequence[Sequence[int]] | None = None,
+        validate_only: bool = False,
+    ) -> tuple[int, str]:
+        """Kafka's CreatePartitions of one topic: grow it to ``count`` partitions, placed by
+        ``assignments`` (one replica list per new partition) or like a new topic's. (error code,
+        message): UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR,
+        INVALID_REPLICA_ASSIGNMENT."""
+        request = meta_pb2.CreatePartitionsRequest(
+            request_id=_request_id(),
+            topic=topic,
+            count=count,
+            manual=assignments is not None,
+            assignments=[
+                meta_pb2.ReplicaAssignment(partition_index=i, broker_ids=list(brokers))
+                for i, brokers in enumerate(assignments or ())
+            ],
+            validate_only=validate_only,
+        )
+        response = await self._call("CreatePartitions", request)
+        return response.error_code, response.error_message
+
+    async def alter_partition_reassignments(
+        self, changes: Sequence[tuple[str, int, Sequence[int] | None]]
+    ) -> list[tuple[int, str]]:
+        """Kafka's AlterPartitionReassignments: per (topic, partition, target replicas or None
+        to cancel), in order, (error code, message): UNKNOWN_TOPIC_OR_PARTITION,
+        INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS."""
+        request = meta_pb2.AlterPartitionReassignmentsRequest(
+            request_id=_request_id(),
+            reassignments=[
+                meta_pb2.Reassignment(
+                    topic=topic,
+                    partition=partition,
+                    cancel=target is None,
+                    replicas=list(target or ()),
+                )
+                for topic, partition, target in changes
+            ],
+        )
+        response = await self._call("AlterPartitionReassignments", request)
+        return [(r.error_code, r.error_message) for r in response.results]
+
+    async def list_partition_reassignments(
+        self, partitions: Sequence[tuple[str, int]] | None = None
+    ) -> list[ReassignmentInfo]:
+        """The given partitions (None: all) being reassigned; others and unknown ones are left
+        out, as Kafka's ListPartitionReassignments does."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions or ():
+            by_topic.setdefault(topic, []).append(partition)
+        request = meta_pb2.ListPartitionReassignmentsRequest(
+            all_partitions=partitions is None,
+            partitions=[
+                meta_pb2.TopicPartitionList(topic=topic, partitions=indexes)
+                for topic, indexes in by_topic.items()
+            ],
+        )
+        response = await self._call("ListPartitionReassignments", request)
+        return [wire.reassignment_from_proto(r) for r in response.reassignments]
+
+    async def update_features(
+        self, updates: Sequence[tuple[str, int, int]], validate_only: bool = False
+    ) -> list[tuple[str, int, str]]:
+        """Kafka's UpdateFeatures: (feature, max version level (0 removes it), upgrade type: 1
+        upgrade, 2 safe downgrade, 3 unsafe downgrade) each; all or none are applied. Per
+        update, in order, (feature, error code, message): INVALID_UPDATE_VERSION."""
+        request = meta_pb2.UpdateFeaturesRequest(
+            request_id=_request_id(),
+            updates=[
+                meta_pb2.FeatureUpdate(
+                    feature=name, max_version_level=level, upgrade_type=upgrade_type
+                )
+                for name, level, upgrade_type in updates
+            ],
+            validate_only=validate_only,
+        )
+        response = await self._call("UpdateFeatures", request)
+        return [(r.feature, r.error_code, r.error_message) for r in response.results]
+
+    async def offline_replicas(
+        self, broker_id: int, broker_epoch: int, partitions: Sequence[tuple[str, int]]
+    ) -> int:
+        """Report the broker's replicas (topic, partition) of a failed log dir: it leaves their
+        ISRs (unless it is the last member) and their leaderships move to other in-sync
+        replicas. Returns how many partitions changed; raises MetaRequestError
+        (STALE_BROKER_EPOCH: register again first)."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        request = meta_pb2.OfflineReplicasRequest(
+            request_id=_request_id(),
+            broker_id=broker_id,
+            broker_epoch=broker_epoch,
+            partitions=[
+                meta_pb2.TopicPartitionList(topic=topic, partitions=indexes)
+                for topic, indexes in by_topic.items()
+            ],
+        )
+        response = await self._call("OfflineReplicas", request)
+        if response.error_code:
+            raise MetaRequestError(response.error_code, response.error_message)
+        return response.partitions_changed
 
     # ------------------------------------------------------------ consumer groups
 

@@ -86,6 +86,23 @@ class MetaConfig(InternalSecurityConfig):
         description="meta.watch.buffer.size: changes kept in memory so a Watch resuming from an "
         "offset gets the missed changes rather than a full snapshot.",
     )
+    transaction_version: int = Field(
+        2,
+        ge=0,
+        le=2,
+        description="transaction.version: the finalized level of the transaction.version feature "
+        "a new cluster starts with (2: KIP-890 transactions, what Kafka 4 clients use). Read "
+        "once, when the cluster (or a cluster from before finalized features) is initialised; "
+        "UpdateFeatures (`rafka features`) changes it afterwards.",
+    )
+    group_version: int = Field(
+        1,
+        ge=0,
+        le=1,
+        description="group.version: the finalized level of the group.version feature a new "
+        "cluster starts with (1: the KIP-848 consumer group protocol). Read once, like "
+        "transaction.version.",
+    )
     meta_server_threads: int = Field(
         64,
         description="meta.server.threads: gRPC worker threads; each open Watch stream holds one.",

@@ -138,14 +138,72 @@ def plan_topic(
         replicas = _default_placement(request, live)
     if isinstance(replicas, Rejection):
         return replicas
+    partitions = _new_partitions(0, replicas, live)
+    return Topic(
+        request.name, request.topic_id, partitions, dict(request.configs), request.internal
+    )
+
+
+def _new_partitions(
+    first_index: int, replicas: Sequence[Sequence[int]], live: Sequence[Broker]
+) -> tuple[Partition, ...]:
+    """New partitions from ``first_index`` on: the live replicas form the ISR, the first leads."""
     live_ids = {broker.id for broker in live}
     partitions = []
-    for index, broker_ids in enumerate(replicas):
+    for index, broker_ids in enumerate(replicas, first_index):
         isr = tuple(b for b in broker_ids if b in live_ids)
         partitions.append(Partition(index, tuple(broker_ids), isr, leader=isr[0]))
-    return Topic(
-        request.name, request.topic_id, tuple(partitions), dict(request.configs), request.internal
-    )
+    return tuple(partitions)
+
+
+# Kafka's controller refuses a user operation producing more records than this (one per new
+# partition here), so one request cannot build an unbounded metadata change.
+MAX_NEW_PARTITIONS = 10_000
+
+
+def plan_new_partitions(
+    topic: Topic,
+    count: int,
+    assignments: Sequence[Sequence[int]] | None,
+    brokers: Mapping[int, Broker],
+    placement_seed: int,
+) -> Topic | Rejection:
+    """Kafka's CreatePartitions of one topic: the topic grown to ``count`` partitions, the new
+    ones placed by ``assignments`` (one replica list per new partition) or like a new topic's,
+    with the replication factor of its first partition."""
+    current = len(topic.partitions)
+    if count == current:
+        return Rejection(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
+    if count < current:
+        return Rejection(
+            ErrorCode.INVALID_PARTITIONS,
+            f"The topic {topic.name} currently has {current} partition(s); {count} would not "
+            "be an increase.",
+        )
+    additional = count - current
+    if additional > MAX_NEW_PARTITIONS:
+        return Rejection(
+            ErrorCode.INVALID_PARTITIONS,
+            f"Cannot add {additional} partitions in one request: at most {MAX_NEW_PARTITIONS}.",
+        )
+    if assignments is not None and len(assignments) != additional:
+        return Rejection(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            f"Attempted to add {additional} additional partition(s), but only "
+            f"{len(assignments)} assignment(s) were specified.",
+        )
+    first = topic.partitions[0]
+    rf = len(first.replicas) - len(first.removing_replicas)  # its target, if reassigning
+    live = [broker for broker in brokers.values() if not broker.fenced]
+    replicas: list[list[int]] | Rejection
+    if assignments is not None:
+        problem = check_manual_assignments(assignments, brokers, rf, current)
+        replicas = problem or [list(a) for a in assignments]
+    else:
+        replicas = place_partitions(live, current, additional, rf, placement_seed)
+    if isinstance(replicas, Rejection):
+        return replicas
+    return replace(topic, partitions=topic.partitions + _new_partitions(current, replicas, live))
 
 
 def _colliding_topic(name: str, topics: Iterable[str]) -> str | None:
@@ -164,23 +222,30 @@ def _default_placement(request: NewTopic, live: Sequence[Broker]) -> list[list[i
         return Rejection(
             ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
         )
+    return place_partitions(live, 0, request.num_partitions, rf, request.placement_seed)
+
+
+def place_partitions(
+    live: Sequence[Broker], first_partition: int, count: int, rf: int, seed: int
+) -> list[list[int]] | Rejection:
+    """Replicas of partitions ``first_partition`` .. ``first_partition + count - 1`` of a topic
+    by Kafka's default placement, ``seed`` picking its random start index and replica shift;
+    later partitions continue the round-robin of the first ones."""
     if rf > len(live):
         return Rejection(
             ErrorCode.INVALID_REPLICATION_FACTOR,
             f"Unable to replicate the partition {rf} time(s): The target replication factor "
             f"of {rf} cannot be reached because only {len(live)} broker(s) are registered.",
         )
-    rng = random.Random(request.placement_seed)
+    rng = random.Random(seed)
     start_index, replica_shift = rng.randrange(len(live)), rng.randrange(len(live))
-    return assign_replicas(live, request.num_partitions, rf, start_index, replica_shift)
+    placed = assign_replicas(live, first_partition + count, rf, start_index, replica_shift)
+    return placed[first_partition:]
 
 
 def _manual_placement(
     request: NewTopic, brokers: Mapping[int, Broker]
 ) -> list[list[int]] | Rejection:
-    def invalid(message: str) -> Rejection:
-        return Rejection(ErrorCode.INVALID_REPLICA_ASSIGNMENT, message)
-
     if request.num_partitions > 0 or request.replication_factor > 0:
         return Rejection(
             ErrorCode.INVALID_REQUEST,
@@ -189,33 +254,61 @@ def _manual_placement(
         )
     by_index = dict(request.assignments)
     if sorted(index for index, _ in request.assignments) != list(range(len(by_index))):
-        return invalid("partitions should be a consecutive 0-based integer sequence")
+        return Rejection(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "partitions should be a consecutive 0-based integer sequence",
+        )
     replicas = [list(by_index[index]) for index in range(len(by_index))]
-    for index, broker_ids in enumerate(replicas):
-        if not broker_ids:
-            return invalid("The manual partition assignment includes an empty replica list.")
-        if len(broker_ids) != len(replicas[0]):
-            return invalid(
-                "All partitions in the manual partition assignment must have the same "
-                "number of replicas."
-            )
-        for broker_id, count in Counter(broker_ids).items():
-            if count > 1:
-                return invalid(
-                    f"The manual partition assignment includes the broker {broker_id} "
-                    "more than once."
-                )
-            if broker_id not in brokers:
-                return invalid(
-                    f"The manual partition assignment includes broker {broker_id}, but no "
-                    "such broker is registered."
-                )
+    problem = check_manual_assignments(replicas, brokers, len(replicas[0]), 0)
+    return replicas if problem is None else problem
+
+
+def check_manual_assignments(
+    assignments: Sequence[Sequence[int]],
+    brokers: Mapping[int, Broker],
+    replication_factor: int | None,
+    first_partition: int,
+) -> Rejection | None:
+    """Kafka's checks of manual partition assignments (``validateManualPartitionAssignment``
+    and the "all fenced" check of topic and partition creation); None when all are valid."""
+    for offset, broker_ids in enumerate(assignments):
+        if problem := invalid_assignment(broker_ids, brokers, replication_factor):
+            return Rejection(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
         if all(brokers[b].fenced for b in broker_ids):
-            return invalid(
+            return Rejection(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 "All brokers specified in the manual partition assignment for partition "
-                f"{index} are fenced."
+                f"{first_partition + offset} are fenced.",
             )
-    return replicas
+    return None
+
+
+def invalid_assignment(
+    broker_ids: Sequence[int], brokers: Mapping[int, Broker], replication_factor: int | None
+) -> str | None:
+    """Why Kafka refuses the replica list of one partition (INVALID_REPLICA_ASSIGNMENT), or
+    None: empty, a broker not registered or named twice, or (if given) a different count."""
+    if not broker_ids:
+        return "The manual partition assignment includes an empty replica list."
+    previous = None
+    for broker_id in sorted(broker_ids):
+        if broker_id not in brokers:
+            return (
+                f"The manual partition assignment includes broker {broker_id}, but no such "
+                "broker is registered."
+            )
+        if broker_id == previous:
+            return (
+                f"The manual partition assignment includes the broker {broker_id} more than once."
+            )
+        previous = broker_id
+    if replication_factor is not None and len(broker_ids) != replication_factor:
+        return (
+            f"The manual partition assignment includes a partition with {len(broker_ids)} "
+            "replica(s), but this is not consistent with previous partitions, which have "
+            f"{replication_factor} replica(s)."
+        )
+    return None
 
 
 # ---------------------------------------------------------------- placement
@@ -474,11 +567,193 @@ def _changed(partition: Partition, leader: int, isr: tuple[int, ...]) -> Partiti
 
 
 def _new_leader(partition: Partition, leader: int, isr: tuple[int, ...]) -> Partition:
-    return Partition(
-        partition.index,
-        partition.replicas,
-        isr,
-        leader,
-        partition.leader_epoch + (leader != partition.leader),
-        partition.partition_epoch + 1,
+    return replace(
+        partition,
+        isr=isr,
+        leader=leader,
+        leader_epoch=partition.leader_epoch + (leader != partition.leader),
+        partition_epoch=partition.partition_epoch + 1,
     )
+
+
+# ---------------------------------------------------------------- reassignment
+
+
+def reassign(
+    partition: Partition, target: Sequence[int], brokers: Mapping[int, Broker], topic: str
+) -> Partition | Rejection:
+    """Kafka's ``changePartitionReassignment``: the partition replicating to ``target``.
+
+    Its replicas become the target followed by the current replicas the target drops
+    (``removing_replicas``); the target's new brokers are ``adding_replicas``. They fetch from
+    the leader, which adds them to the ISR through AlterPartition; once the ISR holds the whole
+    target, the reassignment completes (``complete_reassignment``). A target that only drops or
+    reorders replicas of the ISR completes at once.
+    """
+    if problem := invalid_assignment(target, brokers, None):
+        return Rejection(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
+    removing = tuple(sorted(set(partition.replicas) - set(target)))
+    # The adding replicas of a reassignment in progress that the new target keeps stay adding
+    # (Kafka keeps them when the target adds none), so a cancel still drops them.
+    kept = set(partition.adding_replicas) & set(target)
+    adding = tuple(sorted(set(target) - set(partition.replicas) | kept))
+    replicas = (*target, *removing)
+    return _settle(
+        partition, replicas, partition.isr, adding, removing, active_brokers(brokers), False, topic
+    )
+
+
+def cancel_reassignment(
+    partition: Partition, brokers: Mapping[int, Broker], unclean: bool, topic: str
+) -> Partition | Rejection:
+    """Kafka's ``cancelPartitionReassignment`` (``PartitionReassignmentRevert``): back to the
+    replicas before the reassignment, the adding ones leaving replicas and ISR. If only adding
+    replicas were in the ISR, the first original replica becomes the ISR: an unclean election,
+    refused unless ``unclean`` (the topic's unclean.leader.election.enable)."""
+    if not partition.reassigning:
+        return Rejection(
+            ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress."
+        )
+    replicas = tuple(b for b in partition.replicas if b not in partition.adding_replicas)
+    isr = tuple(b for b in partition.isr if b not in partition.adding_replicas)
+    if not isr:
+        if not unclean:
+            return Rejection(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Unable to revert partition assignment for {topic}:{partition.index} because "
+                "it would require an unclean leader election.",
+            )
+        _warn_unclean(topic, partition, replicas[0], "cancelling its reassignment")
+        isr = replicas[:1]
+    return _settle(partition, replicas, isr, (), (), active_brokers(brokers), unclean, topic)
+
+
+def complete_reassignment(before: Partition, after: Partition, active: Set[int]) -> Partition:
+    """``after`` (a change of ``before``, e.g. its new ISR) with its reassignment completed if
+    its ISR now allows, as Kafka's PartitionChangeBuilder does on every partition change."""
+    if not after.reassigning:
+        return after
+    isr, replicas = _completed(after)
+    if isr is None:
+        return after
+    leader = after.leader
+    if leader not in isr or leader not in active:
+        leader = next((b for b in replicas if b in isr and b in active), NO_LEADER)
+    return _with_epochs(before, replicas, isr, leader, (), ())
+
+
+def _completed(p: Partition) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+    """(ISR, replicas) once ``p``'s reassignment completes, or (None, replicas) if the ISR does
+    not hold every target replica yet (Kafka's ``maybeCompleteReassignment``)."""
+    isr = tuple(b for b in p.isr if b not in p.removing_replicas)
+    replicas = tuple(b for b in p.replicas if b not in p.removing_replicas)
+    if not isr or not replicas or not set(replicas) <= set(isr):
+        return None, p.replicas
+    return isr, replicas
+
+
+def _settle(
+    before: Partition,
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
+    adding: tuple[int, ...],
+    removing: tuple[int, ...],
+    active: Set[int],
+    unclean: bool,
+    topic: str,
+) -> Partition:
+    """Kafka's PartitionChangeBuilder.build with an ONLINE (or UNCLEAN) election: complete the
+    reassignment if possible, keep the leader if it is still a valid one, else elect the first
+    replica in the ISR that is active (with ``unclean``, any active replica)."""
+    proposed = replace(
+        before, replicas=replicas, isr=isr, adding_replicas=adding, removing_replicas=removing
+    )
+    completed_isr, completed_replicas = _completed(proposed) if proposed.reassigning else (None, ())
+    if completed_isr is not None:
+        replicas, isr, adding, removing = completed_replicas, completed_isr, (), ()
+    leader = before.leader
+    if leader not in isr or leader not in active:
+        leader = next((b for b in replicas if b in isr and b in active), NO_LEADER)
+        if leader == NO_LEADER and unclean:
+            leader = next((b for b in replicas if b in active), NO_LEADER)
+            if leader != NO_LEADER:
+                _warn_unclean(topic, before, leader)
+                isr = (leader,)
+    return _with_epochs(before, replicas, isr, leader, adding, removing)
+
+
+def _with_epochs(
+    before: Partition,
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
+    leader: int,
+    adding: tuple[int, ...],
+    removing: tuple[int, ...],
+) -> Partition:
+    """The partition after a change from ``before``: the partition epoch bumped once if anything
+    changed, the leader epoch if the leader changed or a replica left (Kafka bumps it then, so
+    the removed replica's fetches are fenced)."""
+    after = replace(
+        before,
+        replicas=replicas,
+        isr=isr,
+        leader=leader,
+        adding_replicas=adding,
+        removing_replicas=removing,
+        leader_epoch=before.leader_epoch,
+        partition_epoch=before.partition_epoch,
+    )
+    if after == before:
+        return before
+    bump_leader = leader != before.leader or not set(before.replicas) <= set(replicas)
+    return replace(
+        after,
+        leader_epoch=before.leader_epoch + bump_leader,
+        partition_epoch=before.partition_epoch + 1,
+    )
+
+
+# ---------------------------------------------------------------- features
+
+
+class UpgradeType(IntEnum):
+    """Kafka's FeatureUpdate.UpgradeType (same values as UpdateFeatures v1+ on the wire)."""
+
+    UNKNOWN = 0
+    UPGRADE = 1
+    SAFE_DOWNGRADE = 2
+    UNSAFE_DOWNGRADE = 3
+
+
+# The feature levels Rafka implements: transaction.version 2 is KIP-890 part 2 (EndTxn v5),
+# group.version 1 the KIP-848 consumer group protocol (ConsumerGroupHeartbeat).
+SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
+    "group.version": (0, 1),
+    "transaction.version": (0, 2),
+}
+
+
+def check_feature_update(name: str, level: int, upgrade_type: int, current: int) -> str | None:
+    """Kafka's FeatureControlManager.updateFeature checks; the INVALID_UPDATE_VERSION message,
+    or None when ``name`` may go from ``current`` to ``level``. Level 0 removes a feature."""
+
+    def invalid(reason: str) -> str:
+        return f"Invalid update version {level} for feature {name}. {reason}"
+
+    if not UpgradeType.UPGRADE <= upgrade_type <= UpgradeType.UNSAFE_DOWNGRADE:
+        return invalid("The controller does not support the given upgrade type.")
+    if level < 0:
+        return invalid("A feature version cannot be less than 0.")
+    low, high = SUPPORTED_FEATURES.get(name, (0, 0))
+    if not low <= level <= high:
+        if high == 0:
+            return invalid("The meta service does not support this feature.")
+        return invalid(f"The meta service only supports versions [{low}, {high}].")
+    if level < current and upgrade_type == UpgradeType.UPGRADE:
+        return invalid(
+            "Can't downgrade the version of this feature without setting the upgrade type to "
+            "either safe or unsafe downgrade."
+        )
+    if level > current and upgrade_type != UpgradeType.UPGRADE:
+        return invalid("Can't downgrade to a newer version.")
+    return None

@@ -7,10 +7,12 @@ never sees it change underneath, and results can share objects with the state sa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 NO_LEADER = -1
+CLUSTER_DEFAULT = -1  # the broker id under which the cluster-wide dynamic broker configs live
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,14 @@ class Partition:
     leader: int  # NO_LEADER: offline
     leader_epoch: int = 0  # bumped on every leader change
     partition_epoch: int = 0  # bumped on every change of this partition
+    # A reassignment in progress (Kafka's addingReplicas / removingReplicas): replicas is then
+    # the target followed by the replicas being removed; both empty when none is in progress.
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
 
 
 @dataclass(frozen=True)
@@ -100,3 +110,31 @@ class DelegationToken:
     def may_renew(self, principal: str) -> bool:
         """Kafka's TokenInformation.ownerOrRenewer: who may renew or expire the token."""
         return principal in (self.owner, self.requester) or principal in self.renewers
+
+
+@dataclass(frozen=True)
+class ConfigAlteration:
+    """The dynamic configs of one resource to change (AlterConfigs, IncrementalAlterConfigs).
+
+    ``name``: the topic name, or a broker id as a string ("" = the cluster-wide broker default).
+    ``replace`` (AlterConfigs): the resource's dynamic configs become exactly ``set``; otherwise
+    (IncrementalAlterConfigs) ``set`` is applied, then ``delete`` removed. Values are validated
+    by the broker before it calls the meta service.
+    """
+
+    resource_type: Literal["topic", "broker"]
+    name: str
+    set: Mapping[str, str] = field(default_factory=dict)
+    delete: tuple[str, ...] = ()
+    replace: bool = False
+
+
+@dataclass(frozen=True)
+class ReassignmentInfo:
+    """One partition with a reassignment in progress (ListPartitionReassignments)."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]  # target first, then the replicas being removed
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from google.protobuf.message import Message
 
@@ -40,13 +40,15 @@ from meta.acl import (
     ResourceType,
 )
 from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
-from meta.model import Broker, Endpoint, Partition, ScramCredential, Topic
+from meta.model import Broker, ConfigAlteration, Endpoint, Partition, ScramCredential, Topic
 from meta.protocol import ErrorCode
 from meta.state import (
     AclDeleteOutcome,
     AllocateProducerIds,
+    AlterConfigs,
     AlterPartition,
     AlterPartitionOutcome,
+    AlterReassignments,
     AlterScramCredentials,
     BalanceLeaders,
     Body,
@@ -54,6 +56,7 @@ from meta.state import (
     ControlledShutdown,
     CreateAcls,
     CreateDelegationToken,
+    CreatePartitions,
     CreateTopics,
     DeleteAcls,
     DeleteOutcome,
@@ -61,10 +64,13 @@ from meta.state import (
     ElectionOutcome,
     ElectLeaders,
     ExpireDelegationToken,
+    FeatureOutcome,
     FenceBroker,
     InitCluster,
     IsrOutcome,
     MetaState,
+    OfflineOutcome,
+    OfflineReplicas,
     Outcome,
     ProducerIdBlock,
     RegisterBroker,
@@ -77,6 +83,7 @@ from meta.state import (
     TokenOutcome,
     UnfenceBroker,
     UnregisterGroups,
+    UpdateFeatures,
 )
 from meta.wire import token_from_proto, token_to_proto
 from proto import metadata_records_pb2 as pb
@@ -110,12 +117,21 @@ def _partition(partition: Partition) -> pb.Partition:
         leader=partition.leader,
         leader_epoch=partition.leader_epoch,
         partition_epoch=partition.partition_epoch,
+        adding_replicas=partition.adding_replicas,
+        removing_replicas=partition.removing_replicas,
     )
 
 
 def _partition_from(r: pb.Partition) -> Partition:
     return Partition(
-        r.index, tuple(r.replicas), tuple(r.isr), r.leader, r.leader_epoch, r.partition_epoch
+        r.index,
+        tuple(r.replicas),
+        tuple(r.isr),
+        r.leader,
+        r.leader_epoch,
+        r.partition_epoch,
+        tuple(r.adding_replicas),
+        tuple(r.removing_replicas),
     )
 
 
@@ -236,6 +252,14 @@ def _scram(user: str, mechanism: str, c: ScramCredential) -> pb.ScramCredential:
 
 def _scram_from(r: pb.ScramCredential) -> tuple[str, str, ScramCredential]:
     return r.user, r.mechanism, ScramCredential(r.salt, r.stored_key, r.server_key, r.iterations)
+
+
+def _features(features: Iterable[tuple[str, int]]) -> list[pb.FeatureLevel]:
+    return [pb.FeatureLevel(name=name, level=level) for name, level in features]
+
+
+def _features_from(records: Iterable[pb.FeatureLevel]) -> tuple[tuple[str, int], ...]:
+    return tuple((r.name, r.level) for r in records)
 
 
 def _groups(groups: Iterable[tuple[str, int]]) -> list[pb.GroupEntry]:
@@ -490,6 +514,80 @@ def _change_token(b: RenewDelegationToken | ExpireDelegationToken) -> pb.ChangeD
     )
 
 
+def _init_cluster(b: InitCluster) -> pb.InitCluster:
+    return pb.InitCluster(
+        cluster_id=b.cluster_id,
+        bootstraps_features=b.features is not None,
+        features=_features(b.features or ()),
+    )
+
+
+def _init_cluster_from(r: pb.InitCluster) -> InitCluster:
+    return InitCluster(r.cluster_id, _features_from(r.features) if r.bootstraps_features else None)
+
+
+def _outcome(o: Outcome) -> pb.Outcome:
+    return pb.Outcome(error_code=o.error_code, error_message=o.error_message)
+
+
+def _outcome_from(r: pb.Outcome) -> Outcome:
+    return Outcome(ErrorCode(r.error_code), r.error_message)
+
+
+def _config_alteration(a: ConfigAlteration) -> pb.ConfigAlteration:
+    return pb.ConfigAlteration(
+        resource_type=a.resource_type,
+        name=a.name,
+        set=_configs(a.set),
+        delete=a.delete,
+        replace=a.replace,
+    )
+
+
+def _config_alteration_from(r: pb.ConfigAlteration) -> ConfigAlteration:
+    resource_type: Literal["topic", "broker"] = "topic" if r.resource_type == "topic" else "broker"
+    if r.resource_type != resource_type:
+        raise RecordError(f"a config alteration of unknown resource type {r.resource_type!r}")
+    return ConfigAlteration(resource_type, r.name, _configs_from(r.set), tuple(r.delete), r.replace)
+
+
+def _create_partitions(b: CreatePartitions) -> pb.CreatePartitions:
+    return pb.CreatePartitions(
+        topic=b.topic,
+        count=b.count,
+        manual=b.assignments is not None,
+        assignments=[pb.ReplicaAssignment(broker_ids=a) for a in b.assignments or ()],
+        validate_only=b.validate_only,
+        placement_seed=b.placement_seed,
+    )
+
+
+def _create_partitions_from(r: pb.CreatePartitions) -> CreatePartitions:
+    assignments = tuple(tuple(a.broker_ids) for a in r.assignments) if r.manual else None
+    return CreatePartitions(r.topic, r.count, assignments, r.validate_only, r.placement_seed)
+
+
+def _alter_reassignments(b: AlterReassignments) -> pb.AlterReassignments:
+    return pb.AlterReassignments(
+        reassignments=[
+            pb.Reassignment(
+                topic=topic, partition=index, cancel=target is None, replicas=target or ()
+            )
+            for topic, index, target in b.reassignments
+        ],
+        unclean_election_default=b.unclean_election_default,
+    )
+
+
+def _alter_reassignments_from(r: pb.AlterReassignments) -> AlterReassignments:
+    return AlterReassignments(
+        tuple(
+            (a.topic, a.partition, None if a.cancel else tuple(a.replicas)) for a in r.reassignments
+        ),
+        r.unclean_election_default,
+    )
+
+
 def _acl_delete_outcomes(outcomes: list[AclDeleteOutcome]) -> pb.DeleteAclsResult:
     return pb.DeleteAclsResult(
         filters=[
@@ -513,12 +611,7 @@ def _acl_delete_outcomes_from(r: pb.DeleteAclsResult) -> list[AclDeleteOutcome]:
 
 
 _KINDS: tuple[_Kind[Any, Any], ...] = (
-    _Kind(
-        InitCluster,
-        "init_cluster",
-        lambda b: pb.InitCluster(cluster_id=b.cluster_id),
-        lambda r: InitCluster(r.cluster_id),
-    ),
+    _Kind(InitCluster, "init_cluster", _init_cluster, _init_cluster_from),
     _Kind(
         CreateTopics,
         "create_topics",
@@ -674,6 +767,82 @@ _KINDS: tuple[_Kind[Any, Any], ...] = (
         lambda b: pb.RemoveExpiredTokens(now_ms=b.now_ms),
         lambda r: RemoveExpiredTokens(r.now_ms),
     ),
+    _Kind(
+        AlterConfigs,
+        "alter_configs",
+        lambda b: pb.AlterConfigs(
+            alterations=[_config_alteration(a) for a in b.alterations],
+            validate_only=b.validate_only,
+        ),
+        lambda r: AlterConfigs(
+            tuple(_config_alteration_from(a) for a in r.alterations), r.validate_only
+        ),
+        lambda outcomes: pb.AlterConfigsResult(resources=[_outcome(o) for o in outcomes]),
+        lambda r: [_outcome_from(o) for o in r.resources],
+    ),
+    _Kind(
+        CreatePartitions,
+        "create_partitions",
+        _create_partitions,
+        _create_partitions_from,
+        _outcome,
+        _outcome_from,
+    ),
+    _Kind(
+        AlterReassignments,
+        "alter_reassignments",
+        _alter_reassignments,
+        _alter_reassignments_from,
+        lambda outcomes: pb.AlterReassignmentsResult(partitions=[_outcome(o) for o in outcomes]),
+        lambda r: [_outcome_from(o) for o in r.partitions],
+    ),
+    _Kind(
+        UpdateFeatures,
+        "update_features",
+        lambda b: pb.UpdateFeatures(
+            updates=[
+                pb.FeatureUpdate(name=name, level=level, upgrade_type=upgrade_type)
+                for name, level, upgrade_type in b.updates
+            ],
+            validate_only=b.validate_only,
+        ),
+        lambda r: UpdateFeatures(
+            tuple((u.name, u.level, u.upgrade_type) for u in r.updates), r.validate_only
+        ),
+        lambda outcomes: pb.UpdateFeaturesResult(
+            features=[
+                pb.FeatureOutcome(
+                    name=o.name, error_code=o.error_code, error_message=o.error_message
+                )
+                for o in outcomes
+            ]
+        ),
+        lambda r: [
+            FeatureOutcome(o.name, ErrorCode(o.error_code), o.error_message) for o in r.features
+        ],
+    ),
+    _Kind(
+        OfflineReplicas,
+        "offline_replicas",
+        lambda b: pb.OfflineReplicas(
+            broker_id=b.broker_id,
+            broker_epoch=b.broker_epoch,
+            partitions=[pb.TopicPartition(topic=t, partition=p) for t, p in b.partitions],
+            unclean_election_default=b.unclean_election_default,
+        ),
+        lambda r: OfflineReplicas(
+            r.broker_id,
+            r.broker_epoch,
+            tuple((tp.topic, tp.partition) for tp in r.partitions),
+            r.unclean_election_default,
+        ),
+        lambda o: pb.OfflineOutcome(
+            partitions_changed=o.partitions_changed,
+            error_code=o.error_code,
+            error_message=o.error_message,
+        ),
+        lambda r: OfflineOutcome(r.partitions_changed, ErrorCode(r.error_code), r.error_message),
+    ),
 )
 _BY_TYPE = {kind.body_type: kind for kind in _KINDS}
 _BY_NAME = {kind.name: kind for kind in _KINDS}
@@ -753,6 +922,12 @@ def encode_state(state: MetaState) -> bytes:
         delegation_tokens=[
             token_to_proto(token, pb.DelegationToken) for token in state.delegation_tokens.values()
         ],
+        broker_configs=[
+            pb.BrokerConfigs(broker_id=broker_id, configs=_configs(configs))
+            for broker_id, configs in state.broker_configs.items()
+        ],
+        features=_features(state.features.items()),
+        features_initialized=state.features_initialized,
     ).SerializeToString()
 
 
@@ -773,6 +948,9 @@ def decode_state(data: bytes) -> MetaState:
             for user, mechanism, credential in map(_scram_from, record.scram_credentials)
         },
         delegation_tokens={t.token_id: t for t in map(token_from_proto, record.delegation_tokens)},
+        broker_configs={b.broker_id: _configs_from(b.configs) for b in record.broker_configs},
+        features=dict(_features_from(record.features)),
+        features_initialized=record.features_initialized,
     )
 
 

@@ -30,19 +30,25 @@ from meta.raft import MetaRaft, NoLeaderError
 from meta.state import (
     AclDeleteOutcome,
     AllocateProducerIds,
+    AlterConfigs,
     AlterPartition,
+    AlterReassignments,
     AlterScramCredentials,
     BalanceLeaders,
     Body,
     ControlledShutdown,
     CreateAcls,
     CreateDelegationToken,
+    CreatePartitions,
     CreateTopics,
     DeleteAcls,
     DeleteTopics,
     ExpireDelegationToken,
+    FeatureOutcome,
     FenceBroker,
     InitCluster,
+    OfflineOutcome,
+    OfflineReplicas,
     Outcome,
     ProducerIdBlock,
     RegisterBroker,
@@ -54,6 +60,8 @@ from meta.state import (
     TokenOutcome,
     UnfenceBroker,
     UnregisterGroups,
+    UpdateFeatures,
+    list_reassignments,
 )
 from proto import meta_pb2, meta_pb2_grpc
 
@@ -81,6 +89,11 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         self._unclean_default = config.unclean_leader_election_enable
         self._auto_rebalance = config.auto_leader_rebalance_enable
         self._imbalance_check_s = config.leader_imbalance_check_interval_seconds
+        # finalized feature levels a new cluster starts with
+        self._bootstrap_features = (
+            ("group.version", config.group_version),
+            ("transaction.version", config.transaction_version),
+        )
         self._next_imbalance_check = time.monotonic() + self._imbalance_check_s
         self._raft = raft
         self._machine = raft.machine
@@ -267,6 +280,101 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         outcomes = self._write(context, command, request.request_id)
         return wire.elect_leaders_response(command, outcomes)
 
+    # ------------------------------------------------------------ cluster administration
+
+    def AlterConfigs(
+        self, request: meta_pb2.AlterConfigsRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.AlterConfigsResponse:
+        try:
+            alterations = tuple(wire.config_alteration_from_proto(a) for a in request.alterations)
+        except ValueError as exc:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        command = AlterConfigs(alterations, request.validate_only)
+        outcomes: list[Outcome] = self._write(context, command, request.request_id)
+        return meta_pb2.AlterConfigsResponse(results=[_item_result(o) for o in outcomes])
+
+    def CreatePartitions(
+        self, request: meta_pb2.CreatePartitionsRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.CreatePartitionsResponse:
+        assignments = None
+        if request.manual:
+            assignments = tuple(tuple(a.broker_ids) for a in request.assignments)
+        command = CreatePartitions(
+            request.topic,
+            request.count,
+            assignments,
+            request.validate_only,
+            random.getrandbits(31),
+        )
+        outcome: Outcome = self._write(context, command, request.request_id)
+        return meta_pb2.CreatePartitionsResponse(
+            error_code=outcome.error_code, error_message=outcome.error_message
+        )
+
+    def AlterPartitionReassignments(
+        self,
+        request: meta_pb2.AlterPartitionReassignmentsRequest,
+        context: grpc.ServicerContext,
+    ) -> meta_pb2.AlterPartitionReassignmentsResponse:
+        command = AlterReassignments(
+            tuple(
+                (r.topic, r.partition, None if r.cancel else tuple(r.replicas))
+                for r in request.reassignments
+            ),
+            self._unclean_default,
+        )
+        outcomes: list[Outcome] = self._write(context, command, request.request_id)
+        return meta_pb2.AlterPartitionReassignmentsResponse(
+            results=[_item_result(o) for o in outcomes]
+        )
+
+    def ListPartitionReassignments(
+        self,
+        request: meta_pb2.ListPartitionReassignmentsRequest,
+        context: grpc.ServicerContext,
+    ) -> meta_pb2.ListPartitionReassignmentsResponse:
+        wanted = None
+        if not request.all_partitions:
+            wanted = tuple((t.topic, p) for t in request.partitions for p in t.partitions)
+        with self._machine.lock:
+            found = list_reassignments(self._machine.state, wanted)
+        return meta_pb2.ListPartitionReassignmentsResponse(
+            reassignments=[wire.reassignment_to_proto(r) for r in found]
+        )
+
+    def UpdateFeatures(
+        self, request: meta_pb2.UpdateFeaturesRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.UpdateFeaturesResponse:
+        command = UpdateFeatures(
+            tuple((u.feature, u.max_version_level, u.upgrade_type) for u in request.updates),
+            request.validate_only,
+        )
+        outcomes: list[FeatureOutcome] = self._write(context, command, request.request_id)
+        return meta_pb2.UpdateFeaturesResponse(
+            results=[
+                meta_pb2.FeatureResult(
+                    feature=o.name, error_code=o.error_code, error_message=o.error_message
+                )
+                for o in outcomes
+            ]
+        )
+
+    def OfflineReplicas(
+        self, request: meta_pb2.OfflineReplicasRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.OfflineReplicasResponse:
+        command = OfflineReplicas(
+            request.broker_id,
+            request.broker_epoch,
+            tuple((t.topic, p) for t in request.partitions for p in t.partitions),
+            self._unclean_default,
+        )
+        outcome: OfflineOutcome = self._write(context, command, request.request_id)
+        return meta_pb2.OfflineReplicasResponse(
+            error_code=outcome.error_code,
+            error_message=outcome.error_message,
+            partitions_changed=outcome.partitions_changed,
+        )
+
     # ------------------------------------------------------------ consumer groups
 
     def RegisterGroups(
@@ -306,12 +414,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
     ) -> meta_pb2.CreateAclsResponse:
         command = CreateAcls(tuple(wire.acl_from_proto(b) for b in request.bindings))
         outcomes: list[Outcome] = self._write(context, command, request.request_id)
-        return meta_pb2.CreateAclsResponse(
-            results=[
-                meta_pb2.ItemResult(error_code=o.error_code, error_message=o.error_message)
-                for o in outcomes
-            ]
-        )
+        return meta_pb2.CreateAclsResponse(results=[_item_result(o) for o in outcomes])
 
     def DeleteAcls(
         self, request: meta_pb2.DeleteAclsRequest, context: grpc.ServicerContext
@@ -439,11 +542,15 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
                 log.exception("Leader duties failed; retrying")
 
     def _initialise_cluster(self) -> None:
+        """Give the cluster its id and bootstrap feature levels (also to a cluster initialised
+        before finalized features existed)."""
         with self._machine.lock:
-            if self._machine.state.cluster_id:
+            state = self._machine.state
+            if state.cluster_id and state.features_initialized:
                 return
+            cluster_id = state.cluster_id or new_cluster_id()
         # A leader still replaying its log may propose this again: only the first one counts.
-        self._raft.submit(InitCluster(new_cluster_id()))
+        self._raft.submit(InitCluster(cluster_id, self._bootstrap_features))
 
     def _fence_expired_brokers(self) -> None:
         with self._machine.lock:
@@ -509,6 +616,10 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             grpc.StatusCode.FAILED_PRECONDITION,
             f"meta node {self._node_id} is not the Raft leader; node {leader} at {address} is",
         )
+
+
+def _item_result(outcome: Outcome) -> meta_pb2.ItemResult:
+    return meta_pb2.ItemResult(error_code=outcome.error_code, error_message=outcome.error_message)
 
 
 def _token_response(outcome: TokenOutcome) -> meta_pb2.DelegationTokenResponse:

@@ -6,8 +6,9 @@ state on every node and on every replay, so a command carries all of its non-det
 inputs: the proposer's wall clock, the UUIDs and random seeds it generated, its config defaults.
 Nothing here reads a clock, a random generator or a config.
 
-Each change of a topic, a broker, the ACL set, a SCRAM credential or a delegation token bumps
-``MetaState.offset`` and is reported as a ``Change``; Watch streams publish them. The
+Each change of a topic, a broker, the ACL set, a SCRAM credential, a delegation token, the
+dynamic configs of a broker or the finalized features bumps ``MetaState.offset`` and is reported
+as a ``Change``; Watch streams publish them. The
 producer-id counter is state too, but nothing brokers watch: it bumps no offset. Commands and
 the state are stored as the versioned records of ``meta.records`` (the Raft log and its
 dumps): a change of these classes is a change of its converters.
@@ -34,11 +35,14 @@ from meta.acl import (
 )
 from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
 from meta.model import (
+    CLUSTER_DEFAULT,
     NO_LEADER,
     Broker,
+    ConfigAlteration,
     DelegationToken,
     Endpoint,
     Partition,
+    ReassignmentInfo,
     ScramCredential,
     Topic,
 )
@@ -81,13 +85,27 @@ class MetaState:
     acls: dict[AclBinding, None] = field(default_factory=dict)
     scram_credentials: dict[tuple[str, str], ScramCredential] = field(default_factory=dict)
     delegation_tokens: dict[str, DelegationToken] = field(default_factory=dict)  # by token id
+    # Dynamic broker configs (AlterConfigs on BROKER resources) by broker id; CLUSTER_DEFAULT
+    # (-1) holds the cluster-wide defaults. Only resources with some config have an entry.
+    broker_configs: dict[int, dict[str, str]] = field(default_factory=dict)
+    # Finalized feature levels (Kafka's FeatureLevelRecords); a feature at level 0 is absent.
+    features: dict[str, int] = field(default_factory=dict)
+    features_initialized: bool = False  # set once by InitCluster (bootstrap levels)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickle a state of the pickled format dumped before a field existed: give it the
         field's default (``meta.records`` reads that format)."""
         self.__dict__.update(state)
-        for name in ("groups", "acls", "scram_credentials", "delegation_tokens"):
+        for name in (
+            "groups",
+            "acls",
+            "scram_credentials",
+            "delegation_tokens",
+            "broker_configs",
+            "features",
+        ):
             self.__dict__.setdefault(name, {})
+        self.__dict__.setdefault("features_initialized", False)
 
 
 # ---------------------------------------------------------------- commands
@@ -95,7 +113,12 @@ class MetaState:
 
 @dataclass(frozen=True)
 class InitCluster:
+    """Proposed by the Raft leader until the cluster has an id and finalized features: only
+    the first id counts, and only the first feature levels (bootstrap levels from the meta
+    node's config; None in commands from before features, which leave them unset)."""
+
     cluster_id: str
+    features: tuple[tuple[str, int], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -251,6 +274,54 @@ class RemoveExpiredTokens:
     now_ms: int
 
 
+@dataclass(frozen=True)
+class AlterConfigs:
+    """Kafka's AlterConfigs (33) and IncrementalAlterConfigs (44) of TOPIC and BROKER
+    resources, values already validated by the broker."""
+
+    alterations: tuple[ConfigAlteration, ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True)
+class CreatePartitions:
+    """Kafka's CreatePartitions (37) of one topic."""
+
+    topic: str
+    count: int  # the new total
+    assignments: tuple[tuple[int, ...], ...] | None  # one replica list per new partition
+    validate_only: bool = False
+    placement_seed: int = 0  # picks the placement's random start index and replica shift
+
+
+@dataclass(frozen=True)
+class AlterReassignments:
+    """Kafka's AlterPartitionReassignments (45): per partition the target replicas, or None to
+    cancel its reassignment."""
+
+    reassignments: tuple[tuple[str, int, tuple[int, ...] | None], ...]
+    unclean_election_default: bool = False  # the proposer's unclean.leader.election.enable
+
+
+@dataclass(frozen=True)
+class UpdateFeatures:
+    """Kafka's UpdateFeatures (57): (feature, max version level, upgrade type) each."""
+
+    updates: tuple[tuple[str, int, int], ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True)
+class OfflineReplicas:
+    """A broker's replicas whose log dir failed (Kafka's heartbeat with offline dirs): the
+    broker leaves their ISRs and leaderships, as if fenced for those partitions only."""
+
+    broker_id: int
+    broker_epoch: int
+    partitions: tuple[tuple[str, int], ...]  # (topic, partition index)
+    unclean_election_default: bool = False
+
+
 Body = (
     InitCluster
     | CreateTopics
@@ -272,6 +343,11 @@ Body = (
     | RenewDelegationToken
     | ExpireDelegationToken
     | RemoveExpiredTokens
+    | AlterConfigs
+    | CreatePartitions
+    | AlterReassignments
+    | UpdateFeatures
+    | OfflineReplicas
 )
 
 
@@ -285,7 +361,9 @@ class Command:
 # ---------------------------------------------------------------- results
 
 
-ChangeKind = Literal["topic", "topic_deleted", "broker", "acls", "scram", "token"]
+ChangeKind = Literal[
+    "topic", "topic_deleted", "broker", "acls", "scram", "token", "broker_config", "features"
+]
 ChangeKey = str | int | tuple[str, str]
 
 
@@ -296,7 +374,9 @@ class Change:
 
     offset: int
     kind: ChangeKind
-    key: ChangeKey  # topic name, broker id, (user, mechanism), token id; "" for acls
+    # topic name, broker id (also of broker_config: -1 the cluster default), (user, mechanism),
+    # token id; "" for acls and features
+    key: ChangeKey
     topic_id: bytes = b""  # of a deleted topic
     acls_added: tuple[AclBinding, ...] = ()  # an "acls" change is a delta of the set
     acls_removed: tuple[AclBinding, ...] = ()
@@ -382,6 +462,20 @@ class TokenOutcome:
 
 
 @dataclass(frozen=True)
+class FeatureOutcome:
+    name: str
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True)
+class OfflineOutcome:
+    partitions_changed: int  # partitions whose ISR or leader changed
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True)
 class Applied:
     result: Any
     changes: list[Change]
@@ -439,6 +533,12 @@ class _Changes:
     def token(self, token_id: str) -> None:
         self._record("token", token_id)
 
+    def broker_config(self, broker_id: int) -> None:
+        self._record("broker_config", broker_id)
+
+    def features(self) -> None:
+        self._record("features", "")
+
     def _record(self, kind: ChangeKind, key: ChangeKey, topic_id: bytes = b"") -> int:
         if (kind, key) not in self._offsets:
             self._state.offset += 1
@@ -454,6 +554,11 @@ def _init_cluster(state: MetaState, cmd: InitCluster, changes: _Changes) -> str:
     if not state.cluster_id:  # only the first proposal counts
         state.cluster_id = cmd.cluster_id
         log.info("Cluster initialised with cluster id %s", cmd.cluster_id)
+    if cmd.features is not None and not state.features_initialized:
+        state.features = {name: level for name, level in cmd.features if level > 0}
+        state.features_initialized = True
+        changes.features()
+        log.info("Finalized features bootstrapped: %s", state.features)
     return state.cluster_id
 
 
@@ -558,23 +663,27 @@ def _unfence_broker(state: MetaState, cmd: UnfenceBroker, changes: _Changes) -> 
 
 
 def _after_fencing(
-    state: MetaState, broker_id: int, unclean_default: bool, changes: _Changes
-) -> None:
+    state: MetaState,
+    broker_id: int,
+    unclean_default: bool,
+    changes: _Changes,
+    only: set[tuple[str, int]] | None = None,
+) -> int:
     """Move leadership and ISR membership off ``broker_id``, which is now fenced (or in a
-    controlled shutdown)."""
-    active = controller.active_brokers(state.brokers)
-    moved, offline, left_isrs = 0, [], 0
+    controlled shutdown), or only off its replicas ``only`` (which it cannot serve any more);
+    return how many partitions changed."""
+    active = controller.active_brokers(state.brokers) - {broker_id}
+    moved, offline, left_isrs, changed = 0, [], 0, 0
 
     def decide(topic: Topic, partition: Partition) -> Partition | None:
-        nonlocal moved, left_isrs
+        nonlocal moved, left_isrs, changed
+        if only is not None and (topic.name, partition.index) not in only:
+            return None
         new = controller.on_broker_fenced(
-            partition,
-            broker_id,
-            active,
-            unclean_election_enabled(topic.configs, unclean_default),
-            topic.name,
+            partition, broker_id, active, _unclean(state, topic, unclean_default), topic.name
         )
         if new is not None:
+            changed += 1
             left_isrs += broker_id not in new.isr
             if new.leader == NO_LEADER != partition.leader:
                 offline.append(f"{topic.name}-{partition.index}")
@@ -598,6 +707,7 @@ def _after_fencing(
             broker_id,
             ", ".join(offline[:20]) + (", ..." if len(offline) > 20 else ""),
         )
+    return changed
 
 
 def _unfence_and_elect(
@@ -610,10 +720,7 @@ def _unfence_and_elect(
         state,
         changes,
         lambda topic, partition: controller.on_broker_unfenced(
-            partition,
-            broker_id,
-            unclean_election_enabled(topic.configs, unclean_default),
-            topic.name,
+            partition, broker_id, _unclean(state, topic, unclean_default), topic.name
         ),
     )
 
@@ -664,6 +771,27 @@ def _change_isr(
     if rejection := controller.check_isr_change(partition, change, sender, state.brokers):
         return refused(rejection.error_code, f"{name}-{partition.index}: {rejection.message}")
     changed = controller.change_isr(partition, change.new_isr)
+    if partition.reassigning:
+        active = controller.active_brokers(state.brokers)
+        completed = controller.complete_reassignment(partition, changed or partition, active)
+        if not completed.reassigning:
+            _replace_partition(state, topic, completed, changes)
+            log.info(
+                "Reassignment of %s-%d completed: replicas %s, ISR %s, leader %d (leader epoch %d)",
+                name,
+                partition.index,
+                list(completed.replicas),
+                list(completed.isr),
+                completed.leader,
+                completed.leader_epoch,
+            )
+            if completed.leader != sender:  # Kafka's answer when the leader moved with it
+                return refused(
+                    ErrorCode.NEW_LEADER_ELECTED,
+                    f"{name}-{partition.index}: the ISR change completed the partition's "
+                    f"reassignment and broker {completed.leader} now leads it.",
+                )
+            return IsrOutcome(change.topic_id, change.partition_index, partition=completed)
     if changed is not None:
         _replace_partition(state, topic, changed, changes)
         log.info(
@@ -1034,6 +1162,237 @@ def _remove_tokens(state: MetaState, tokens: list[DelegationToken], changes: _Ch
         log.info("Removed delegation token %s: it expired at %d", token.token_id, token.expiry_ms)
 
 
+# ---------------------------------------------------------------- cluster administration
+
+
+def _alter_configs(state: MetaState, cmd: AlterConfigs, changes: _Changes) -> list[Outcome]:
+    """Kafka's ConfigurationControlManager: each resource must exist (QuorumController's
+    ConfigResourceExistenceChecker); its dynamic configs are then replaced (AlterConfigs) or
+    changed (IncrementalAlterConfigs). A broker resource is reported changed even when its
+    configs are not, as Kafka does so brokers reload them (KAFKA-14136)."""
+    outcomes = []
+    for alteration in cmd.alterations:
+        refusal = _config_resource_refusal(state, alteration)
+        if refusal is not None:
+            log.warning(
+                "Refused to alter the configs of %s %r: %s",
+                alteration.resource_type,
+                alteration.name,
+                refusal.error_message,
+            )
+            outcomes.append(refusal)
+            continue
+        outcomes.append(Outcome())
+        if cmd.validate_only:
+            continue
+        if alteration.resource_type == "topic":
+            topic = state.topics[alteration.name]
+            configs = _altered(topic.configs, alteration)
+            if configs != topic.configs:
+                state.topics[topic.name] = replace(topic, configs=configs)
+                changes.topic(topic.name)
+            what = f"topic {topic.name}"
+        else:
+            broker_id = int(alteration.name) if alteration.name else CLUSTER_DEFAULT
+            configs = _altered(state.broker_configs.get(broker_id, {}), alteration)
+            if configs:
+                state.broker_configs[broker_id] = configs
+            else:
+                state.broker_configs.pop(broker_id, None)
+            changes.broker_config(broker_id)
+            what = f"broker {broker_id}" if alteration.name else "the cluster-wide broker default"
+        # names only: broker configs may hold secrets (Kafka's sensitive configs)
+        log.info(
+            "Altered the dynamic configs of %s (%s): set %s, removed %s",
+            what,
+            "replaced" if alteration.replace else "incremental",
+            sorted(alteration.set),
+            sorted(set(alteration.delete)),
+        )
+    return outcomes
+
+
+def _config_resource_refusal(state: MetaState, alteration: ConfigAlteration) -> Outcome | None:
+    name = alteration.name
+    if alteration.resource_type == "topic":
+        if name not in state.topics:
+            return Outcome(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+            )
+    elif alteration.resource_type == "broker":
+        if not name:
+            return None  # the cluster-wide default always exists
+        if not name.lstrip("-").isdigit():
+            return Outcome(ErrorCode.INVALID_REQUEST, f"Invalid broker name {name}")
+        if int(name) not in state.brokers:
+            return Outcome(ErrorCode.BROKER_ID_NOT_REGISTERED, f"No node with id {name} found.")
+    else:
+        return Outcome(
+            ErrorCode.INVALID_REQUEST, f"Unsupported resource type {alteration.resource_type!r}"
+        )
+    return None
+
+
+def _altered(configs: dict[str, str], alteration: ConfigAlteration) -> dict[str, str]:
+    """A new dict (configs are shared by frozen entities, never mutated)."""
+    altered = {} if alteration.replace else dict(configs)
+    altered.update(alteration.set)
+    for name in alteration.delete:
+        altered.pop(name, None)
+    return altered
+
+
+def _create_partitions(state: MetaState, cmd: CreatePartitions, changes: _Changes) -> Outcome:
+    topic = state.topics.get(cmd.topic)
+    if topic is None:
+        outcome: Topic | Rejection = Rejection(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{cmd.topic}' does not exist."
+        )
+    else:
+        outcome = controller.plan_new_partitions(
+            topic, cmd.count, cmd.assignments, state.brokers, cmd.placement_seed
+        )
+    if isinstance(outcome, Rejection):
+        log.warning(
+            "Refused to create partitions of topic %s (to %d): %s",
+            cmd.topic,
+            cmd.count,
+            outcome.message,
+        )
+        return Outcome(outcome.error_code, outcome.message)
+    if not cmd.validate_only and topic is not None:
+        state.topics[topic.name] = outcome
+        changes.topic(topic.name)
+        log.info(
+            "Topic %s now has %d partition(s) (was %d); new replicas %s",
+            topic.name,
+            len(outcome.partitions),
+            len(topic.partitions),
+            [list(p.replicas) for p in outcome.partitions[len(topic.partitions) :]],
+        )
+    return Outcome()
+
+
+def _alter_reassignments(
+    state: MetaState, cmd: AlterReassignments, changes: _Changes
+) -> list[Outcome]:
+    """Kafka's alterPartitionReassignments: each partition on its own."""
+    outcomes = []
+    for name, index, target in cmd.reassignments:
+        topic = state.topics.get(name)
+        if topic is None:
+            decided: Partition | Rejection = Rejection(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {name}."
+            )
+        elif not 0 <= index < len(topic.partitions):
+            decided = Rejection(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {name}:{index}."
+            )
+        elif target is None:
+            unclean = _unclean(state, topic, cmd.unclean_election_default)
+            decided = controller.cancel_reassignment(
+                topic.partitions[index], state.brokers, unclean, name
+            )
+        else:
+            decided = controller.reassign(topic.partitions[index], target, state.brokers, name)
+        if isinstance(decided, Rejection):
+            log.warning(
+                "Unable to alter the reassignment of %s-%d: %s", name, index, decided.message
+            )
+            outcomes.append(Outcome(decided.error_code, decided.message))
+            continue
+        old = state.topics[name].partitions[index]
+        if decided != old:
+            _replace_partition(state, state.topics[name], decided, changes)
+        log.info(
+            "%s of %s-%d: replicas %s -> %s (adding %s, removing %s), ISR %s, leader %d",
+            "Cancelled the reassignment" if target is None else f"Reassignment to {list(target)}",
+            name,
+            index,
+            list(old.replicas),
+            list(decided.replicas),
+            list(decided.adding_replicas),
+            list(decided.removing_replicas),
+            list(decided.isr),
+            decided.leader,
+        )
+        outcomes.append(Outcome())
+    return outcomes
+
+
+def list_reassignments(
+    state: MetaState, partitions: tuple[tuple[str, int], ...] | None
+) -> list[ReassignmentInfo]:
+    """Kafka's listPartitionReassignments: the given partitions (None: every partition) that
+    are being reassigned; unknown topics and partitions are left out, as in Kafka."""
+    if partitions is None:
+        partitions = tuple(
+            (name, p.index) for name, topic in state.topics.items() for p in topic.partitions
+        )
+    found = []
+    for name, index in partitions:
+        topic = state.topics.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            continue
+        p = topic.partitions[index]
+        if p.reassigning:
+            found.append(
+                ReassignmentInfo(name, index, p.replicas, p.adding_replicas, p.removing_replicas)
+            )
+    return found
+
+
+def _update_features(
+    state: MetaState, cmd: UpdateFeatures, changes: _Changes
+) -> list[FeatureOutcome]:
+    """Kafka's FeatureControlManager.updateFeatures: all updates or none; the first refused
+    one fails the request and every feature reports its error, as Kafka answers."""
+    for name, level, upgrade_type in cmd.updates:
+        current = state.features.get(name, 0)
+        if problem := controller.check_feature_update(name, level, upgrade_type, current):
+            log.warning("Refused to update features: %s", problem)
+            return [
+                FeatureOutcome(n, ErrorCode.INVALID_UPDATE_VERSION, problem)
+                for n, _, _ in cmd.updates
+            ]
+    if not cmd.validate_only:
+        before = dict(state.features)
+        for name, level, _ in cmd.updates:
+            if level > 0:
+                state.features[name] = level
+            else:
+                state.features.pop(name, None)
+        if state.features != before:
+            changes.features()
+            log.info("Finalized features changed from %s to %s", before, state.features)
+    return [FeatureOutcome(name) for name, _, _ in cmd.updates]
+
+
+def _offline_replicas(state: MetaState, cmd: OfflineReplicas, changes: _Changes) -> OfflineOutcome:
+    if stale := _stale_broker_epoch(state, cmd.broker_id, cmd.broker_epoch):
+        log.warning("Refused offline replicas of broker %d: %s", cmd.broker_id, stale)
+        return OfflineOutcome(0, ErrorCode.STALE_BROKER_EPOCH, stale)
+    log.warning(
+        "Broker %d reports %d replica(s) offline (a failed log dir): moving their leaderships "
+        "and ISR memberships to other replicas; they come back once the disk is repaired or "
+        "replaced and the broker restarts: %s",
+        cmd.broker_id,
+        len(cmd.partitions),
+        ", ".join(f"{t}-{p}" for t, p in cmd.partitions[:20])
+        + (", ..." if len(cmd.partitions) > 20 else ""),
+    )
+    only = set(cmd.partitions)
+    changed = _after_fencing(state, cmd.broker_id, cmd.unclean_election_default, changes, only)
+    return OfflineOutcome(changed)
+
+
+def _unclean(state: MetaState, topic: Topic, default: bool) -> bool:
+    """The topic's unclean.leader.election.enable, else the cluster-wide dynamic broker
+    default, else ``default`` (the proposer's static setting), as Kafka resolves it."""
+    cluster = state.broker_configs.get(CLUSTER_DEFAULT, {})
+    return unclean_election_enabled(topic.configs, unclean_election_enabled(cluster, default))
+
+
 def _stale_broker_epoch(state: MetaState, broker_id: int, epoch: int) -> str:
     """Why ``epoch`` is not broker ``broker_id``'s current one ("" if it is), as KRaft checks."""
     broker = state.brokers.get(broker_id)
@@ -1090,4 +1449,9 @@ _APPLIERS: dict[type, Callable[[MetaState, Any, _Changes], Any]] = {
     RenewDelegationToken: _renew_delegation_token,
     ExpireDelegationToken: _expire_delegation_token,
     RemoveExpiredTokens: _remove_expired_tokens,
+    AlterConfigs: _alter_configs,
+    CreatePartitions: _create_partitions,
+    AlterReassignments: _alter_reassignments,
+    UpdateFeatures: _update_features,
+    OfflineReplicas: _offline_replicas,
 }

@@ -5,6 +5,7 @@ Topics store only the overrides a user set; defaults live in the brokers' config
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 INT_MAX = 2**31 - 1
@@ -57,6 +58,20 @@ def _list_of(*choices: str) -> Callable[[str], str | None]:
     return check
 
 
+_REPLICA = re.compile(r"\d+:\d+")
+
+
+def _throttled_replicas(value: str) -> str | None:
+    """Kafka's ThrottledReplicaListValidator: "*" or partition:broker pairs (may be empty)."""
+    items = [item.strip() for item in value.split(",")]
+    if value.strip() == "*" or value.strip() == "" or all(map(_REPLICA.fullmatch, items)):
+        return None
+    return (
+        "must be the literal '*' or a list of replicas in the following format: "
+        "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+    )
+
+
 # name -> value check returning an error message (None: valid); ranges as in Kafka's LogConfig.
 TOPIC_CONFIGS: dict[str, Callable[[str], str | None]] = {
     "cleanup.policy": _list_of("delete", "compact"),
@@ -65,7 +80,11 @@ TOPIC_CONFIGS: dict[str, Callable[[str], str | None]] = {
     "file.delete.delay.ms": _long(0),
     "flush.messages": _long(1),
     "flush.ms": _long(0),
+    # the replicas leader.replication.throttled.rate / follower.replication.throttled.rate
+    # (broker configs) limit, as Kafka's reassignment tools set them
+    "follower.replication.throttled.replicas": _throttled_replicas,
     "index.interval.bytes": _int(0),
+    "leader.replication.throttled.replicas": _throttled_replicas,
     "max.compaction.lag.ms": _long(1),
     "max.message.bytes": _int(0),
     "message.downconversion.enable": _bool,

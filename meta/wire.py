@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from google.protobuf.message import Message
 
@@ -17,7 +17,16 @@ from meta.acl import (
     enum_code,
 )
 from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
-from meta.model import Broker, DelegationToken, Endpoint, Partition, ScramCredential, Topic
+from meta.model import (
+    Broker,
+    ConfigAlteration,
+    DelegationToken,
+    Endpoint,
+    Partition,
+    ReassignmentInfo,
+    ScramCredential,
+    Topic,
+)
 from meta.state import (
     AlterPartitionOutcome,
     Change,
@@ -39,6 +48,8 @@ def partition_to_proto(partition: Partition) -> meta_pb2.Partition:
         leader=partition.leader,
         leader_epoch=partition.leader_epoch,
         partition_epoch=partition.partition_epoch,
+        adding_replicas=partition.adding_replicas,
+        removing_replicas=partition.removing_replicas,
     )
 
 
@@ -151,6 +162,52 @@ def token_from_proto(t: Any) -> DelegationToken:
     return DelegationToken(**values | {"renewers": tuple(t.renewers)})
 
 
+def broker_config_to_proto(state: MetaState, broker_id: int) -> meta_pb2.BrokerConfig:
+    return meta_pb2.BrokerConfig(
+        broker_id=broker_id, configs=state.broker_configs.get(broker_id, {})
+    )
+
+
+def config_alteration_to_proto(a: ConfigAlteration) -> meta_pb2.ConfigAlteration:
+    return meta_pb2.ConfigAlteration(
+        resource_type=a.resource_type,
+        name=a.name,
+        set_configs=a.set,
+        delete_configs=a.delete,
+        replace=a.replace,
+    )
+
+
+def config_alteration_from_proto(a: meta_pb2.ConfigAlteration) -> ConfigAlteration:
+    """Raises ValueError for a resource type other than "topic" and "broker"."""
+    if a.resource_type not in ("topic", "broker"):
+        raise ValueError(f"unknown config resource type {a.resource_type!r}")
+    resource_type: Literal["topic", "broker"] = "topic" if a.resource_type == "topic" else "broker"
+    return ConfigAlteration(
+        resource_type, a.name, dict(a.set_configs), tuple(a.delete_configs), a.replace
+    )
+
+
+def reassignment_to_proto(r: ReassignmentInfo) -> meta_pb2.OngoingReassignment:
+    return meta_pb2.OngoingReassignment(
+        topic=r.topic,
+        partition=r.partition,
+        replicas=r.replicas,
+        adding_replicas=r.adding_replicas,
+        removing_replicas=r.removing_replicas,
+    )
+
+
+def reassignment_from_proto(r: meta_pb2.OngoingReassignment) -> ReassignmentInfo:
+    return ReassignmentInfo(
+        r.topic,
+        r.partition,
+        tuple(r.replicas),
+        tuple(r.adding_replicas),
+        tuple(r.removing_replicas),
+    )
+
+
 def snapshot_event(state: MetaState) -> meta_pb2.WatchEvent:
     """The whole state as one event (call with the state locked)."""
     snapshot = meta_pb2.Snapshot(
@@ -163,6 +220,8 @@ def snapshot_event(state: MetaState) -> meta_pb2.WatchEvent:
             for (user, mechanism), c in state.scram_credentials.items()
         ],
         delegation_tokens=[token_to_proto(t) for t in state.delegation_tokens.values()],
+        broker_configs=[broker_config_to_proto(state, b) for b in state.broker_configs],
+        finalized_features=state.features,
     )
     return meta_pb2.WatchEvent(offset=state.offset, snapshot=snapshot)
 
@@ -198,6 +257,11 @@ def change_event(state: MetaState, change: Change) -> meta_pb2.WatchEvent:
                 event.delegation_token_removed.token_id = token_id
             else:
                 event.delegation_token.CopyFrom(token_to_proto(token))
+        case "broker_config", int(broker_id):
+            event.broker_config.CopyFrom(broker_config_to_proto(state, broker_id))
+        case "features", _:
+            event.features.SetInParent()
+            event.features.features.update(state.features)
         case _:
             raise ValueError(f"no event for {change}")
     return event

@@ -58,20 +58,24 @@ class Endpoint(_message.Message):
     def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., security_protocol: _Optional[str] = ...) -> None: ...
 
 class Partition(_message.Message):
-    __slots__ = ("index", "replicas", "isr", "leader", "leader_epoch", "partition_epoch")
+    __slots__ = ("index", "replicas", "isr", "leader", "leader_epoch", "partition_epoch", "adding_replicas", "removing_replicas")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     ISR_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    REMOVING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     index: int
     replicas: _containers.RepeatedScalarFieldContainer[int]
     isr: _containers.RepeatedScalarFieldContainer[int]
     leader: int
     leader_epoch: int
     partition_epoch: int
-    def __init__(self, index: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ...) -> None: ...
+    adding_replicas: _containers.RepeatedScalarFieldContainer[int]
+    removing_replicas: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, index: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Topic(_message.Message):
     __slots__ = ("name", "topic_id", "partitions", "configs", "internal")
@@ -93,6 +97,34 @@ class Topic(_message.Message):
     configs: _containers.ScalarMap[str, str]
     internal: bool
     def __init__(self, name: _Optional[str] = ..., topic_id: _Optional[bytes] = ..., partitions: _Optional[_Iterable[_Union[Partition, _Mapping]]] = ..., configs: _Optional[_Mapping[str, str]] = ..., internal: _Optional[bool] = ...) -> None: ...
+
+class BrokerConfig(_message.Message):
+    __slots__ = ("broker_id", "configs")
+    class ConfigsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    configs: _containers.ScalarMap[str, str]
+    def __init__(self, broker_id: _Optional[int] = ..., configs: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class FinalizedFeatures(_message.Message):
+    __slots__ = ("features",)
+    class FeaturesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    features: _containers.ScalarMap[str, int]
+    def __init__(self, features: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class TopicDeleted(_message.Message):
     __slots__ = ("name", "topic_id")
@@ -197,23 +229,34 @@ class DelegationTokenRemoved(_message.Message):
     def __init__(self, token_id: _Optional[str] = ...) -> None: ...
 
 class Snapshot(_message.Message):
-    __slots__ = ("cluster_id", "topics", "brokers", "acls", "scram_credentials", "delegation_tokens")
+    __slots__ = ("cluster_id", "topics", "brokers", "acls", "scram_credentials", "delegation_tokens", "broker_configs", "finalized_features")
+    class FinalizedFeaturesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     BROKERS_FIELD_NUMBER: _ClassVar[int]
     ACLS_FIELD_NUMBER: _ClassVar[int]
     SCRAM_CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
     DELEGATION_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    BROKER_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    FINALIZED_FEATURES_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     topics: _containers.RepeatedCompositeFieldContainer[Topic]
     brokers: _containers.RepeatedCompositeFieldContainer[Broker]
     acls: _containers.RepeatedCompositeFieldContainer[AclBinding]
     scram_credentials: _containers.RepeatedCompositeFieldContainer[ScramCredential]
     delegation_tokens: _containers.RepeatedCompositeFieldContainer[DelegationToken]
-    def __init__(self, cluster_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., scram_credentials: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., delegation_tokens: _Optional[_Iterable[_Union[DelegationToken, _Mapping]]] = ...) -> None: ...
+    broker_configs: _containers.RepeatedCompositeFieldContainer[BrokerConfig]
+    finalized_features: _containers.ScalarMap[str, int]
+    def __init__(self, cluster_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., scram_credentials: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., delegation_tokens: _Optional[_Iterable[_Union[DelegationToken, _Mapping]]] = ..., broker_configs: _Optional[_Iterable[_Union[BrokerConfig, _Mapping]]] = ..., finalized_features: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
-    __slots__ = ("offset", "snapshot", "topic", "topic_deleted", "broker", "acls", "scram_credential", "scram_credential_deleted", "delegation_token", "delegation_token_removed")
+    __slots__ = ("offset", "snapshot", "topic", "topic_deleted", "broker", "acls", "scram_credential", "scram_credential_deleted", "delegation_token", "delegation_token_removed", "broker_config", "features")
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
@@ -224,6 +267,8 @@ class WatchEvent(_message.Message):
     SCRAM_CREDENTIAL_DELETED_FIELD_NUMBER: _ClassVar[int]
     DELEGATION_TOKEN_FIELD_NUMBER: _ClassVar[int]
     DELEGATION_TOKEN_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    BROKER_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
     offset: int
     snapshot: Snapshot
     topic: Topic
@@ -234,7 +279,9 @@ class WatchEvent(_message.Message):
     scram_credential_deleted: ScramCredentialDeleted
     delegation_token: DelegationToken
     delegation_token_removed: DelegationTokenRemoved
-    def __init__(self, offset: _Optional[int] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., topic: _Optional[_Union[Topic, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeleted, _Mapping]] = ..., broker: _Optional[_Union[Broker, _Mapping]] = ..., acls: _Optional[_Union[AclsChanged, _Mapping]] = ..., scram_credential: _Optional[_Union[ScramCredential, _Mapping]] = ..., scram_credential_deleted: _Optional[_Union[ScramCredentialDeleted, _Mapping]] = ..., delegation_token: _Optional[_Union[DelegationToken, _Mapping]] = ..., delegation_token_removed: _Optional[_Union[DelegationTokenRemoved, _Mapping]] = ...) -> None: ...
+    broker_config: BrokerConfig
+    features: FinalizedFeatures
+    def __init__(self, offset: _Optional[int] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., topic: _Optional[_Union[Topic, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeleted, _Mapping]] = ..., broker: _Optional[_Union[Broker, _Mapping]] = ..., acls: _Optional[_Union[AclsChanged, _Mapping]] = ..., scram_credential: _Optional[_Union[ScramCredential, _Mapping]] = ..., scram_credential_deleted: _Optional[_Union[ScramCredentialDeleted, _Mapping]] = ..., delegation_token: _Optional[_Union[DelegationToken, _Mapping]] = ..., delegation_token_removed: _Optional[_Union[DelegationTokenRemoved, _Mapping]] = ..., broker_config: _Optional[_Union[BrokerConfig, _Mapping]] = ..., features: _Optional[_Union[FinalizedFeatures, _Mapping]] = ...) -> None: ...
 
 class RegisterBrokerRequest(_message.Message):
     __slots__ = ("request_id", "broker_id", "host", "port", "rack", "replication_endpoint", "incarnation_id", "endpoints")
@@ -535,6 +582,187 @@ class ElectLeadersResponse(_message.Message):
     REPLICA_ELECTION_RESULTS_FIELD_NUMBER: _ClassVar[int]
     replica_election_results: _containers.RepeatedCompositeFieldContainer[ReplicaElectionResult]
     def __init__(self, replica_election_results: _Optional[_Iterable[_Union[ReplicaElectionResult, _Mapping]]] = ...) -> None: ...
+
+class ConfigAlteration(_message.Message):
+    __slots__ = ("resource_type", "name", "set_configs", "delete_configs", "replace")
+    class SetConfigsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SET_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    DELETE_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_FIELD_NUMBER: _ClassVar[int]
+    resource_type: str
+    name: str
+    set_configs: _containers.ScalarMap[str, str]
+    delete_configs: _containers.RepeatedScalarFieldContainer[str]
+    replace: bool
+    def __init__(self, resource_type: _Optional[str] = ..., name: _Optional[str] = ..., set_configs: _Optional[_Mapping[str, str]] = ..., delete_configs: _Optional[_Iterable[str]] = ..., replace: _Optional[bool] = ...) -> None: ...
+
+class AlterConfigsRequest(_message.Message):
+    __slots__ = ("request_id", "alterations", "validate_only")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ALTERATIONS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    alterations: _containers.RepeatedCompositeFieldContainer[ConfigAlteration]
+    validate_only: bool
+    def __init__(self, request_id: _Optional[str] = ..., alterations: _Optional[_Iterable[_Union[ConfigAlteration, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class AlterConfigsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ItemResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[ItemResult, _Mapping]]] = ...) -> None: ...
+
+class CreatePartitionsRequest(_message.Message):
+    __slots__ = ("request_id", "topic", "count", "manual", "assignments", "validate_only")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    MANUAL_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    topic: str
+    count: int
+    manual: bool
+    assignments: _containers.RepeatedCompositeFieldContainer[ReplicaAssignment]
+    validate_only: bool
+    def __init__(self, request_id: _Optional[str] = ..., topic: _Optional[str] = ..., count: _Optional[int] = ..., manual: _Optional[bool] = ..., assignments: _Optional[_Iterable[_Union[ReplicaAssignment, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class CreatePartitionsResponse(_message.Message):
+    __slots__ = ("error_code", "error_message")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class Reassignment(_message.Message):
+    __slots__ = ("topic", "partition", "cancel", "replicas")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    cancel: bool
+    replicas: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., cancel: _Optional[bool] = ..., replicas: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class AlterPartitionReassignmentsRequest(_message.Message):
+    __slots__ = ("request_id", "reassignments")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    reassignments: _containers.RepeatedCompositeFieldContainer[Reassignment]
+    def __init__(self, request_id: _Optional[str] = ..., reassignments: _Optional[_Iterable[_Union[Reassignment, _Mapping]]] = ...) -> None: ...
+
+class AlterPartitionReassignmentsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ItemResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[ItemResult, _Mapping]]] = ...) -> None: ...
+
+class TopicPartitionList(_message.Message):
+    __slots__ = ("topic", "partitions")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ListPartitionReassignmentsRequest(_message.Message):
+    __slots__ = ("all_partitions", "partitions")
+    ALL_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    all_partitions: bool
+    partitions: _containers.RepeatedCompositeFieldContainer[TopicPartitionList]
+    def __init__(self, all_partitions: _Optional[bool] = ..., partitions: _Optional[_Iterable[_Union[TopicPartitionList, _Mapping]]] = ...) -> None: ...
+
+class OngoingReassignment(_message.Message):
+    __slots__ = ("topic", "partition", "replicas", "adding_replicas", "removing_replicas")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    REMOVING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    replicas: _containers.RepeatedScalarFieldContainer[int]
+    adding_replicas: _containers.RepeatedScalarFieldContainer[int]
+    removing_replicas: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ListPartitionReassignmentsResponse(_message.Message):
+    __slots__ = ("reassignments",)
+    REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    reassignments: _containers.RepeatedCompositeFieldContainer[OngoingReassignment]
+    def __init__(self, reassignments: _Optional[_Iterable[_Union[OngoingReassignment, _Mapping]]] = ...) -> None: ...
+
+class FeatureUpdate(_message.Message):
+    __slots__ = ("feature", "max_version_level", "upgrade_type")
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    MAX_VERSION_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    UPGRADE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    feature: str
+    max_version_level: int
+    upgrade_type: int
+    def __init__(self, feature: _Optional[str] = ..., max_version_level: _Optional[int] = ..., upgrade_type: _Optional[int] = ...) -> None: ...
+
+class UpdateFeaturesRequest(_message.Message):
+    __slots__ = ("request_id", "updates", "validate_only")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    updates: _containers.RepeatedCompositeFieldContainer[FeatureUpdate]
+    validate_only: bool
+    def __init__(self, request_id: _Optional[str] = ..., updates: _Optional[_Iterable[_Union[FeatureUpdate, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class FeatureResult(_message.Message):
+    __slots__ = ("feature", "error_code", "error_message")
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    feature: str
+    error_code: int
+    error_message: str
+    def __init__(self, feature: _Optional[str] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class UpdateFeaturesResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[FeatureResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[FeatureResult, _Mapping]]] = ...) -> None: ...
+
+class OfflineReplicasRequest(_message.Message):
+    __slots__ = ("request_id", "broker_id", "broker_epoch", "partitions")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    broker_id: int
+    broker_epoch: int
+    partitions: _containers.RepeatedCompositeFieldContainer[TopicPartitionList]
+    def __init__(self, request_id: _Optional[str] = ..., broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[TopicPartitionList, _Mapping]]] = ...) -> None: ...
+
+class OfflineReplicasResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "partitions_changed")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    partitions_changed: int
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., partitions_changed: _Optional[int] = ...) -> None: ...
 
 class GroupEntry(_message.Message):
     __slots__ = ("group_id", "coordinator_partition")

@@ -124,6 +124,36 @@ class MetaServiceStub:
                 request_serializer=proto_dot_meta__pb2.ExpireDelegationTokenRequest.SerializeToString,
                 response_deserializer=proto_dot_meta__pb2.DelegationTokenResponse.FromString,
                 _registered_method=True)
+        self.AlterConfigs = channel.unary_unary(
+                '/rafka.meta.MetaService/AlterConfigs',
+                request_serializer=proto_dot_meta__pb2.AlterConfigsRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.AlterConfigsResponse.FromString,
+                _registered_method=True)
+        self.CreatePartitions = channel.unary_unary(
+                '/rafka.meta.MetaService/CreatePartitions',
+                request_serializer=proto_dot_meta__pb2.CreatePartitionsRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.CreatePartitionsResponse.FromString,
+                _registered_method=True)
+        self.AlterPartitionReassignments = channel.unary_unary(
+                '/rafka.meta.MetaService/AlterPartitionReassignments',
+                request_serializer=proto_dot_meta__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.AlterPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
+        self.ListPartitionReassignments = channel.unary_unary(
+                '/rafka.meta.MetaService/ListPartitionReassignments',
+                request_serializer=proto_dot_meta__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.ListPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
+        self.UpdateFeatures = channel.unary_unary(
+                '/rafka.meta.MetaService/UpdateFeatures',
+                request_serializer=proto_dot_meta__pb2.UpdateFeaturesRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.UpdateFeaturesResponse.FromString,
+                _registered_method=True)
+        self.OfflineReplicas = channel.unary_unary(
+                '/rafka.meta.MetaService/OfflineReplicas',
+                request_serializer=proto_dot_meta__pb2.OfflineReplicasRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.OfflineReplicasResponse.FromString,
+                _registered_method=True)
         self.Watch = channel.unary_stream(
                 '/rafka.meta.MetaService/Watch',
                 request_serializer=proto_dot_meta__pb2.WatchRequest.SerializeToString,
@@ -252,6 +282,43 @@ class MetaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterConfigs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreatePartitions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterPartitionReassignments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPartitionReassignments(self, request, context):
+        """from the node's state
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateFeatures(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def OfflineReplicas(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Watch(self, request, context):
         """Never ends on its own: the client cancels it.
         """
@@ -357,6 +424,36 @@ def add_MetaServiceServicer_to_server(servicer, server):
                     servicer.ExpireDelegationToken,
                     request_deserializer=proto_dot_meta__pb2.ExpireDelegationTokenRequest.FromString,
                     response_serializer=proto_dot_meta__pb2.DelegationTokenResponse.SerializeToString,
+            ),
+            'AlterConfigs': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterConfigs,
+                    request_deserializer=proto_dot_meta__pb2.AlterConfigsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.AlterConfigsResponse.SerializeToString,
+            ),
+            'CreatePartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreatePartitions,
+                    request_deserializer=proto_dot_meta__pb2.CreatePartitionsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.CreatePartitionsResponse.SerializeToString,
+            ),
+            'AlterPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterPartitionReassignments,
+                    request_deserializer=proto_dot_meta__pb2.AlterPartitionReassignmentsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.AlterPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'ListPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPartitionReassignments,
+                    request_deserializer=proto_dot_meta__pb2.ListPartitionReassignmentsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.ListPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'UpdateFeatures': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateFeatures,
+                    request_deserializer=proto_dot_meta__pb2.UpdateFeaturesRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.UpdateFeaturesResponse.SerializeToString,
+            ),
+            'OfflineReplicas': grpc.unary_unary_rpc_method_handler(
+                    servicer.OfflineReplicas,
+                    request_deserializer=proto_dot_meta__pb2.OfflineReplicasRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.OfflineReplicasResponse.SerializeToString,
             ),
             'Watch': grpc.unary_stream_rpc_method_handler(
                     servicer.Watch,
@@ -855,6 +952,168 @@ class MetaService:
             '/rafka.meta.MetaService/ExpireDelegationToken',
             proto_dot_meta__pb2.ExpireDelegationTokenRequest.SerializeToString,
             proto_dot_meta__pb2.DelegationTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterConfigs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/AlterConfigs',
+            proto_dot_meta__pb2.AlterConfigsRequest.SerializeToString,
+            proto_dot_meta__pb2.AlterConfigsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreatePartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/CreatePartitions',
+            proto_dot_meta__pb2.CreatePartitionsRequest.SerializeToString,
+            proto_dot_meta__pb2.CreatePartitionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/AlterPartitionReassignments',
+            proto_dot_meta__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+            proto_dot_meta__pb2.AlterPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/ListPartitionReassignments',
+            proto_dot_meta__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+            proto_dot_meta__pb2.ListPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateFeatures(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/UpdateFeatures',
+            proto_dot_meta__pb2.UpdateFeaturesRequest.SerializeToString,
+            proto_dot_meta__pb2.UpdateFeaturesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OfflineReplicas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/OfflineReplicas',
+            proto_dot_meta__pb2.OfflineReplicasRequest.SerializeToString,
+            proto_dot_meta__pb2.OfflineReplicasResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -17,20 +17,24 @@ class Config(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
 
 class Partition(_message.Message):
-    __slots__ = ("index", "replicas", "isr", "leader", "leader_epoch", "partition_epoch")
+    __slots__ = ("index", "replicas", "isr", "leader", "leader_epoch", "partition_epoch", "adding_replicas", "removing_replicas")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     ISR_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    REMOVING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     index: int
     replicas: _containers.RepeatedScalarFieldContainer[int]
     isr: _containers.RepeatedScalarFieldContainer[int]
     leader: int
     leader_epoch: int
     partition_epoch: int
-    def __init__(self, index: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ...) -> None: ...
+    adding_replicas: _containers.RepeatedScalarFieldContainer[int]
+    removing_replicas: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, index: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Topic(_message.Message):
     __slots__ = ("name", "topic_id", "partitions", "configs", "internal")
@@ -162,6 +166,30 @@ class DelegationToken(_message.Message):
     max_ms: int
     def __init__(self, token_id: _Optional[str] = ..., hmac: _Optional[bytes] = ..., owner: _Optional[str] = ..., requester: _Optional[str] = ..., renewers: _Optional[_Iterable[str]] = ..., issue_ms: _Optional[int] = ..., expiry_ms: _Optional[int] = ..., max_ms: _Optional[int] = ...) -> None: ...
 
+class FeatureLevel(_message.Message):
+    __slots__ = ("name", "level")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    level: int
+    def __init__(self, name: _Optional[str] = ..., level: _Optional[int] = ...) -> None: ...
+
+class BrokerConfigs(_message.Message):
+    __slots__ = ("broker_id", "configs")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    configs: _containers.RepeatedCompositeFieldContainer[Config]
+    def __init__(self, broker_id: _Optional[int] = ..., configs: _Optional[_Iterable[_Union[Config, _Mapping]]] = ...) -> None: ...
+
+class TopicPartition(_message.Message):
+    __slots__ = ("topic", "partition")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
+
 class Rejection(_message.Message):
     __slots__ = ("error_code", "message")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
@@ -171,10 +199,14 @@ class Rejection(_message.Message):
     def __init__(self, error_code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class InitCluster(_message.Message):
-    __slots__ = ("cluster_id",)
+    __slots__ = ("cluster_id", "bootstraps_features", "features")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    BOOTSTRAPS_FEATURES_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
-    def __init__(self, cluster_id: _Optional[str] = ...) -> None: ...
+    bootstraps_features: bool
+    features: _containers.RepeatedCompositeFieldContainer[FeatureLevel]
+    def __init__(self, cluster_id: _Optional[str] = ..., bootstraps_features: _Optional[bool] = ..., features: _Optional[_Iterable[_Union[FeatureLevel, _Mapping]]] = ...) -> None: ...
 
 class ReplicaAssignment(_message.Message):
     __slots__ = ("partition_index", "broker_ids")
@@ -378,8 +410,96 @@ class RemoveExpiredTokens(_message.Message):
     now_ms: int
     def __init__(self, now_ms: _Optional[int] = ...) -> None: ...
 
+class ConfigAlteration(_message.Message):
+    __slots__ = ("resource_type", "name", "set", "delete", "replace")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SET_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_FIELD_NUMBER: _ClassVar[int]
+    resource_type: str
+    name: str
+    set: _containers.RepeatedCompositeFieldContainer[Config]
+    delete: _containers.RepeatedScalarFieldContainer[str]
+    replace: bool
+    def __init__(self, resource_type: _Optional[str] = ..., name: _Optional[str] = ..., set: _Optional[_Iterable[_Union[Config, _Mapping]]] = ..., delete: _Optional[_Iterable[str]] = ..., replace: _Optional[bool] = ...) -> None: ...
+
+class AlterConfigs(_message.Message):
+    __slots__ = ("alterations", "validate_only")
+    ALTERATIONS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    alterations: _containers.RepeatedCompositeFieldContainer[ConfigAlteration]
+    validate_only: bool
+    def __init__(self, alterations: _Optional[_Iterable[_Union[ConfigAlteration, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class CreatePartitions(_message.Message):
+    __slots__ = ("topic", "count", "manual", "assignments", "validate_only", "placement_seed")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    MANUAL_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_SEED_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    count: int
+    manual: bool
+    assignments: _containers.RepeatedCompositeFieldContainer[ReplicaAssignment]
+    validate_only: bool
+    placement_seed: int
+    def __init__(self, topic: _Optional[str] = ..., count: _Optional[int] = ..., manual: _Optional[bool] = ..., assignments: _Optional[_Iterable[_Union[ReplicaAssignment, _Mapping]]] = ..., validate_only: _Optional[bool] = ..., placement_seed: _Optional[int] = ...) -> None: ...
+
+class Reassignment(_message.Message):
+    __slots__ = ("topic", "partition", "cancel", "replicas")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    cancel: bool
+    replicas: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., cancel: _Optional[bool] = ..., replicas: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class AlterReassignments(_message.Message):
+    __slots__ = ("reassignments", "unclean_election_default")
+    REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    UNCLEAN_ELECTION_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    reassignments: _containers.RepeatedCompositeFieldContainer[Reassignment]
+    unclean_election_default: bool
+    def __init__(self, reassignments: _Optional[_Iterable[_Union[Reassignment, _Mapping]]] = ..., unclean_election_default: _Optional[bool] = ...) -> None: ...
+
+class FeatureUpdate(_message.Message):
+    __slots__ = ("name", "level", "upgrade_type")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    UPGRADE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    level: int
+    upgrade_type: int
+    def __init__(self, name: _Optional[str] = ..., level: _Optional[int] = ..., upgrade_type: _Optional[int] = ...) -> None: ...
+
+class UpdateFeatures(_message.Message):
+    __slots__ = ("updates", "validate_only")
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    updates: _containers.RepeatedCompositeFieldContainer[FeatureUpdate]
+    validate_only: bool
+    def __init__(self, updates: _Optional[_Iterable[_Union[FeatureUpdate, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class OfflineReplicas(_message.Message):
+    __slots__ = ("broker_id", "broker_epoch", "partitions", "unclean_election_default")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    UNCLEAN_ELECTION_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    broker_epoch: int
+    partitions: _containers.RepeatedCompositeFieldContainer[TopicPartition]
+    unclean_election_default: bool
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[TopicPartition, _Mapping]]] = ..., unclean_election_default: _Optional[bool] = ...) -> None: ...
+
 class CommandRecord(_message.Message):
-    __slots__ = ("version", "request_id", "now_ms", "init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens")
+    __slots__ = ("version", "request_id", "now_ms", "init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens", "alter_configs", "create_partitions", "alter_reassignments", "update_features", "offline_replicas")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     NOW_MS_FIELD_NUMBER: _ClassVar[int]
@@ -403,6 +523,11 @@ class CommandRecord(_message.Message):
     RENEW_DELEGATION_TOKEN_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_DELEGATION_TOKEN_FIELD_NUMBER: _ClassVar[int]
     REMOVE_EXPIRED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    ALTER_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    CREATE_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    ALTER_REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_FEATURES_FIELD_NUMBER: _ClassVar[int]
+    OFFLINE_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     version: int
     request_id: str
     now_ms: int
@@ -426,7 +551,12 @@ class CommandRecord(_message.Message):
     renew_delegation_token: ChangeDelegationToken
     expire_delegation_token: ChangeDelegationToken
     remove_expired_tokens: RemoveExpiredTokens
-    def __init__(self, version: _Optional[int] = ..., request_id: _Optional[str] = ..., now_ms: _Optional[int] = ..., init_cluster: _Optional[_Union[InitCluster, _Mapping]] = ..., create_topics: _Optional[_Union[CreateTopics, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopics, _Mapping]] = ..., register_broker: _Optional[_Union[RegisterBroker, _Mapping]] = ..., fence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., unfence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., alter_partition: _Optional[_Union[AlterPartition, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ControlledShutdown, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeaders, _Mapping]] = ..., balance_leaders: _Optional[_Union[BalanceLeaders, _Mapping]] = ..., allocate_producer_ids: _Optional[_Union[AllocateProducerIds, _Mapping]] = ..., register_groups: _Optional[_Union[RegisterGroups, _Mapping]] = ..., unregister_groups: _Optional[_Union[UnregisterGroups, _Mapping]] = ..., create_acls: _Optional[_Union[CreateAcls, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAcls, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentials, _Mapping]] = ..., create_delegation_token: _Optional[_Union[CreateDelegationToken, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., remove_expired_tokens: _Optional[_Union[RemoveExpiredTokens, _Mapping]] = ...) -> None: ...
+    alter_configs: AlterConfigs
+    create_partitions: CreatePartitions
+    alter_reassignments: AlterReassignments
+    update_features: UpdateFeatures
+    offline_replicas: OfflineReplicas
+    def __init__(self, version: _Optional[int] = ..., request_id: _Optional[str] = ..., now_ms: _Optional[int] = ..., init_cluster: _Optional[_Union[InitCluster, _Mapping]] = ..., create_topics: _Optional[_Union[CreateTopics, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopics, _Mapping]] = ..., register_broker: _Optional[_Union[RegisterBroker, _Mapping]] = ..., fence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., unfence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., alter_partition: _Optional[_Union[AlterPartition, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ControlledShutdown, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeaders, _Mapping]] = ..., balance_leaders: _Optional[_Union[BalanceLeaders, _Mapping]] = ..., allocate_producer_ids: _Optional[_Union[AllocateProducerIds, _Mapping]] = ..., register_groups: _Optional[_Union[RegisterGroups, _Mapping]] = ..., unregister_groups: _Optional[_Union[UnregisterGroups, _Mapping]] = ..., create_acls: _Optional[_Union[CreateAcls, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAcls, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentials, _Mapping]] = ..., create_delegation_token: _Optional[_Union[CreateDelegationToken, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., remove_expired_tokens: _Optional[_Union[RemoveExpiredTokens, _Mapping]] = ..., alter_configs: _Optional[_Union[AlterConfigs, _Mapping]] = ..., create_partitions: _Optional[_Union[CreatePartitions, _Mapping]] = ..., alter_reassignments: _Optional[_Union[AlterReassignments, _Mapping]] = ..., update_features: _Optional[_Union[UpdateFeatures, _Mapping]] = ..., offline_replicas: _Optional[_Union[OfflineReplicas, _Mapping]] = ...) -> None: ...
 
 class TopicOutcome(_message.Message):
     __slots__ = ("created", "rejected")
@@ -582,8 +712,46 @@ class TokenOutcome(_message.Message):
     expiry_ms: int
     def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., expiry_ms: _Optional[int] = ...) -> None: ...
 
+class AlterConfigsResult(_message.Message):
+    __slots__ = ("resources",)
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[Outcome]
+    def __init__(self, resources: _Optional[_Iterable[_Union[Outcome, _Mapping]]] = ...) -> None: ...
+
+class AlterReassignmentsResult(_message.Message):
+    __slots__ = ("partitions",)
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    partitions: _containers.RepeatedCompositeFieldContainer[Outcome]
+    def __init__(self, partitions: _Optional[_Iterable[_Union[Outcome, _Mapping]]] = ...) -> None: ...
+
+class FeatureOutcome(_message.Message):
+    __slots__ = ("name", "error_code", "error_message")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    error_code: int
+    error_message: str
+    def __init__(self, name: _Optional[str] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class UpdateFeaturesResult(_message.Message):
+    __slots__ = ("features",)
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    features: _containers.RepeatedCompositeFieldContainer[FeatureOutcome]
+    def __init__(self, features: _Optional[_Iterable[_Union[FeatureOutcome, _Mapping]]] = ...) -> None: ...
+
+class OfflineOutcome(_message.Message):
+    __slots__ = ("partitions_changed", "error_code", "error_message")
+    PARTITIONS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    partitions_changed: int
+    error_code: int
+    error_message: str
+    def __init__(self, partitions_changed: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
 class Result(_message.Message):
-    __slots__ = ("init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens")
+    __slots__ = ("init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens", "alter_configs", "create_partitions", "alter_reassignments", "update_features", "offline_replicas")
     INIT_CLUSTER_FIELD_NUMBER: _ClassVar[int]
     CREATE_TOPICS_FIELD_NUMBER: _ClassVar[int]
     DELETE_TOPICS_FIELD_NUMBER: _ClassVar[int]
@@ -604,6 +772,11 @@ class Result(_message.Message):
     RENEW_DELEGATION_TOKEN_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_DELEGATION_TOKEN_FIELD_NUMBER: _ClassVar[int]
     REMOVE_EXPIRED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    ALTER_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    CREATE_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    ALTER_REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_FEATURES_FIELD_NUMBER: _ClassVar[int]
+    OFFLINE_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     init_cluster: str
     create_topics: CreateTopicsResult
     delete_topics: DeleteTopicsResult
@@ -624,7 +797,12 @@ class Result(_message.Message):
     renew_delegation_token: TokenOutcome
     expire_delegation_token: TokenOutcome
     remove_expired_tokens: int
-    def __init__(self, init_cluster: _Optional[str] = ..., create_topics: _Optional[_Union[CreateTopicsResult, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopicsResult, _Mapping]] = ..., register_broker: _Optional[int] = ..., fence_broker: _Optional[bool] = ..., unfence_broker: _Optional[bool] = ..., alter_partition: _Optional[_Union[AlterPartitionResult, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ShutdownOutcome, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeadersResult, _Mapping]] = ..., balance_leaders: _Optional[int] = ..., allocate_producer_ids: _Optional[_Union[ProducerIdBlock, _Mapping]] = ..., register_groups: _Optional[int] = ..., unregister_groups: _Optional[int] = ..., create_acls: _Optional[_Union[CreateAclsResult, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAclsResult, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentialsResult, _Mapping]] = ..., create_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., remove_expired_tokens: _Optional[int] = ...) -> None: ...
+    alter_configs: AlterConfigsResult
+    create_partitions: Outcome
+    alter_reassignments: AlterReassignmentsResult
+    update_features: UpdateFeaturesResult
+    offline_replicas: OfflineOutcome
+    def __init__(self, init_cluster: _Optional[str] = ..., create_topics: _Optional[_Union[CreateTopicsResult, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopicsResult, _Mapping]] = ..., register_broker: _Optional[int] = ..., fence_broker: _Optional[bool] = ..., unfence_broker: _Optional[bool] = ..., alter_partition: _Optional[_Union[AlterPartitionResult, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ShutdownOutcome, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeadersResult, _Mapping]] = ..., balance_leaders: _Optional[int] = ..., allocate_producer_ids: _Optional[_Union[ProducerIdBlock, _Mapping]] = ..., register_groups: _Optional[int] = ..., unregister_groups: _Optional[int] = ..., create_acls: _Optional[_Union[CreateAclsResult, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAclsResult, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentialsResult, _Mapping]] = ..., create_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., remove_expired_tokens: _Optional[int] = ..., alter_configs: _Optional[_Union[AlterConfigsResult, _Mapping]] = ..., create_partitions: _Optional[_Union[Outcome, _Mapping]] = ..., alter_reassignments: _Optional[_Union[AlterReassignmentsResult, _Mapping]] = ..., update_features: _Optional[_Union[UpdateFeaturesResult, _Mapping]] = ..., offline_replicas: _Optional[_Union[OfflineOutcome, _Mapping]] = ...) -> None: ...
 
 class AppliedRequest(_message.Message):
     __slots__ = ("request_id", "now_ms", "result")
@@ -637,7 +815,7 @@ class AppliedRequest(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., now_ms: _Optional[int] = ..., result: _Optional[_Union[Result, _Mapping]] = ...) -> None: ...
 
 class StateRecord(_message.Message):
-    __slots__ = ("version", "cluster_id", "offset", "topics", "brokers", "applied_requests", "next_producer_id", "groups", "acls", "scram_credentials", "delegation_tokens")
+    __slots__ = ("version", "cluster_id", "offset", "topics", "brokers", "applied_requests", "next_producer_id", "groups", "acls", "scram_credentials", "delegation_tokens", "broker_configs", "features", "features_initialized")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -649,6 +827,9 @@ class StateRecord(_message.Message):
     ACLS_FIELD_NUMBER: _ClassVar[int]
     SCRAM_CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
     DELEGATION_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    BROKER_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_INITIALIZED_FIELD_NUMBER: _ClassVar[int]
     version: int
     cluster_id: str
     offset: int
@@ -660,4 +841,7 @@ class StateRecord(_message.Message):
     acls: _containers.RepeatedCompositeFieldContainer[AclBinding]
     scram_credentials: _containers.RepeatedCompositeFieldContainer[ScramCredential]
     delegation_tokens: _containers.RepeatedCompositeFieldContainer[DelegationToken]
-    def __init__(self, version: _Optional[int] = ..., cluster_id: _Optional[str] = ..., offset: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., applied_requests: _Optional[_Iterable[_Union[AppliedRequest, _Mapping]]] = ..., next_producer_id: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[GroupEntry, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., scram_credentials: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., delegation_tokens: _Optional[_Iterable[_Union[DelegationToken, _Mapping]]] = ...) -> None: ...
+    broker_configs: _containers.RepeatedCompositeFieldContainer[BrokerConfigs]
+    features: _containers.RepeatedCompositeFieldContainer[FeatureLevel]
+    features_initialized: bool
+    def __init__(self, version: _Optional[int] = ..., cluster_id: _Optional[str] = ..., offset: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., applied_requests: _Optional[_Iterable[_Union[AppliedRequest, _Mapping]]] = ..., next_producer_id: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[GroupEntry, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., scram_credentials: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., delegation_tokens: _Optional[_Iterable[_Union[DelegationToken, _Mapping]]] = ..., broker_configs: _Optional[_Iterable[_Union[BrokerConfigs, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[FeatureLevel, _Mapping]]] = ..., features_initialized: _Optional[bool] = ...) -> None: ...

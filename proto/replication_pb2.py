@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17proto/replication.proto\x12\x11rafka.replication\"\x98\x01\n\x0e\x46\x65tchPartition\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x04 \x01(\x03\x12\x1a\n\x12last_fetched_epoch\x18\x05 \x01(\x05\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\"\x97\x01\n\x0c\x46\x65tchRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x13\n\x0bmax_wait_ms\x18\x03 \x01(\x05\x12\x11\n\tmax_bytes\x18\x04 \x01(\x05\x12\x35\n\npartitions\x18\x05 \x03(\x0b\x32!.rafka.replication.FetchPartition\"\xf1\x01\n\rPartitionData\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x16\n\x0ehigh_watermark\x18\x04 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x05 \x01(\x03\x12\x16\n\x0elog_end_offset\x18\x06 \x01(\x03\x12\x10\n\x08\x64iverged\x18\x07 \x01(\x08\x12\x17\n\x0f\x64iverging_epoch\x18\x08 \x01(\x05\x12\x1c\n\x14\x64iverging_end_offset\x18\t \x01(\x03\x12\x14\n\x0crecords_size\x18\n \x01(\x05\"E\n\rFetchResponse\x12\x34\n\npartitions\x18\x01 \x03(\x0b\x32 .rafka.replication.PartitionData\"2\n\x0eTxnMarkerTopic\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\npartitions\x18\x02 \x03(\x05\"\x96\x01\n\tTxnMarker\x12\x13\n\x0bproducer_id\x18\x01 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x02 \x01(\x05\x12\x0e\n\x06\x63ommit\x18\x03 \x01(\x08\x12\x19\n\x11\x63oordinator_epoch\x18\x04 \x01(\x05\x12\x31\n\x06topics\x18\x05 \x03(\x0b\x32!.rafka.replication.TxnMarkerTopic\"_\n\x16WriteTxnMarkersRequest\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\x05\x12-\n\x07markers\x18\x02 \x03(\x0b\x32\x1c.rafka.replication.TxnMarker\"P\n\x18TxnMarkerPartitionResult\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\"g\n\x0fTxnMarkerResult\x12\x13\n\x0bproducer_id\x18\x01 \x01(\x03\x12?\n\npartitions\x18\x02 \x03(\x0b\x32+.rafka.replication.TxnMarkerPartitionResult\"N\n\x17WriteTxnMarkersResponse\x12\x33\n\x07markers\x18\x01 \x03(\x0b\x32\".rafka.replication.TxnMarkerResult\"\xa4\x01\n\x19\x41\x64\x64PartitionsToTxnRequest\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x13\n\x0bproducer_id\x18\x02 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x03 \x01(\x05\x12\r\n\x05topic\x18\x04 \x01(\t\x12\x11\n\tpartition\x18\x05 \x01(\x05\x12\x0b\n\x03\x61\x64\x64\x18\x06 \x01(\x08\x12\x11\n\tleader_id\x18\x07 \x01(\x05\"0\n\x1a\x41\x64\x64PartitionsToTxnResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x32\xeb\x01\n\x0cTransactions\x12h\n\x0fWriteTxnMarkers\x12).rafka.replication.WriteTxnMarkersRequest\x1a*.rafka.replication.WriteTxnMarkersResponse\x12q\n\x12\x41\x64\x64PartitionsToTxn\x12,.rafka.replication.AddPartitionsToTxnRequest\x1a-.rafka.replication.AddPartitionsToTxnResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17proto/replication.proto\x12\x11rafka.replication\"\xb2\x01\n\x0e\x46\x65tchPartition\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x04 \x01(\x03\x12\x1a\n\x12last_fetched_epoch\x18\x05 \x01(\x05\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\x12\x18\n\x10log_start_offset\x18\x07 \x01(\x03\"\x97\x01\n\x0c\x46\x65tchRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x13\n\x0bmax_wait_ms\x18\x03 \x01(\x05\x12\x11\n\tmax_bytes\x18\x04 \x01(\x05\x12\x35\n\npartitions\x18\x05 \x03(\x0b\x32!.rafka.replication.FetchPartition\"\xf1\x01\n\rPartitionData\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\x12\x16\n\x0ehigh_watermark\x18\x04 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x05 \x01(\x03\x12\x16\n\x0elog_end_offset\x18\x06 \x01(\x03\x12\x10\n\x08\x64iverged\x18\x07 \x01(\x08\x12\x17\n\x0f\x64iverging_epoch\x18\x08 \x01(\x05\x12\x1c\n\x14\x64iverging_end_offset\x18\t \x01(\x03\x12\x14\n\x0crecords_size\x18\n \x01(\x05\"E\n\rFetchResponse\x12\x34\n\npartitions\x18\x01 \x03(\x0b\x32 .rafka.replication.PartitionData\"2\n\x0eTxnMarkerTopic\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\npartitions\x18\x02 \x03(\x05\"\x96\x01\n\tTxnMarker\x12\x13\n\x0bproducer_id\x18\x01 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x02 \x01(\x05\x12\x0e\n\x06\x63ommit\x18\x03 \x01(\x08\x12\x19\n\x11\x63oordinator_epoch\x18\x04 \x01(\x05\x12\x31\n\x06topics\x18\x05 \x03(\x0b\x32!.rafka.replication.TxnMarkerTopic\"_\n\x16WriteTxnMarkersRequest\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\x05\x12-\n\x07markers\x18\x02 \x03(\x0b\x32\x1c.rafka.replication.TxnMarker\"P\n\x18TxnMarkerPartitionResult\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x12\n\nerror_code\x18\x03 \x01(\x05\"g\n\x0fTxnMarkerResult\x12\x13\n\x0bproducer_id\x18\x01 \x01(\x03\x12?\n\npartitions\x18\x02 \x03(\x0b\x32+.rafka.replication.TxnMarkerPartitionResult\"N\n\x17WriteTxnMarkersResponse\x12\x33\n\x07markers\x18\x01 \x03(\x0b\x32\".rafka.replication.TxnMarkerResult\"\xa4\x01\n\x19\x41\x64\x64PartitionsToTxnRequest\x12\x18\n\x10transactional_id\x18\x01 \x01(\t\x12\x13\n\x0bproducer_id\x18\x02 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\x03 \x01(\x05\x12\r\n\x05topic\x18\x04 \x01(\t\x12\x11\n\tpartition\x18\x05 \x01(\x05\x12\x0b\n\x03\x61\x64\x64\x18\x06 \x01(\x08\x12\x11\n\tleader_id\x18\x07 \x01(\x05\"0\n\x1a\x41\x64\x64PartitionsToTxnResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x32\xeb\x01\n\x0cTransactions\x12h\n\x0fWriteTxnMarkers\x12).rafka.replication.WriteTxnMarkersRequest\x1a*.rafka.replication.WriteTxnMarkersResponse\x12q\n\x12\x41\x64\x64PartitionsToTxn\x12,.rafka.replication.AddPartitionsToTxnRequest\x1a-.rafka.replication.AddPartitionsToTxnResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,29 +32,29 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.replication_pb2', _gl
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_FETCHPARTITION']._serialized_start=47
-  _globals['_FETCHPARTITION']._serialized_end=199
-  _globals['_FETCHREQUEST']._serialized_start=202
-  _globals['_FETCHREQUEST']._serialized_end=353
-  _globals['_PARTITIONDATA']._serialized_start=356
-  _globals['_PARTITIONDATA']._serialized_end=597
-  _globals['_FETCHRESPONSE']._serialized_start=599
-  _globals['_FETCHRESPONSE']._serialized_end=668
-  _globals['_TXNMARKERTOPIC']._serialized_start=670
-  _globals['_TXNMARKERTOPIC']._serialized_end=720
-  _globals['_TXNMARKER']._serialized_start=723
-  _globals['_TXNMARKER']._serialized_end=873
-  _globals['_WRITETXNMARKERSREQUEST']._serialized_start=875
-  _globals['_WRITETXNMARKERSREQUEST']._serialized_end=970
-  _globals['_TXNMARKERPARTITIONRESULT']._serialized_start=972
-  _globals['_TXNMARKERPARTITIONRESULT']._serialized_end=1052
-  _globals['_TXNMARKERRESULT']._serialized_start=1054
-  _globals['_TXNMARKERRESULT']._serialized_end=1157
-  _globals['_WRITETXNMARKERSRESPONSE']._serialized_start=1159
-  _globals['_WRITETXNMARKERSRESPONSE']._serialized_end=1237
-  _globals['_ADDPARTITIONSTOTXNREQUEST']._serialized_start=1240
-  _globals['_ADDPARTITIONSTOTXNREQUEST']._serialized_end=1404
-  _globals['_ADDPARTITIONSTOTXNRESPONSE']._serialized_start=1406
-  _globals['_ADDPARTITIONSTOTXNRESPONSE']._serialized_end=1454
-  _globals['_TRANSACTIONS']._serialized_start=1457
-  _globals['_TRANSACTIONS']._serialized_end=1692
+  _globals['_FETCHPARTITION']._serialized_end=225
+  _globals['_FETCHREQUEST']._serialized_start=228
+  _globals['_FETCHREQUEST']._serialized_end=379
+  _globals['_PARTITIONDATA']._serialized_start=382
+  _globals['_PARTITIONDATA']._serialized_end=623
+  _globals['_FETCHRESPONSE']._serialized_start=625
+  _globals['_FETCHRESPONSE']._serialized_end=694
+  _globals['_TXNMARKERTOPIC']._serialized_start=696
+  _globals['_TXNMARKERTOPIC']._serialized_end=746
+  _globals['_TXNMARKER']._serialized_start=749
+  _globals['_TXNMARKER']._serialized_end=899
+  _globals['_WRITETXNMARKERSREQUEST']._serialized_start=901
+  _globals['_WRITETXNMARKERSREQUEST']._serialized_end=996
+  _globals['_TXNMARKERPARTITIONRESULT']._serialized_start=998
+  _globals['_TXNMARKERPARTITIONRESULT']._serialized_end=1078
+  _globals['_TXNMARKERRESULT']._serialized_start=1080
+  _globals['_TXNMARKERRESULT']._serialized_end=1183
+  _globals['_WRITETXNMARKERSRESPONSE']._serialized_start=1185
+  _globals['_WRITETXNMARKERSRESPONSE']._serialized_end=1263
+  _globals['_ADDPARTITIONSTOTXNREQUEST']._serialized_start=1266
+  _globals['_ADDPARTITIONSTOTXNREQUEST']._serialized_end=1430
+  _globals['_ADDPARTITIONSTOTXNRESPONSE']._serialized_start=1432
+  _globals['_ADDPARTITIONSTOTXNRESPONSE']._serialized_end=1480
+  _globals['_TRANSACTIONS']._serialized_start=1483
+  _globals['_TRANSACTIONS']._serialized_end=1718
 # @@protoc_insertion_point(module_scope)

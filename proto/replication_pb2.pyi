@@ -9,20 +9,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class FetchPartition(_message.Message):
-    __slots__ = ("topic_id", "partition", "current_leader_epoch", "fetch_offset", "last_fetched_epoch", "max_bytes")
+    __slots__ = ("topic_id", "partition", "current_leader_epoch", "fetch_offset", "last_fetched_epoch", "max_bytes", "log_start_offset")
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     CURRENT_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     FETCH_OFFSET_FIELD_NUMBER: _ClassVar[int]
     LAST_FETCHED_EPOCH_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     topic_id: bytes
     partition: int
     current_leader_epoch: int
     fetch_offset: int
     last_fetched_epoch: int
     max_bytes: int
-    def __init__(self, topic_id: _Optional[bytes] = ..., partition: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+    log_start_offset: int
+    def __init__(self, topic_id: _Optional[bytes] = ..., partition: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ..., max_bytes: _Optional[int] = ..., log_start_offset: _Optional[int] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
     __slots__ = ("replica_id", "broker_epoch", "max_wait_ms", "max_bytes", "partitions")

@@ -5,32 +5,44 @@
 from dataplane.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_configs,
+    alter_partition_reassignments,
+    alter_replica_log_dirs,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
     create_acls,
     create_delegation_token,
+    create_partitions,
     create_topics,
     delete_acls,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_acls,
+    describe_cluster,
+    describe_configs,
     describe_delegation_token,
     describe_groups,
+    describe_log_dirs,
     describe_producers,
+    describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
+    elect_leaders,
     end_txn,
     expire_delegation_token,
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     list_transactions,
     metadata,
     offset_commit,
@@ -43,6 +55,7 @@ from dataplane.handlers import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    update_features,
 )
 from dataplane.handlers.context import Handler, HandlerModule
 
@@ -57,6 +70,15 @@ _MODULES: tuple[HandlerModule, ...] = (
     api_versions,
     create_topics,
     delete_topics,
+    # partitions, records and the cluster's description
+    create_partitions,
+    delete_records,
+    describe_cluster,
+    describe_topic_partitions,
+    # configs of topics, brokers and this broker's loggers
+    describe_configs,
+    alter_configs,
+    incremental_alter_configs,
     # group coordinator (classic protocol and committed offsets)
     join_group,
     sync_group,
@@ -92,6 +114,14 @@ _MODULES: tuple[HandlerModule, ...] = (
     renew_delegation_token,
     expire_delegation_token,
     describe_delegation_token,
+    # replicas and leaders (decided by the meta service's controller)
+    elect_leaders,
+    alter_partition_reassignments,
+    list_partition_reassignments,
+    # log directories of this broker; the cluster's finalized feature levels
+    describe_log_dirs,
+    alter_replica_log_dirs,
+    update_features,
 )
 
 HANDLERS: dict[int, Handler] = {m.API_KEY: m.handle for m in _MODULES}

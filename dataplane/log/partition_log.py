@@ -13,18 +13,25 @@ under its own lock). The shared background fsync thread only touches sealed segm
 operation that deletes or truncates segments first waits for it. A compaction (cleaner.py) reads
 sealed segments from a worker thread through descriptors of its own; its results are swapped in
 by `swap_cleaned`, on the log's thread.
+
+Storage failures: an I/O error (OSError) in an append, read, flush, roll or truncation marks the
+log failed and is raised as `LogError` KAFKA_STORAGE_ERROR (the code Kafka's clients retry after
+a metadata refresh); `on_failure` tells the owner (the replica manager takes the whole log
+directory offline, log_dirs.py). Every later call fails the same way, without touching the disk.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import shutil
 import time
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from dataplane.log.batch import BatchInfo, RecordError, assign_offsets, validate
 from dataplane.log.cleaner import (
@@ -39,6 +46,7 @@ from dataplane.log.epoch_cache import LeaderEpochCache
 from dataplane.log.errors import ErrorCode, LogError, UnexpectedAppendOffsetError
 from dataplane.log.index import CorruptIndexError
 from dataplane.log.log_config import LogConfig
+from dataplane.log.log_dirs import LogDirFailure
 from dataplane.log.records import first_keyless_record
 from dataplane.log.recovery import load_segments
 from dataplane.log.segment import LogSegment, fsync_dir
@@ -60,6 +68,29 @@ def _patchable(records: bytes | bytearray | memoryview) -> bytearray | memoryvie
     if isinstance(records, bytearray) or (isinstance(records, memoryview) and not records.readonly):
         return records
     return bytearray(records)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _storage(
+    method: Callable[Concatenate[PartitionLog, _P], _R],
+) -> Callable[Concatenate[PartitionLog, _P], _R]:
+    """A method that touches the disk: refused once the log failed; an OSError fails it."""
+
+    @functools.wraps(method)
+    def guarded(self: PartitionLog, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if self.failure is not None:
+            raise self._storage_error()
+        if self._fsync_failure is not None:
+            raise self.fail(self._fsync_failure)
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as e:
+            raise self.fail(e) from e
+
+    return guarded
 
 
 class AppendResult(NamedTuple):
@@ -97,6 +128,13 @@ class PartitionLog:
         self._closed = False
         self._txn_rebuild_from = txn_index_rebuild_from
         self._last_aborted: int | None = None  # last offset of the newest txn index entry
+        self.failure: OSError | None = None  # the I/O error that failed this log
+        self._fsync_failure: OSError | None = None  # of a background fsync, raised by the next call
+        # Told once when the log fails (the replica manager takes its directory offline).
+        self.on_failure: Callable[[PartitionLog, OSError], None] | None = None
+        # Moves when data already written changes (truncation, compaction, retention): a log
+        # move then copies its files whole rather than only what was appended (log_dirs.py).
+        self.rewrites = 0
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig, store: StateStore, key: str) -> PartitionLog:
@@ -152,6 +190,7 @@ class PartitionLog:
         """The newest leader epoch in the log, -1 if none."""
         return self._epochs.latest_epoch
 
+    @_storage
     def start_epoch(self, epoch: int) -> None:
         """A new leader records where its epoch starts before appending anything (Kafka's
         makeLeader), so followers of an older epoch learn where it ended."""
@@ -174,6 +213,44 @@ class PartitionLog:
     @property
     def store(self) -> StateStore:
         return self._store
+
+    @property
+    def key(self) -> str:
+        """What names the partition in the store (and in log messages)."""
+        return self._key
+
+    @property
+    def size(self) -> int:
+        """Bytes of its segments' logs (DescribeLogDirs' partition size, as Kafka's log.size)."""
+        return sum(s.size for s in self._segments)
+
+    # -- storage failures ----------------------------------------------------------------------
+
+    def _storage_error(self) -> LogError:
+        return LogError(
+            ErrorCode.kafka_storage_error,
+            f"partition {self._key}: log directory {self.directory.parent} is offline "
+            f"({self.failure})",
+        )
+
+    def fail(self, error: OSError) -> LogError:
+        """Mark the log failed by ``error`` (once: tells `on_failure`); the error to raise."""
+        if self.failure is None:
+            self.failure = error
+            if not isinstance(error, LogDirFailure):  # that one: its directory's line says it
+                log.error("partition %s: I/O error in %s: %s", self._key, self.directory, error)
+            if self.on_failure is not None:
+                self.on_failure(self, error)
+        return self._storage_error()
+
+    def abandon(self) -> None:
+        """Let go of a failed log: close its descriptors, write nothing (not even the clean
+        shutdown mark: the next start recovers it from its files, if they are readable)."""
+        self._closed = True
+        for segment in self._segments:
+            # its buffered index entries may be lost: recovery rebuilds the index
+            with contextlib.suppress(OSError):
+                segment.close()
 
     def state_key(self, name: str) -> str:
         """A store key for state kept beside this log (e.g. producer-state snapshots). It lives
@@ -208,6 +285,7 @@ class PartitionLog:
         calls `txn_index_rebuilt` (recovery.py explains)."""
         return self._txn_rebuild_from
 
+    @_storage
     def txn_index_rebuilt(self) -> None:
         """The producer state re-appended every aborted transaction from `txn_index_rebuild_from`
         on: make those entries as durable as the segments' other files."""
@@ -228,6 +306,7 @@ class PartitionLog:
             )
         return self._last_aborted
 
+    @_storage
     def append_aborted_txn(
         self, producer_id: int, first_offset: int, last_offset: int, last_stable_offset: int
     ) -> bool:
@@ -287,6 +366,7 @@ class PartitionLog:
             )
         return infos
 
+    @_storage
     def append_as_leader(
         self,
         records: bytes | bytearray | memoryview,
@@ -317,6 +397,7 @@ class PartitionLog:
         log_append_time = -1 if append_time is None else append_time
         return AppendResult(base_offset, infos[-1].last_offset, log_append_time, infos)
 
+    @_storage
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendResult:
         """Append replicated batches as they are: they must be intact and follow the log, with
         gaps where the leader's log was compacted (as in Kafka)."""
@@ -389,6 +470,8 @@ class PartitionLog:
         say so even if no later call waits on this future."""
         if (error := future.exception()) is not None:
             log.error("partition %s: fsync of a rolled segment failed: %s", self._key, error)
+            if isinstance(error, OSError):
+                self._fsync_failure = error  # fails the log at its next call, on its thread
 
     def _wait_for_fsync(self) -> None:
         """Before touching sealed segments or the recovery point from this thread."""
@@ -408,6 +491,7 @@ class PartitionLog:
             self.flush()
             self._last_flush_ms = now_ms
 
+    @_storage
     def flush(self) -> None:
         """fsync everything appended so far and advance the recovery point to the end."""
         self._wait_for_fsync()
@@ -423,6 +507,7 @@ class PartitionLog:
             f"[{self._log_start_offset}, {self.log_end_offset}]",
         )
 
+    @_storage
     def read(self, offset: int, max_bytes: int, upper_bound: int, min_one_batch: bool) -> bytes:
         """Whole batches as stored, from the one holding ``offset``, up to ``max_bytes`` (but at
         least one batch if ``min_one_batch``, KIP-74), none whose base offset is >= ``upper_bound``
@@ -476,6 +561,7 @@ class PartitionLog:
         for segment in segments[1:]:
             yield from segment.scan_headers(0)
 
+    @_storage
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets by time: (offset, timestamp) of the first record whose timestamp is >=
         ``timestamp``, or None. Decodes (and decompresses) only the one batch it lands in."""
@@ -486,6 +572,7 @@ class PartitionLog:
                     return found
         return None
 
+    @_storage
     def max_timestamp(self) -> tuple[int, int] | None:
         """ListOffsets MAX_TIMESTAMP (KIP-734): (offset, timestamp) of the first record carrying
         the largest timestamp, or None when no record has a timestamp."""
@@ -496,15 +583,20 @@ class PartitionLog:
 
     # -- truncation, retention, lifecycle -----------------------------------------------------
 
+    @_storage
     def truncate_to(self, offset: int) -> None:
         """Drop every batch holding an offset >= ``offset`` (a batch straddling ``offset`` goes
         whole, so the log may end before it), with index and epoch entries; for followers."""
         if offset >= self.log_end_offset:
+            # An epoch this replica started as leader without appending anything must still go
+            # (Kafka's UnifiedLog.truncateTo): else the new leader keeps reporting divergence.
+            self._epochs.truncate_from_end(self.log_end_offset)
             return
         if offset < self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
             return
         self._wait_for_fsync()
+        self.rewrites += 1
         self._set_recovery_point(min(self._recovery_point, offset))
         self._lower_cleaner_checkpoint(offset)
         self._last_aborted = None
@@ -518,9 +610,11 @@ class PartitionLog:
         if self._log_start_offset > end:
             self._set_log_start_offset(end)
 
+    @_storage
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Empty the log and restart it at ``offset`` (a follower far behind the leader's start)."""
         self._wait_for_fsync()
+        self.rewrites += 1
         self._set_log_start_offset(offset)
         self._set_recovery_point(offset)
         self._lower_cleaner_checkpoint(offset)
@@ -537,6 +631,7 @@ class PartitionLog:
         self._segments = [segment]
         self._bases = [base_offset]
 
+    @_storage
     def delete_records_before(self, offset: int, max_start_offset: int | None = None) -> int:
         """DeleteRecords: move the log start offset up to ``offset`` (never down), but not past
         ``max_start_offset`` (the first unstable offset: an open transaction keeps its start);
@@ -551,6 +646,7 @@ class PartitionLog:
             self._epochs.truncate_from_start(offset)
         return self._log_start_offset
 
+    @_storage
     def enforce_retention(self, now_ms: int, max_start_offset: int | None = None) -> int:
         """Delete the oldest segments that are past retention.ms, that put the log over
         retention.bytes, or that lie wholly below the log start offset; never the active one,
@@ -628,6 +724,7 @@ class PartitionLog:
             discard_cleaned(self.directory, cleaned.base_offset)
             raise CleaningAborted(f"partition {self._key}: the log changed during its cleaning")
         self._wait_for_fsync()
+        self.rewrites += 1
         swap_in(self.directory, cleaned)
         replaced = slice(first, first + len(cleaned.sources))
         for segment in segments[replaced]:
@@ -652,6 +749,9 @@ class PartitionLog:
         """Clean close: fsync, record the recovery point and mark the log clean (no scan on the
         next open). Closing twice is harmless."""
         if self._closed:
+            return
+        if self.failure is not None:
+            self.abandon()
             return
         self._closed = True
         self._wait_for_fsync()

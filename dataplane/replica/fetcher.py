@@ -4,6 +4,9 @@ The stream carries, for every partition this broker follows from that leader, it
 the epoch of its last batch; the leader answers with what follows, and the follower appends
 it as stored. When the leader reports divergence (this log has batches of an epoch the leader
 never had), the follower truncates to where the logs agree and fetches again.
+
+The follower's log start follows the leader's (records deleted there by DeleteRecords or
+retention go here too), and each fetch reports it: the leader's DeleteRecords waits for it.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ import anyio
 import grpc
 
 from cluster.internal_security import InternalSecurity
-from dataplane.log import UnexpectedAppendOffsetError
+from dataplane.log import LogError, UnexpectedAppendOffsetError
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode
 from dataplane.replica import wire
 from dataplane.replica.partition import Partition
+from dataplane.replica.throttle import ReplicationThrottle
 from proto import replication_pb2
 
 log = logging.getLogger("rafka.fetcher")
@@ -39,14 +43,16 @@ class ReplicaFetchers:
         node_id: int,
         broker_epoch: Callable[[], int],
         security: InternalSecurity,
+        throttle: ReplicationThrottle,
     ) -> None:
         """`cache` gives the leaders' replication endpoints; `broker_epoch` the current one
         (it changes when the broker registers again), which every fetch quotes; `security`
-        the credentials leaders require."""
+        the credentials leaders require; `throttle` follower.replication.throttled.rate."""
         self._cache = cache
         self._node_id = node_id
         self._broker_epoch = broker_epoch
         self._security = security
+        self._throttle = throttle
         self._fetchers: dict[int, LeaderFetcher] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -65,7 +71,12 @@ class ReplicaFetchers:
         fetcher = self._fetchers.get(partition.leader)
         if fetcher is None:
             fetcher = self._fetchers[partition.leader] = LeaderFetcher(
-                self._cache, self._node_id, self._broker_epoch, partition.leader, self._security
+                self._cache,
+                self._node_id,
+                self._broker_epoch,
+                partition.leader,
+                self._security,
+                self._throttle,
             )
             if self._task_group is not None:
                 self._task_group.start_soon(fetcher.run)
@@ -86,12 +97,14 @@ class LeaderFetcher:
         broker_epoch: Callable[[], int],
         leader: int,
         security: InternalSecurity,
+        throttle: ReplicationThrottle,
     ) -> None:
         self._cache = cache
         self._node_id = node_id
         self._broker_epoch = broker_epoch
         self.leader = leader
         self._security = security
+        self._throttle = throttle
         self.partitions: dict[tuple[bytes, int], Partition] = {}
         self._changed = anyio.Event()
 
@@ -132,12 +145,24 @@ class LeaderFetcher:
             try:
                 while self.partitions:
                     request, sent = self._request()
+                    if not request.partitions:  # all held back by the follower throttle
+                        await anyio.sleep(min(self._throttle.delay_s(), _MAX_WAIT_MS / 1000))
+                        continue
                     await call.write(request)
                     response = await call.read()
                     if response is grpc.aio.EOF:
                         return
                     message, batches = response
-                    if not self._apply(message, batches, sent):
+                    try:
+                        applied = self._apply(message, batches, sent)
+                    except LogError as e:
+                        if e.code != ErrorCode.kafka_storage_error:
+                            raise
+                        # A log directory failed: the replica manager took its replicas off
+                        # this fetcher; the others are fetched again.
+                        log.warning("replica fetch from broker %d: %s", self.leader, e)
+                        continue
+                    if not applied:
                         await anyio.sleep(_RETRY_S)  # nothing usable: wait for new metadata
             finally:
                 call.cancel()
@@ -152,6 +177,9 @@ class LeaderFetcher:
         )
         sent = {}
         for key, partition in self.partitions.items():
+            in_sync = self._node_id in partition.isr
+            if self._throttle.holds_back(partition.topic_id, partition.index, in_sync):
+                continue
             request.partitions.add(
                 topic_id=partition.topic_id,
                 partition=partition.index,
@@ -159,6 +187,7 @@ class LeaderFetcher:
                 fetch_offset=partition.log.log_end_offset,
                 last_fetched_epoch=partition.log.latest_epoch,
                 max_bytes=_PARTITION_MAX_BYTES,
+                log_start_offset=partition.log.log_start_offset,
             )
             sent[key] = partition.leader_epoch
         return request, sent
@@ -183,12 +212,14 @@ class LeaderFetcher:
             if records:
                 try:
                     partition.append_as_follower(records)
+                    self._throttle.record(partition.topic_id, partition.index, len(records))
                 except UnexpectedAppendOffsetError as e:
                     log.warning(
                         "%r: leader sent batches that do not continue our log: %s", partition, e
                     )
                     continue
             partition.follow_high_watermark(data.high_watermark)
+            partition.follow_log_start(data.log_start_offset)
         return progress
 
     def _truncate_diverged(self, partition: Partition, data: replication_pb2.PartitionData) -> None:

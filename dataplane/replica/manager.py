@@ -3,13 +3,22 @@
 A topic change from the watch stream opens (or creates) the local log of every partition this
 broker is a replica of, updates roles and epochs, and deletes the logs of partitions that moved
 away or whose topic was deleted.
+
+Log directories (`log.dirs`, log_dirs.py): a log is opened in the directory that holds it, a
+new one created in the directory with the fewest logs. An I/O error in a log fails its whole
+directory: every replica in it goes offline here (KAFKA_STORAGE_ERROR to clients, no longer
+fetched nor led), `report_offline` tells the meta service so that leadership and ISR move to
+the other replicas, and the rest of the broker keeps serving (Kafka's handleLogDirFailure). The
+failure of the first directory, which holds the broker's state store, stops the broker, as
+Kafka's broker stops when its metadata log directory fails.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -17,9 +26,11 @@ import anyio
 from dataplane.config import BrokerConfig
 from dataplane.log import LogConfig, PartitionLog, StateStore
 from dataplane.log.cleaner import CleaningAborted, CleaningJob
-from dataplane.metadata_cache import MetadataCache, TopicInfo
+from dataplane.log.log_dirs import LogDir, LogDirFailure, LogDirs
+from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.fetcher import ReplicaFetchers
+from dataplane.replica.log_mover import LogMoves
 from dataplane.replica.partition import IsrSubmit, Partition, now_ms
 from dataplane.replica.producer_state import ProducerStateManager
 from dataplane.topic_configs import effective_topic_configs
@@ -37,6 +48,7 @@ class ReplicaManager:
         cache: MetadataCache,
         submit_isr: IsrSubmit,
         fetchers: ReplicaFetchers,
+        log_dirs: LogDirs | None = None,
     ) -> None:
         self.config = config
         self._submit_isr = submit_isr
@@ -44,8 +56,12 @@ class ReplicaManager:
         self.node_id = config.node_id
         self.store = store
         self.cache = cache
-        self.root = Path(config.log_dirs)
+        self.log_dirs = log_dirs or LogDirs.from_config(config.log_dirs)
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # Replicas whose log directory failed: their directory, until they leave this broker.
+        self.offline: dict[tuple[str, int], LogDir] = {}
+        self._offline_changed = anyio.Event()
+        self.moves = LogMoves(self)  # AlterReplicaLogDirs
         self._uncleanable: set[tuple[bytes, int]] = set()  # compaction failed (Kafka's too)
         # Called after every leadership change of a local replica (coordinators load/unload).
         self.leadership_listeners: list[Callable[[Partition], None]] = []
@@ -64,6 +80,7 @@ class ReplicaManager:
         follower's, KIP-392), or the Kafka error a client expects."""
         partition = self.partitions.get((topic, index))
         if partition is None:
+            self.check_online(topic, index)
             info = self.cache.topics.get(topic)
             if info is None or not 0 <= index < len(info.partitions):
                 raise KafkaError(ErrorCode.unknown_topic_or_partition)
@@ -74,6 +91,17 @@ class ReplicaManager:
             partition.check_leader(current_leader_epoch)
         return partition
 
+    def check_online(self, topic: str, index: int) -> None:
+        """KAFKA_STORAGE_ERROR for a replica whose log directory failed (Kafka's
+        HostedPartition.Offline)."""
+        failed = self.offline.get((topic, index))
+        if failed is not None:
+            raise KafkaError(
+                ErrorCode.kafka_storage_error,
+                f"{topic}-{index} is offline on broker {self.node_id}: its log directory "
+                f"{failed.path} failed",
+            )
+
     # -- reacting to metadata ------------------------------------------------------------------
 
     def _on_topic_change(self, old: TopicInfo | None, new: TopicInfo | None) -> None:
@@ -82,19 +110,22 @@ class ReplicaManager:
             for p in old.partitions:
                 self._remove(old.name, p.index)
             return
-        log_config = LogConfig.from_configs(self.config, dict(new.configs))
-        min_isr = int(
-            effective_topic_configs(self.config, new.configs)["min.insync.replicas"].value
-        )
+        log_config, min_isr = self._log_settings(new)
         for p in new.partitions:
             key = (new.name, p.index)
             if self.node_id not in p.replicas:
                 if key in self.partitions:
                     self._remove(new.name, p.index)
+                if self.offline.pop(key, None) is not None:
+                    self._offline_changed.set()
                 continue
+            if key in self.offline:
+                continue  # its log directory failed: it stays offline here
             partition = self.partitions.get(key)
             if partition is None:
-                partition = self._open(new, p.index, log_config)
+                partition = self._open_or_offline(new, p, log_config)
+                if partition is None:
+                    continue
             partition.log.config = log_config
             partition.min_insync_replicas = min_isr
             was = (partition.leader, partition.leader_epoch)
@@ -107,11 +138,80 @@ class ReplicaManager:
             else:
                 self._fetchers.follow(partition)
 
-    def _dir(self, topic: str, index: int) -> Path:
-        return self.root / f"{topic}-{index}"
+    def _log_settings(self, topic: TopicInfo) -> tuple[LogConfig, int]:
+        """The topic's LogConfig and min.insync.replicas: its configs over this broker's."""
+        log_config = LogConfig.from_configs(self.config, dict(topic.configs))
+        min_isr = effective_topic_configs(self.config, topic.configs)["min.insync.replicas"]
+        return log_config, int(min_isr.value)
 
-    def _open(self, topic: TopicInfo, index: int, log_config: LogConfig) -> Partition:
+    def reconfigure(self, config: BrokerConfig) -> None:
+        """Dynamic broker configs changed (dynamic_config.py): every open log of a topic takes
+        the new defaults where the topic has no value of its own, without a restart."""
+        self.config = config
+        for topic in list(self.cache.topics.values()):
+            hosted = [self.partitions.get((topic.name, p.index)) for p in topic.partitions]
+            if not any(hosted):
+                continue
+            log_config, min_isr = self._log_settings(topic)
+            for partition in filter(None, hosted):
+                partition.log.config = log_config
+                partition.min_insync_replicas = min_isr
+
+    def _dir(self, topic: str, index: int) -> Path:
+        """Where the log is (the directory that holds it), or goes (log_dirs.py)."""
+        name = f"{topic}-{index}"
+        found = self.log_dirs.locate(name)
+        if found is None:
+            found = self.log_dirs.choose(name, self._log_count)
+        return found.path / name
+
+    def _log_count(self, d: LogDir) -> int:
+        return sum(1 for p in self.partitions.values() if p.log.directory.parent == d.path)
+
+    def _open_or_offline(
+        self, topic: TopicInfo, p: PartitionInfo, log_config: LogConfig
+    ) -> Partition | None:
+        """`_open`, or None when its log directory fails (the replica is offline here). While
+        a directory is offline, the log of a partition that is not new and is in no online
+        directory may be in the failed one: it is offline too, not created empty elsewhere
+        (Kafka's LogManager refuses to as well), so an empty replica never takes its place."""
+        index = p.index
+        failed = [d for d in self.log_dirs.dirs if not d.online]
+        # created since this broker started (its first snapshot is applied before `ready`)
+        is_new = self.cache.ready.is_set() and p.leader_epoch == 0 and p.partition_epoch == 0
+        if failed and not is_new and self.log_dirs.locate(f"{topic.name}-{index}") is None:
+            log.error(
+                "the log of %s-%d is in no online log directory; it may be in the failed %s: "
+                "offline on this broker",
+                topic.name,
+                index,
+                ", ".join(str(d.path) for d in failed),
+            )
+            self.offline[(topic.name, index)] = failed[0]
+            self._offline_changed.set()
+            return None
         directory = self._dir(topic.name, index)
+        try:
+            return self._open(topic, index, log_config, directory)
+        except (OSError, KafkaError) as e:
+            if isinstance(e, KafkaError) and e.code != ErrorCode.kafka_storage_error:
+                raise
+            d = self.log_dirs.dir_of(directory)
+            assert d is not None  # _dir chose one of them
+            log.error("cannot open the log of %s-%d in %s: %s", topic.name, index, d.path, e)
+            self._dir_failed(d, e if isinstance(e, OSError) else LogDirFailure(str(e)))
+            self.offline[(topic.name, index)] = d
+            self._offline_changed.set()
+            return None
+
+    def _open(
+        self,
+        topic: TopicInfo,
+        index: int,
+        log_config: LogConfig,
+        directory: Path | None = None,
+    ) -> Partition:
+        directory = directory or self._dir(topic.name, index)
         id_file = directory / _TOPIC_ID_FILE
         if directory.exists() and (
             not id_file.exists() or id_file.read_text().strip() != topic.topic_id.hex()
@@ -121,6 +221,7 @@ class ReplicaManager:
         plog = PartitionLog.open(
             directory, log_config, self.store, self._state_key(topic.topic_id, index)
         )
+        plog.on_failure = self.log_failed
         if not id_file.exists():
             id_file.write_text(topic.topic_id.hex() + "\n")
         producers = ProducerStateManager.load(plog, self.config.producer_id_expiration_ms)
@@ -131,6 +232,8 @@ class ReplicaManager:
         return partition
 
     def _remove(self, topic: str, index: int) -> None:
+        if self.offline.pop((topic, index), None) is not None:
+            self._offline_changed.set()
         partition = self.partitions.pop((topic, index), None)
         if partition is None:
             return
@@ -139,6 +242,9 @@ class ReplicaManager:
         partition.leader = -1  # no longer here: listeners (coordinators) let go of it
         for listener in self.leadership_listeners:
             listener(partition)
+        # Wake what waits on it (acks=all produces, long polls): they see it is gone at once, as
+        # when a reassignment moves the leader off this broker, instead of at their timeout.
+        partition.close()
         partition.log.delete()  # also removes the log's state-store keys
 
     @staticmethod
@@ -150,15 +256,92 @@ class ReplicaManager:
 
     def remove_stray_logs(self) -> None:
         """After the first metadata snapshot: drop logs of topics deleted while we were down."""
-        if not self.root.exists():
+        for d in self.log_dirs.online():
+            for name in self.log_dirs.log_names(d):
+                directory = d.path / name
+                if not (directory / _TOPIC_ID_FILE).exists():
+                    continue
+                topic, _, idx = name.rpartition("-")
+                key = (topic, int(idx) if idx.isdigit() else -1)
+                partition = self.partitions.get(key)
+                if partition is None or partition.log.directory != directory:
+                    log.warning("deleting stray log %s (its topic is gone from here)", directory)
+                    self._delete_dir(directory)
+
+    # -- failed log directories ------------------------------------------------------------
+
+    def log_failed(self, plog: PartitionLog, error: OSError) -> None:
+        """A log hit an I/O error: its directory is failed (`PartitionLog.on_failure`)."""
+        d = self.log_dirs.dir_of(plog.directory)
+        if d is not None:
+            self._dir_failed(d, error)
+
+    def _dir_failed(self, d: LogDir, error: OSError) -> None:
+        """Take every replica in ``d`` offline here (Kafka's handleLogDirFailure)."""
+        if not self.log_dirs.fail(d, error):
             return
-        for directory in self.root.iterdir():
-            if not (directory / _TOPIC_ID_FILE).exists():
+        if d is self.log_dirs.state_log_dir:
+            log.critical(
+                "log directory %s holds this broker's state store (%s) and failed: the broker "
+                "stops now, as Kafka's does when its metadata log directory fails. Fix or "
+                "replace the disk, then restart the broker (its replicas are recovered from "
+                "the other brokers)",
+                d.path,
+                self.log_dirs.state_dir,
+            )
+            os._exit(1)  # as Kafka's Exit.halt: a clean shutdown would write to the failed dir
+        for key, partition in list(self.partitions.items()):
+            if partition.log.directory.parent != d.path:
                 continue
-            topic, _, idx = directory.name.rpartition("-")
-            if (topic, int(idx) if idx.isdigit() else -1) not in self.partitions:
-                log.warning("deleting stray log %s (its topic no longer exists here)", directory)
-                self._delete_dir(directory)
+            del self.partitions[key]
+            self.offline[key] = d
+            self._fetchers.unfollow(partition)
+            partition.leader = -1  # listeners (coordinators) let go of it
+            for listener in self.leadership_listeners:
+                listener(partition)
+            if partition.log.failure is None:
+                partition.log.fail(LogDirFailure(f"log directory {d.path} failed"))
+            partition.close()  # wakes its waiters; the failed log is abandoned, not flushed
+        log.error(
+            "%d replica(s) in %s are offline on broker %d: %s",
+            sum(1 for v in self.offline.values() if v is d),
+            d.path,
+            self.node_id,
+            ", ".join(f"{t}-{i}" for (t, i), v in sorted(self.offline.items()) if v is d),
+        )
+        self._offline_changed.set()
+
+    async def report_offline(
+        self, report: Callable[[list[tuple[str, int]]], Awaitable[object]]
+    ) -> None:
+        """Tell the meta service (``report``) the replicas offline here whenever they change,
+        retrying until it has heard, so it moves their leadership and ISR elsewhere."""
+        reported: set[tuple[str, int]] = set()
+        while True:
+            await self._offline_changed.wait()
+            self._offline_changed = anyio.Event()
+            current = set(self.offline)
+            if current <= reported:
+                reported = current
+                continue
+            try:
+                await report(sorted(current))
+            except Exception as e:  # MetaError: the meta service is unreachable
+                log.warning(
+                    "cannot report %d offline replica(s) to the meta service (%s); retrying",
+                    len(current),
+                    e,
+                )
+                await anyio.sleep(1)
+                self._offline_changed.set()
+                continue
+            log.info("reported %d offline replica(s) to the meta service", len(current))
+            reported = current
+
+    def resend_offline(self) -> None:
+        """Report the offline replicas again (after a new registration: a new broker epoch)."""
+        if self.offline:
+            self._offline_changed.set()
 
     async def shrink_isrs(self) -> None:
         """Kafka's isr-expiration task: every half replica.lag.time.max.ms, each partition led
@@ -187,7 +370,11 @@ class ReplicaManager:
             now = now_ms()
             for partition in list(self.partitions.values()):
                 bound = partition.producers.first_unstable_offset
-                deleted = partition.log.enforce_retention(now, bound)
+                try:
+                    deleted = partition.log.enforce_retention(now, bound)
+                except KafkaError as e:  # KAFKA_STORAGE_ERROR: its directory is now offline
+                    log.warning("%r: retention failed: %s", partition, e)
+                    continue
                 if deleted:
                     log.info("%r: retention deleted %d segment(s)", partition, deleted)
                 partition.producers.remove_expired(now)
@@ -240,8 +427,11 @@ class ReplicaManager:
             log.info("%r: cleaning abandoned (%s); it is retried later", partition, e)
             return False
         except Exception:
-            if self.partitions.get((partition.topic, partition.index)) is not partition:
-                log.info("%r: removed while it was being cleaned", partition)
+            if (
+                self.partitions.get((partition.topic, partition.index)) is not partition
+                or partition.log is not plog
+            ):
+                log.info("%r: removed or moved while it was being cleaned", partition)
                 return False
             log.exception(
                 "%r: cleaning failed; this log is no longer compacted until the broker restarts "

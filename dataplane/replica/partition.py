@@ -46,6 +46,7 @@ class FollowerState:
     """What the leader knows of one follower, from its fetches (Kafka's Replica state)."""
 
     log_end_offset: int = -1  # unknown until it fetches
+    log_start_offset: int = -1  # unknown until it fetches (DeleteRecords' low watermark)
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
     leader_end_at_last_fetch: int = -1
@@ -87,6 +88,7 @@ class Partition:
         self._epoch_start_offset = 0  # log end when this leader epoch began
         self._hw_waiters: set[anyio.Event] = set()
         self._append_waiters: set[anyio.Event] = set()
+        self._start_waiters: set[anyio.Event] = set()  # DeleteRecords: a log start moved
 
     @property
     def is_leader(self) -> bool:
@@ -113,6 +115,7 @@ class Partition:
             self._become_leader()
         self._wake(self._hw_waiters)  # acks=all waiters re-check leadership and ISR
         self._wake(self._append_waiters)
+        self._wake(self._start_waiters)
         self._maybe_advance_high_watermark()
 
     def _become_leader(self) -> None:
@@ -253,9 +256,78 @@ class Partition:
         the first unstable offset (open transactions keep their data). Returns the log start."""
         return self.log.delete_records_before(offset, self.producers.first_unstable_offset)
 
-    def record_follower_fetch(self, replica_id: int, fetch_offset: int, now: int) -> None:
-        """A follower fetched from `fetch_offset`: it has everything below it."""
+    def delete_records_on_leader(self, offset: int) -> int:
+        """Kafka's deleteRecordsOnLeader: move the log start to ``offset`` (-1: the high
+        watermark) and return the offset every replica's log start must reach before the
+        deletion is complete (`wait_for_low_watermark`): ``offset``, or less when an open
+        transaction keeps the log start below it. Raises `KafkaError` NOT_LEADER_OR_FOLLOWER,
+        POLICY_VIOLATION (cleanup.policy without delete) or OFFSET_OUT_OF_RANGE (beyond the
+        high watermark). The segments wholly below go at the next retention check."""
+        self.check_leader()
+        if not self.log.config.delete:
+            raise KafkaError(
+                ErrorCode.policy_violation,
+                f"Records of partition {self!r} can not be deleted due to the configured policy",
+            )
+        target = self.high_watermark if offset == -1 else offset
+        if not 0 <= target <= self.high_watermark:
+            raise KafkaError(
+                ErrorCode.offset_out_of_range,
+                f"Cannot increment the log start offset to {target} of partition {self!r} "
+                f"since it is outside [0, high watermark {self.high_watermark}]",
+            )
+        before = self.log.log_start_offset
+        start = self.delete_records_before(target)
+        if start > before:
+            log.info("%r: records before %d deleted (log start was %d)", self, start, before)
+            self._wake(self._append_waiters)  # parked follower fetches carry the new start now
+            self._wake(self._start_waiters)
+        if start < target:
+            log.info(
+                "%r: records deleted only up to %d, not %d: an open transaction starts there",
+                self,
+                start,
+                target,
+            )
+        return min(start, target)
+
+    def low_watermark(self, alive: Callable[[int], bool]) -> int:
+        """Kafka's lowWatermarkIfLeader: the lowest log start offset of this replica and of
+        the followers on live brokers (``alive``); -1 for a follower that has not fetched."""
+        low = self.log.log_start_offset
+        for r in self.replicas:
+            if r != self.node_id and alive(r):
+                follower = self.followers.get(r)
+                low = min(low, follower.log_start_offset if follower else -1)
+        return low
+
+    async def wait_for_low_watermark(
+        self, offset: int, leader_epoch: int, timeout: float, alive: Callable[[int], bool]
+    ) -> tuple[ErrorCode, int]:
+        """DeleteRecords (Kafka's DelayedDeleteRecords): wait until every live replica's log
+        start reached ``offset``. (NONE, low watermark); NOT_LEADER_OR_FOLLOWER when
+        leadership moved; REQUEST_TIMED_OUT with the low watermark reached so far."""
+        with anyio.move_on_after(timeout):
+            while True:
+                if not self.is_leader or self.leader_epoch != leader_epoch:
+                    return ErrorCode.not_leader_or_follower, -1
+                low = self.low_watermark(alive)
+                if low >= offset:
+                    return ErrorCode.none, low
+                await self._wait(self._start_waiters)
+        if not self.is_leader or self.leader_epoch != leader_epoch:
+            return ErrorCode.not_leader_or_follower, -1
+        return ErrorCode.request_timed_out, self.low_watermark(alive)
+
+    def record_follower_fetch(
+        self, replica_id: int, fetch_offset: int, now: int, log_start_offset: int = -1
+    ) -> None:
+        """A follower fetched from `fetch_offset`: it has everything below it; its log
+        starts at `log_start_offset` (-1: not said)."""
         state = self.followers.setdefault(replica_id, FollowerState())
+        if log_start_offset != state.log_start_offset:
+            state.log_start_offset = log_start_offset
+            self._wake(self._start_waiters)
         leader_end = self.log.log_end_offset
         if fetch_offset >= leader_end:
             state.last_caught_up_ms = now
@@ -350,6 +422,15 @@ class Partition:
         if hw != self.high_watermark:
             self._set_high_watermark(hw)
 
+    def follow_log_start(self, leader_log_start: int) -> None:
+        """A follower's log start follows the leader's (records deleted there, by DeleteRecords
+        or retention, go here too), up to its own high watermark (Kafka's
+        maybeIncrementLogStartOffset with LeaderOffsetIncremented)."""
+        target = min(leader_log_start, self.high_watermark)
+        if target > self.log.log_start_offset:
+            start = self.delete_records_before(target)
+            log.debug("%r: log start follows the leader's to %d", self, start)
+
     def truncate_to(self, offset: int) -> None:
         self.log.truncate_to(offset)
         self.producers.truncate_and_reload(self.log)
@@ -398,5 +479,6 @@ class Partition:
     def close(self) -> None:
         self._wake(self._hw_waiters)
         self._wake(self._append_waiters)
+        self._wake(self._start_waiters)
         self.producers.snapshot()
         self.log.close()

@@ -22,6 +22,7 @@ from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica import wire
 from dataplane.replica.manager import ReplicaManager
 from dataplane.replica.partition import Partition, now_ms
+from dataplane.replica.throttle import ReplicationThrottle
 from proto import replication_pb2, replication_pb2_grpc
 
 log = logging.getLogger("rafka.replication")
@@ -34,6 +35,7 @@ class ReplicationService:
         """`cache` gives the followers' broker epochs and topic ids, `replicas` the logs."""
         self._cache = cache
         self._replicas = replicas
+        self._throttle = ReplicationThrottle("leader", lambda: replicas.config, cache)
 
     async def fetch(
         self,
@@ -45,13 +47,16 @@ class ReplicationService:
 
     async def _fetch(self, req: replication_pb2.FetchRequest) -> Response:
         stale = self._stale_broker_epoch(req)
-        response, partitions, size = self._read(req, stale, record=True)
-        if size or not partitions or req.max_wait_ms <= 0:
+        response, partitions, size, held = self._read(req, stale, record=True)
+        if size or not (partitions or held) or req.max_wait_ms <= 0:
             return response
+        wait_s = req.max_wait_ms / 1000
+        if held:  # throttled partitions may go again once the leader throttle allows
+            wait_s = min(wait_s, self._throttle.delay_s())
         event = anyio.Event()  # long poll: park until one of the partitions gets an append
         for partition in partitions:
             partition.watch_appends(event)
-        with anyio.move_on_after(req.max_wait_ms / 1000):
+        with anyio.move_on_after(wait_s):
             await event.wait()
         for partition in partitions:
             partition.unwatch_appends(event)
@@ -72,9 +77,11 @@ class ReplicationService:
 
     def _read(
         self, req: replication_pb2.FetchRequest, stale: bool, record: bool
-    ) -> tuple[Response, list[Partition], int]:
-        """One pass over the requested partitions; `record` the follower's progress once."""
+    ) -> tuple[Response, list[Partition], int, bool]:
+        """One pass over the requested partitions; `record` the follower's progress once.
+        Also returns whether the leader throttle held back a partition (sent without records)."""
         response = replication_pb2.FetchResponse()
+        held = False
         batches: list[bytes] = []
         watched: list[Partition] = []
         budget, size, now = req.max_bytes, 0, now_ms()
@@ -85,11 +92,17 @@ class ReplicationService:
                     raise KafkaError(ErrorCode.stale_broker_epoch)
                 partition = self._leader(p, req.replica_id)
                 if record:
-                    partition.record_follower_fetch(req.replica_id, p.fetch_offset, now)
+                    partition.record_follower_fetch(
+                        req.replica_id, p.fetch_offset, now, p.log_start_offset
+                    )
                 out.high_watermark = partition.high_watermark
                 out.log_start_offset = partition.log.log_start_offset
                 out.log_end_offset = partition.log.log_end_offset
                 if self._diverged(partition, p, out):
+                    continue
+                in_sync = req.replica_id in partition.isr
+                if self._throttle.holds_back(p.topic_id, p.partition, in_sync):
+                    held = True
                     continue
                 records = partition.log.read(
                     p.fetch_offset, min(p.max_bytes, budget), out.log_end_offset, size == 0
@@ -97,12 +110,13 @@ class ReplicationService:
             except KafkaError as e:  # includes the log's OFFSET_OUT_OF_RANGE
                 out.error_code = e.code
                 continue
+            self._throttle.record(p.topic_id, p.partition, len(records))
             out.records_size = len(records)
             batches.append(records)
             size += len(records)
             budget = max(0, budget - len(records))
             watched.append(partition)
-        return (response, batches), watched, size
+        return (response, batches), watched, size, held
 
     def _leader(self, p: replication_pb2.FetchPartition, replica_id: int) -> Partition:
         info = self._cache.topics_by_id.get(p.topic_id)

@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from dataplane import features
 from dataplane.coordinator.base import map_append_error
 from dataplane.coordinator.runtime import CoordinatorRuntime, partition_for
 from dataplane.coordinator.timer import wall_ms
+from dataplane.features import TRANSACTION_VERSION
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.transaction.records import encode_key, encode_value
 from dataplane.transaction.shard import TransactionShard
@@ -74,7 +76,9 @@ class TransactionConfig:
     transactional_id_expiration_ms: int = 604_800_000
     abort_timed_out_interval_ms: int = 10_000
     remove_expired_interval_ms: int = 3_600_000
-    transaction_version: int = TV_2  # the finalized transaction.version feature level
+    # transaction.version until the meta service has finalized feature levels (the broker
+    # setting; see `TransactionCoordinator.transaction_version`)
+    transaction_version: int = TV_2
     offsets_topic_partitions: int = 50  # where AddOffsetsToTxn finds a group's partition
 
 
@@ -157,6 +161,12 @@ class TransactionCoordinator:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._transition_done = anyio.Event()  # set (and replaced) when a transition ends
         self._queued: list[Callable[[], Awaitable[None]]] = []
+
+    @property
+    def transaction_version(self) -> int:
+        """The finalized transaction.version level (UpdateFeatures changes it live;
+        dataplane/features.py)."""
+        return features.level(self._cache, TRANSACTION_VERSION, self.config.transaction_version)
 
     def _new_shard(self, index: int) -> TransactionShard:
         partition = self._replicas.partitions.get((self.topic.name, index))
@@ -691,7 +701,7 @@ class TransactionCoordinator:
         keep_pending: bool,
     ) -> ErrorCode:
         tid = meta.transactional_id
-        record = (encode_key(tid), encode_value(transit, self.config.transaction_version))
+        record = (encode_key(tid), encode_value(transit, self.transaction_version))
         try:
             with anyio.CancelScope(shield=True):  # bounded by the runtime's write timeout
                 await self.runtime.append(tid, [record], replay=False)
@@ -801,7 +811,7 @@ class TransactionCoordinator:
 
     async def _abort_timed_out(self, shard: TransactionShard, meta: TransactionMetadata) -> None:
         spare = None
-        if meta.epoch_exhausted and supports_epoch_bump(self.config.transaction_version):
+        if meta.epoch_exhausted and supports_epoch_bump(self.transaction_version):
             try:
                 spare = await self._producer_ids.next_id()
             except KafkaError as e:
@@ -832,7 +842,7 @@ class TransactionCoordinator:
             fence.producer_epoch,
             commit=False,
             from_client=False,
-            transaction_version=self.config.transaction_version,
+            transaction_version=self.transaction_version,
             spare=spare,
         )
         return code

@@ -1,5 +1,6 @@
 """Request and response schemas of the API versions Kafka 4 removed (KIP-896), which kio,
-generated from Kafka 4's JSON messages, does not have: OffsetCommit v0-v1 and OffsetFetch v0.
+generated from Kafka 4's JSON messages, does not have: OffsetCommit v0-v1, OffsetFetch v0,
+AlterReplicaLogDirs v0 and DescribeLogDirs v0.
 
 `codec.entity_class` falls back on `SCHEMAS` (api key, version) -> {request|response: path}.
 A version whose layout Kafka's JSON declares identical to a later one kio has reuses kio's
@@ -29,5 +30,18 @@ SCHEMAS: Mapping[tuple[int, int], Mapping[EntityType, str]] = {
     (9, 0): {
         EntityType.request: "kio.schema.offset_fetch.v1.request:OffsetFetchRequest",
         EntityType.response: "kio.schema.offset_fetch.v1.response:OffsetFetchResponse",
+    },
+    # "Version 1 is the same as version 0" (AlterReplicaLogDirs and DescribeLogDirs, both ways)
+    (34, 0): {
+        EntityType.request: (
+            "kio.schema.alter_replica_log_dirs.v1.request:AlterReplicaLogDirsRequest"
+        ),
+        EntityType.response: (
+            "kio.schema.alter_replica_log_dirs.v1.response:AlterReplicaLogDirsResponse"
+        ),
+    },
+    (35, 0): {
+        EntityType.request: "kio.schema.describe_log_dirs.v1.request:DescribeLogDirsRequest",
+        EntityType.response: "kio.schema.describe_log_dirs.v1.response:DescribeLogDirsResponse",
     },
 }

@@ -162,7 +162,7 @@ class WatchedMetadata:
                 self.topics[event.topic.name] = event.topic
             elif kind == "topic_deleted":
                 self.topics.pop(event.topic_deleted.name, None)
-            else:
+            elif kind == "broker":
                 self.brokers[event.broker.id] = event.broker
 
     def assert_no_gap(self) -> None:

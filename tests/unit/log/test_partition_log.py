@@ -260,6 +260,19 @@ def test_truncate_to_a_segment_boundary_and_past_the_end(open_log: OpenLog) -> N
     assert log.offset_for_timestamp(0) == (0, 1000)
 
 
+def test_truncating_at_the_end_drops_an_epoch_that_wrote_nothing(open_log: OpenLog) -> None:
+    """A replica that became leader (epoch started at its log end) and lost leadership before
+    appending: the new leader says its log ends where ours does, and the empty epoch must go,
+    or every fetch reports the same divergence again."""
+    log = open_log()
+    append(log, 2, epoch=1)
+    end = log.log_end_offset
+    log.start_epoch(4)
+    assert log._epochs.entries[-1] == (4, end)
+    log.truncate_to(end)
+    assert log._epochs.entries[-1][0] == 1 and log.log_end_offset == end
+
+
 def test_truncate_fully_and_start_at(open_log: OpenLog) -> None:
     log = open_log(segment_bytes=1_000)
     append(log, 10, epoch=2)

@@ -16,7 +16,7 @@ from meta.acl import (
     PatternType,
     ResourceType,
 )
-from meta.model import DelegationToken, Endpoint, ScramCredential
+from meta.model import ConfigAlteration, DelegationToken, Endpoint, ScramCredential
 from meta.records import (
     RECORD_VERSION,
     RecordError,
@@ -26,18 +26,23 @@ from meta.records import (
     encode_state,
 )
 from meta.state import (
+    AlterConfigs,
+    AlterReassignments,
     AlterScramCredentials,
     Body,
     Command,
     CreateAcls,
     CreateDelegationToken,
+    CreatePartitions,
     DeleteAcls,
     ExpireDelegationToken,
     InitCluster,
     MetaState,
+    OfflineReplicas,
     RegisterBroker,
     RemoveExpiredTokens,
     RenewDelegationToken,
+    UpdateFeatures,
     apply,
 )
 from proto import metadata_records_pb2 as pb
@@ -116,9 +121,36 @@ SECURITY_STEPS: list[Step] = [
 ]
 
 
+# Cluster administration kinds (after SECURITY_STEPS: broker 4 is registered), leaving dynamic
+# configs, a reassignment in progress and finalized features in the state.
+ADMIN_STEPS: list[Step] = [
+    lambda s: InitCluster("ignored", (("transaction.version", 2), ("group.version", 0))),
+    lambda s: AlterConfigs(
+        (
+            ConfigAlteration("topic", "orders", {"retention.ms": "5"}, ("cleanup.policy",)),
+            ConfigAlteration("broker", "", {"log.retention.ms": "1", "a": "b"}, replace=True),
+            ConfigAlteration("broker", "2", {"message.max.bytes": "10"}),
+            ConfigAlteration("broker", "9"),  # refused: not registered
+            ConfigAlteration("topic", "nope"),  # refused: no such topic
+        )
+    ),
+    lambda s: AlterConfigs((ConfigAlteration("broker", "2", delete=("x",)),), validate_only=True),
+    lambda s: CreatePartitions("orders", 3, None, placement_seed=11),
+    lambda s: CreatePartitions("orders", 4, ((3, 4, 1),), validate_only=True),
+    lambda s: CreatePartitions("orders", 1, None),  # refused: not an increase
+    lambda s: AlterReassignments(
+        (("orders", 0, (4, 1, 3)), ("orders", 1, None), ("nope", 0, (1,))), True
+    ),
+    lambda s: UpdateFeatures((("transaction.version", 1, 2), ("group.version", 1, 1))),
+    lambda s: UpdateFeatures((("group.version", 5, 1),)),  # refused: unsupported level
+    lambda s: OfflineReplicas(1, s.brokers[1].epoch, (("orders", 2),), False),
+    lambda s: OfflineReplicas(1, s.brokers[1].epoch - 1, (("orders", 2),), False),  # stale
+]
+
+
 def run_steps() -> tuple[MetaState, list[Command]]:
     state, commands = MetaState(), []
-    for step in BEFORE_DUMP + AFTER_DUMP + SECURITY_STEPS:
+    for step in BEFORE_DUMP + AFTER_DUMP + SECURITY_STEPS + ADMIN_STEPS:
         command = Command(uuid.uuid4().hex, NOW, step(state))
         apply(state, command)
         commands.append(command)
@@ -134,6 +166,14 @@ def test_every_command_kind_and_its_result_round_trip() -> None:
         assert decode_command(encode_command(command)) == command
     assert decode_state(encode_state(state)) == state  # remembered results included
     assert state.acls and state.scram_credentials and list(state.delegation_tokens) == ["t1"]
+    assert state.broker_configs == {
+        -1: {"log.retention.ms": "1", "a": "b"},
+        2: {"message.max.bytes": "10"},
+    }
+    assert state.features == {"transaction.version": 1, "group.version": 1}
+    assert state.features_initialized
+    assert state.topics["orders"].partitions[0].adding_replicas == (4,)
+    assert len(state.topics["orders"].partitions) == 3
 
 
 def test_the_state_keeps_the_order_of_topics_brokers_and_configs() -> None:

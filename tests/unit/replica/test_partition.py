@@ -406,3 +406,151 @@ def _at(offset: int, batch: bytes) -> bytes:
     out = bytearray(batch)
     out[0:8] = offset.to_bytes(8, "big")
     return bytes(out)
+
+
+# -- DeleteRecords -------------------------------------------------------------------------------
+
+
+def _all_alive(_broker_id: int) -> bool:
+    return True
+
+
+def _caught_up(leader: Replica, count: int) -> int:
+    """`count` records appended and fetched by both followers: the high watermark."""
+    end = leader.append(count)
+    for f in (B, C):
+        leader.partition.record_follower_fetch(f, end, now_ms(), 0)
+    assert leader.partition.high_watermark == end
+    return end
+
+
+def test_delete_records_moves_the_leaders_log_start(leader: Replica) -> None:
+    _caught_up(leader, 10)
+    p = leader.partition
+    assert p.delete_records_on_leader(4) == 4
+    assert p.log.log_start_offset == 4
+    assert p.delete_records_on_leader(2) == 2  # already done: complete once replicas have 2
+    assert p.log.log_start_offset == 4
+
+
+def test_delete_records_to_minus_one_is_the_high_watermark(leader: Replica) -> None:
+    hw = _caught_up(leader, 5)
+    leader.append(3)  # not replicated: beyond the high watermark
+    assert leader.partition.delete_records_on_leader(-1) == hw
+    assert leader.partition.log.log_start_offset == hw
+
+
+@pytest.mark.parametrize("offset", [6, -2])
+def test_delete_records_outside_the_high_watermark_is_out_of_range(
+    leader: Replica, offset: int
+) -> None:
+    _caught_up(leader, 5)
+    with pytest.raises(KafkaError) as e:
+        leader.partition.delete_records_on_leader(offset)
+    assert e.value.code == ErrorCode.offset_out_of_range
+    assert leader.partition.log.log_start_offset == 0
+
+
+def test_delete_records_needs_the_delete_policy(leader: Replica) -> None:
+    _caught_up(leader, 2)
+    leader.partition.log.config = LogConfig(cleanup_policy="compact")
+    with pytest.raises(KafkaError) as e:
+        leader.partition.delete_records_on_leader(1)
+    assert e.value.code == ErrorCode.policy_violation
+
+
+def test_delete_records_only_on_the_leader(follower: Replica) -> None:
+    with pytest.raises(KafkaError) as e:
+        follower.partition.delete_records_on_leader(0)
+    assert e.value.code == ErrorCode.not_leader_or_follower
+
+
+def test_low_watermark_is_the_lowest_log_start_of_live_replicas(leader: Replica) -> None:
+    end = _caught_up(leader, 10)
+    p = leader.partition
+    p.delete_records_on_leader(6)
+    assert p.low_watermark(_all_alive) == 0  # the followers still start at 0
+    p.record_follower_fetch(B, end, now_ms(), 6)
+    assert p.low_watermark(_all_alive) == 0
+    assert p.low_watermark(lambda broker: broker != C) == 6  # C's broker is down: not counted
+    p.record_follower_fetch(C, end, now_ms(), 6)
+    assert p.low_watermark(_all_alive) == 6
+
+
+def test_low_watermark_counts_a_replica_that_never_fetched_as_unknown(leader: Replica) -> None:
+    leader.update(replicas=(ME, B, C, 4))  # 4 is being added and has not fetched yet
+    _caught_up(leader, 3)
+    leader.partition.delete_records_on_leader(3)
+    assert leader.partition.low_watermark(_all_alive) == -1
+
+
+def low_watermark_outcome(
+    leader: Replica, offset: int, then: Callable[[], None], timeout: float = 5
+) -> tuple[ErrorCode, int]:
+    """wait_for_low_watermark of `offset` in this leader epoch, with `then` run while it waits."""
+    p = leader.partition
+    result: list[tuple[ErrorCode, int]] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def waiter() -> None:
+                result.append(
+                    await p.wait_for_low_watermark(offset, p.leader_epoch, timeout, _all_alive)
+                )
+
+            tg.start_soon(waiter)
+            await anyio.wait_all_tasks_blocked()
+            then()
+
+    anyio.run(main)
+    return result[0]
+
+
+def test_delete_records_completes_when_every_follower_reports_the_new_start(
+    leader: Replica,
+) -> None:
+    end = _caught_up(leader, 8)
+    required = leader.partition.delete_records_on_leader(5)
+
+    def followers_fetch() -> None:
+        leader.partition.record_follower_fetch(B, end, now_ms(), 5)
+        leader.partition.record_follower_fetch(C, end, now_ms(), 5)
+
+    assert low_watermark_outcome(leader, required, followers_fetch) == (ErrorCode.none, 5)
+
+
+def test_delete_records_times_out_with_the_low_watermark_so_far(leader: Replica) -> None:
+    end = _caught_up(leader, 8)
+    required = leader.partition.delete_records_on_leader(5)
+
+    def one_follower() -> None:
+        leader.partition.record_follower_fetch(B, end, now_ms(), 5)
+
+    assert low_watermark_outcome(leader, required, one_follower, timeout=0.05) == (
+        ErrorCode.request_timed_out,
+        0,
+    )
+
+
+def test_delete_records_when_leadership_moves_away(leader: Replica) -> None:
+    _caught_up(leader, 4)
+    required = leader.partition.delete_records_on_leader(2)
+    moved = low_watermark_outcome(
+        leader, required, lambda: leader.update(leader=B, new_leader_epoch=True)
+    )
+    assert moved == (ErrorCode.not_leader_or_follower, -1)
+
+
+def test_a_follower_takes_the_leaders_log_start_up_to_its_high_watermark(
+    follower: Replica,
+) -> None:
+    p = follower.partition
+    p.append_as_follower(plain(6))
+    p.follow_high_watermark(4)
+    p.follow_log_start(3)
+    assert p.log.log_start_offset == 3
+    p.follow_log_start(5)  # the leader's high watermark is past ours: not beyond ours yet
+    assert p.log.log_start_offset == 4
+    p.follow_log_start(2)  # never back
+    assert p.log.log_start_offset == 4

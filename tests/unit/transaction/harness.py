@@ -120,7 +120,8 @@ def coordinator(
     topic = SimpleNamespace(name="__transaction_state", partition_for=lambda k: 0)
     c = TransactionCoordinator(
         TransactionConfig(offsets_topic_partitions=50, **config),
-        SimpleNamespace(),  # type: ignore[arg-type]
+        # no feature level finalized in the meta service: transaction.version from the config
+        SimpleNamespace(features_epoch=-1, finalized_features={}),  # type: ignore[arg-type]
         replicas,  # type: ignore[arg-type]
         topic,  # type: ignore[arg-type]
         ids or Counter(),

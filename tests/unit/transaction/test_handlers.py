@@ -54,6 +54,8 @@ def _services(txn_coordinator: Any) -> Any:
                 "__consumer_offsets": _topic(50, internal=True),
             },
             offset=42,
+            features_epoch=-1,  # no level set in the meta service yet: the broker setting
+            finalized_features={},
         ),
         offsets_topic=SimpleNamespace(name="__consumer_offsets"),
         config=SimpleNamespace(transaction_version=2),
@@ -249,7 +251,11 @@ def test_api_versions_finalizes_transaction_version(version: int) -> None:
         if version >= 3:
             (finalized,) = r.finalized_features
             assert (finalized.name, finalized.max_version_level) == ("transaction.version", 2)
-            assert r.supported_features[0].max_version == 2
             assert r.finalized_features_epoch == 42
+            supported = {f.name: (f.min_version, f.max_version) for f in r.supported_features}
+            # below v4 Kafka leaves out the features supported from level 0 (KAFKA-17492)
+            assert supported == (
+                {"group.version": (0, 1), "transaction.version": (0, 2)} if version >= 4 else {}
+            )
 
     anyio.run(main)

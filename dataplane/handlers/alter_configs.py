@@ -1,0 +1,38 @@
+"""AlterConfigs (33) v0-v2: replace the dynamic configs of topics and brokers (the given
+entries become the resource's whole set; BROKER_LOGGER is IncrementalAlterConfigs' only, as in
+Kafka). The checks and the meta service call are config_admin.py's."""
+
+from __future__ import annotations
+
+from dataplane.config_admin import SET, Change, alter
+from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.protocol.codec import ResponseBuilder
+
+API_KEY = 33
+VERSIONS = (0, 2)
+
+
+async def handle(ctx: RequestContext, req: Request) -> Response:
+    b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    changes = [
+        Change(
+            r.resource_type,
+            r.resource_name,
+            tuple((c.name, SET, c.value) for c in r.configs),
+            replace=True,
+        )
+        for r in req.resources
+    ]
+    results = await alter(ctx, changes, req.validate_only)
+    return b.AlterConfigsResponse(
+        throttle_time=0,
+        responses=tuple(
+            b.AlterConfigsResourceResponse(
+                error_code=code,
+                error_message=message,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+            )
+            for r, (code, message) in zip(req.resources, results, strict=True)
+        ),
+    )

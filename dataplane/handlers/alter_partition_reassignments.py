@@ -1,0 +1,106 @@
+"""AlterPartitionReassignments (45) v0: start or cancel (null replicas) moving partitions to other
+brokers; the meta service's controller runs them (Kafka's KRaft reassignment: the new replicas
+join, catch up through replication and enter the ISR before the removed ones leave).
+
+As in Kafka's ControllerApis: ALTER on the cluster, else every partition and the response carry
+CLUSTER_AUTHORIZATION_FAILED. Per partition: UNKNOWN_TOPIC_OR_PARTITION,
+INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS (a cancel of nothing). The call returns
+once this broker's metadata shows the accepted changes, so a Metadata request right after sees
+the new replica sets.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.metadata_cache import MetadataCache
+from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
+from dataplane.protocol.errors import ErrorCode
+from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
+from meta.client import MetaError
+
+API_KEY = 45
+VERSIONS = (0, 0)
+
+log = logging.getLogger("rafka.reassignment")
+
+_PROPAGATION_S = 10.0  # how long to wait for our cache to show a change the meta accepted
+
+Change = tuple[str, int, Sequence[int] | None]  # topic, partition, target replicas (None: cancel)
+
+
+async def handle(ctx: RequestContext, req: Request) -> Response:
+    b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    changes: list[Change] = [
+        (t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
+        for t in req.topics
+        for p in t.partitions
+    ]
+    if not ctx.services.authorizer.authorize(
+        ctx.conn, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME
+    ):
+        code = ErrorCode.cluster_authorization_failed
+        return _response(b, changes, [(code, "")] * len(changes), code, None)
+    try:
+        results = await ctx.services.meta.alter_partition_reassignments(changes)
+    except MetaError as e:
+        log.warning(
+            "AlterPartitionReassignments failed: the meta service did not answer (%s); check "
+            "that the meta quorum is up, then retry",
+            e,
+        )
+        message = f"meta service unavailable: {e}"
+        code = ErrorCode.request_timed_out
+        return _response(b, changes, [(code, message)] * len(changes), code, message)
+    accepted = [c for c, (code, _) in zip(changes, results, strict=True) if code == 0]
+    for topic, index, target in accepted:
+        log.info(
+            "reassignment of %s-%d %s",
+            topic,
+            index,
+            "cancelled" if target is None else f"to replicas {list(target)} started",
+        )
+    cache = ctx.services.cache
+    await cache.wait_until(lambda: all(_shows(cache, c) for c in accepted), _PROPAGATION_S)
+    return _response(b, changes, results, ErrorCode.none, None)
+
+
+def _shows(cache: MetadataCache, change: Change) -> bool:
+    """Whether the cache reflects an accepted change: every target replica is a replica (while
+    adding the replica set is the union of old and new), or no reassignment after a cancel."""
+    topic, index, target = change
+    info = cache.topics.get(topic)
+    if info is None or not 0 <= index < len(info.partitions):
+        return True  # deleted meanwhile: nothing to wait for
+    partition = info.partitions[index]
+    if target is None:
+        return not partition.adding_replicas and not partition.removing_replicas
+    return set(target) <= set(partition.replicas)
+
+
+def _response(
+    b: EntityBuilder,
+    changes: list[Change],
+    results: Sequence[tuple[int, str]],
+    code: ErrorCode,
+    message: str | None,
+) -> Response:
+    """Results per topic in request order (Kafka answers each topic entry as it came)."""
+    by_topic: dict[str, list[object]] = {}
+    for (topic, index, _), (error, text) in zip(changes, results, strict=True):
+        by_topic.setdefault(topic, []).append(
+            b.ReassignablePartitionResponse(
+                partition_index=index, error_code=error, error_message=text or None
+            )
+        )
+    return b.AlterPartitionReassignmentsResponse(
+        throttle_time=0,
+        error_code=code,
+        error_message=message,
+        responses=tuple(
+            b.ReassignableTopicResponse(name=topic, partitions=tuple(partitions))
+            for topic, partitions in by_topic.items()
+        ),
+    )

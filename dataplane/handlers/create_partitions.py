@@ -1,0 +1,117 @@
+"""CreatePartitions (37): raise topics' partition counts, with or without explicit assignments.
+
+The meta service validates (UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS for a count not above
+the current one, INVALID_REPLICA_ASSIGNMENT) and places the new partitions, as Kafka's
+controller does; without validate_only the answer waits, up to the request's timeout, until
+this broker's metadata shows them with leaders, so the client's next Metadata request here
+already sees them. Producers and consumers find them in their next metadata refresh, and
+consumer groups rebalance onto them (the group coordinator follows partition counts).
+
+Authorization as Kafka's: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED); a topic named
+twice is INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+import anyio
+
+from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.metadata_cache import MetadataCache
+from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
+from dataplane.protocol.errors import ErrorCode
+from meta.acl import AclOperation, ResourceType
+from meta.client import MetaError
+
+log = logging.getLogger("rafka.topics")
+
+API_KEY = 37
+VERSIONS = (0, 3)
+
+
+async def handle(ctx: RequestContext, req: Request) -> Response:
+    b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    counts = Counter(t.name for t in req.topics)
+    denied = ctx.services.authorizer.denied(
+        ctx.conn, AclOperation.ALTER, ResourceType.TOPIC, list(counts)
+    )
+    timeout = max(0.0, req.timeout.total_seconds())
+    deadline = anyio.current_time() + timeout
+    results: dict[str, Any] = {}
+    for t in req.topics:
+        if t.name in results:
+            continue
+        if counts[t.name] > 1:
+            results[t.name] = _result(b, t.name, ErrorCode.invalid_request, "Duplicate topic name.")
+        elif t.name in denied:
+            results[t.name] = _result(
+                b, t.name, ErrorCode.topic_authorization_failed, "Authorization failed."
+            )
+        else:
+            assignments = (
+                None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+            )
+            code, message = await _create(
+                ctx, t.name, t.count, assignments, req.validate_only, deadline
+            )
+            results[t.name] = _result(b, t.name, code, message)
+    return b.CreatePartitionsResponse(throttle_time=0, results=tuple(results.values()))
+
+
+async def _create(
+    ctx: RequestContext,
+    topic: str,
+    count: int,
+    assignments: list[list[int]] | None,
+    validate_only: bool,
+    deadline: float,
+) -> tuple[int, str | None]:
+    """(error code, message) of one topic's change, once this broker's cache shows it."""
+    try:
+        code, message = await ctx.services.meta.create_partitions(
+            topic, count, assignments, validate_only
+        )
+    except MetaError as e:
+        log.warning(
+            "adding partitions to %s failed: the meta service did not answer (%s)", topic, e
+        )
+        return ErrorCode.request_timed_out, f"meta service unavailable: {e}"
+    if code != ErrorCode.none:
+        log.info(
+            "adding partitions to %s (to %d) refused: %s: %s",
+            topic,
+            count,
+            ErrorCode(code).name.upper(),
+            message,
+        )
+        return code, message or None
+    if validate_only:
+        return ErrorCode.none, None
+    cache = ctx.services.cache
+    remaining = max(0.0, deadline - anyio.current_time())
+    if not await cache.wait_until(lambda: _has_leaders(cache, topic, count), remaining):
+        log.warning(
+            "%s now has %d partitions, but this broker's metadata did not show all of them "
+            "with a leader within the request's timeout; clients see them shortly",
+            topic,
+            count,
+        )
+    else:
+        log.info("%s now has %d partitions", topic, count)
+    return ErrorCode.none, None
+
+
+def _has_leaders(cache: MetadataCache, topic: str, count: int) -> bool:
+    info = cache.topics.get(topic)
+    return (
+        info is not None
+        and len(info.partitions) >= count
+        and all(p.leader >= 0 for p in info.partitions)
+    )
+
+
+def _result(b: EntityBuilder, name: str, code: int, message: str | None) -> Any:
+    return b.CreatePartitionsTopicResult(name=name, error_code=code, error_message=message)

@@ -1,0 +1,144 @@
+"""DescribeConfigs (32) v1-v4: every setting of a topic, of this broker (or the cluster-wide
+dynamic defaults: broker ""), or this broker's logger levels, with value, source, synonyms,
+type and documentation (Kafka's ConfigHelper; v0, which Kafka 4 removed, is not served).
+
+Sensitive settings (passwords, keys, sasl.jaas.config) are described without their value.
+Authorization as Kafka's: DESCRIBE_CONFIGS on the topic, or on the cluster for broker and logger
+resources.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dataplane import log_levels
+from dataplane.config_catalog import ConfigEntry, ConfigLayers, ConfigSource
+from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
+from dataplane.protocol.errors import ErrorCode, KafkaError
+from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
+
+API_KEY = 32
+VERSIONS = (1, 4)
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+
+
+async def handle(ctx: RequestContext, req: Request) -> Response:
+    b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    synonyms = bool(getattr(req, "include_synonyms", False))
+    docs = bool(getattr(req, "include_documentation", False))
+    results = []
+    for resource in req.resources:
+        try:
+            configs = _describe(ctx, b, resource, synonyms, docs)
+            results.append(_result(b, resource, ErrorCode.none, None, configs))
+        except KafkaError as e:
+            results.append(_result(b, resource, e.code, e.message, ()))
+    return b.DescribeConfigsResponse(throttle_time=0, results=tuple(results))
+
+
+def _result(b: EntityBuilder, resource: Any, code: int, message: str | None, configs: Any) -> Any:
+    return b.DescribeConfigsResult(
+        error_code=code,
+        error_message=message,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        configs=configs,
+    )
+
+
+def _describe(
+    ctx: RequestContext, b: EntityBuilder, resource: Any, synonyms: bool, docs: bool
+) -> tuple[Any, ...]:
+    kind, name = resource.resource_type, resource.resource_name
+    wanted = set(resource.configuration_keys or ())
+    services = ctx.services
+    node_id = services.config.node_id
+    if kind == TOPIC:
+        if not services.authorizer.authorize(
+            ctx.conn, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name
+        ):
+            raise KafkaError(ErrorCode.topic_authorization_failed, "Topic authorization failed.")
+        topic = services.cache.topics.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, None)
+        entries = _layers(ctx).topic_entries(topic.configs)
+        return _entries(b, entries, wanted, synonyms, docs, read_only=False)
+    if kind not in (BROKER, BROKER_LOGGER):
+        raise KafkaError(ErrorCode.invalid_request, f"Unsupported resource type: {kind}")
+    if not services.authorizer.authorize(
+        ctx.conn, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME
+    ):
+        raise KafkaError(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
+    if kind == BROKER:
+        if name and _broker_id(name) != node_id:
+            raise KafkaError(
+                ErrorCode.invalid_request,
+                f"Unexpected broker id, expected {node_id} or empty string, but received {name}",
+            )
+        entries = _layers(ctx).broker_entries(cluster_default=not name)
+        return _entries(b, entries, wanted, synonyms, docs, read_only=None)
+    if not name:
+        raise KafkaError(ErrorCode.invalid_request, "Broker id must not be empty")
+    if _broker_id(name) != node_id:
+        raise KafkaError(
+            ErrorCode.invalid_request,
+            f"Unexpected broker id, expected {node_id} but received {name}",
+        )
+    return tuple(
+        b.DescribeConfigsResourceResult(
+            name=logger,
+            value=level,
+            read_only=False,
+            config_source=ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+            is_sensitive=False,
+            synonyms=(),
+            documentation=None,
+        )
+        for logger, level in log_levels.loggers().items()
+        if not wanted or logger in wanted
+    )
+
+
+def _layers(ctx: RequestContext) -> ConfigLayers:
+    return ConfigLayers.of(ctx.services.config, ctx.services.cache.broker_configs)
+
+
+def _broker_id(name: str) -> int:
+    try:
+        return int(name)
+    except ValueError:
+        raise KafkaError(
+            ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}"
+        ) from None
+
+
+def _entries(
+    b: EntityBuilder,
+    entries: list[ConfigEntry],
+    wanted: set[str],
+    synonyms: bool,
+    docs: bool,
+    read_only: bool | None,
+) -> tuple[Any, ...]:
+    """The response entries (`read_only` None: each setting's own flag)."""
+    return tuple(
+        b.DescribeConfigsResourceResult(
+            name=e.key.name,
+            value=e.value,
+            read_only=e.key.read_only if read_only is None else read_only,
+            config_source=e.source,
+            is_sensitive=e.key.sensitive,
+            synonyms=tuple(
+                b.DescribeConfigsSynonym(name=s.name, value=s.value, source=s.source)
+                for s in e.synonyms
+            )
+            if synonyms
+            else (),
+            config_type=e.key.type,
+            documentation=(e.key.doc or None) if docs else None,
+        )
+        for e in entries
+        if not wanted or e.key.name in wanted
+    )
