@@ -16,6 +16,7 @@ import anyio
 
 from dataplane import metrics
 from dataplane.metadata_cache import partition_info
+from dataplane.protocol.errors import ErrorCode
 from dataplane.replica.partition import Partition, now_ms
 from meta.client import MetaClient, MetaError
 from proto import meta_pb2
@@ -76,7 +77,14 @@ class IsrManager:
                 metrics.ISR_CHANGES.labels(change=change).inc()
                 partition.update(partition_info(result.partition))
                 continue
-            if result is not None:
+            if result is not None and result.error_code == ErrorCode.new_leader_elected:
+                log.info(
+                    "%r: ISR %s committed with another leader (a reassignment completed); "
+                    "following the metadata",
+                    partition,
+                    list(isr),
+                )
+            elif result is not None:
                 log.warning(
                     "%r: the meta service refused ISR %s (error %d: %s); waiting for metadata",
                     partition,

@@ -1552,6 +1552,12 @@ def client_logging() -> None:
 
 def main() -> None:
     client_logging()
+    if sys.argv[2:3] == ["admin"]:  # admin actions have their own options (python_admin.py)
+        import python_admin
+
+        COMMAND[0] = "admin"
+        python_admin.run(sys.argv[1], sys.argv[3:])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("client", choices=CLIENTS)
     ap.add_argument(
