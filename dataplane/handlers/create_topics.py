@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from dataplane.config_catalog import ConfigLayers
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
@@ -62,6 +63,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                     {c.name: c.value for c in t.configs},
                 )
             )
+    # the broker defaults in force: static settings under the dynamic broker configs
+    broker = ConfigLayers.of(ctx.services.config, ctx.services.cache.broker_configs)
     for r in await ctx.services.topic_admin.create_topics(todo, req.validate_only):
         ok = r.error_code == 0
         configs = None
@@ -74,7 +77,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                     config_source=v.source,
                     is_sensitive=False,
                 )
-                for name, v in effective_topic_configs(ctx.services.config, dict(r.configs)).items()
+                for name, v in effective_topic_configs(broker, dict(r.configs)).items()
             )
         results[r.name] = b.CreatableTopicResult(
             name=r.name,
