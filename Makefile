@@ -18,7 +18,7 @@ run: $(STAMP)
 
 test: lint
 	bash tests/integration/clients/setup.sh
-	$(PY) -m pytest -q -ra $(ARGS)
+	$(PY) -m pytest -q -ra --durations=20 $(ARGS)
 
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

@@ -59,6 +59,8 @@ records)."""
 KIO_MODULES: dict[str, tuple[str, int]] = {
     "dataplane/protocol/legacy/offset_commit_v0_request.py": ("OffsetCommitRequest", 0),
     "dataplane/protocol/legacy/offset_commit_v1_request.py": ("OffsetCommitRequest", 1),
+    "dataplane/protocol/legacy/describe_configs_v0_request.py": ("DescribeConfigsRequest", 0),
+    "dataplane/protocol/legacy/describe_configs_v0_response.py": ("DescribeConfigsResponse", 0),
 }
 """Output module -> (spec, version), in kio's generated form."""
 
@@ -409,6 +411,7 @@ def _docstring(text: str, indent: str) -> str:
 
 _KIO_INTS = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64"}
 _KIO_INTS |= {"uint16": "u16", "uint32": "u32"}
+_KIO_TIMEDELTAS = {"int32": "i32Timedelta", "int64": "i64Timedelta"}
 _KIO_ENTITY_TYPES = {
     "groupId": "GroupId",
     "topicName": "TopicName",
@@ -416,6 +419,11 @@ _KIO_ENTITY_TYPES = {
     "transactionalId": "TransactionalId",
     "producerId": "ProducerId",
 }
+
+
+def _natural(name: str) -> list[int | str]:
+    """Sort key of names with numbers as ruff's isort orders them (i8 before i16)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def kio_module(spec: MessageSpec, version: int) -> str:
@@ -454,8 +462,14 @@ def kio_module(spec: MessageSpec, version: int) -> str:
             if f.tag is not None and f.tagged[0] <= version <= f.tagged[1]:
                 raise NotImplementedError(f"{f.name}: tagged fields in kio modules")
             nullable = f.nullable[0] <= version <= f.nullable[1]
+            attr, kafka_type = f.attr, f.element
             if f.struct is not None:
                 py = f.struct.name
+            elif f.element in _KIO_TIMEDELTAS and f.name.endswith("Ms") and not f.has_default:
+                # kio's rule: a duration in milliseconds is a timedelta, named without "Ms"
+                attr, py = snake(f.name[:-2]), _KIO_TIMEDELTAS[f.element]
+                kafka_type = f"timedelta_{_KIO_INTS[f.element]}"
+                imports.add(py)
             elif f.element in _KIO_INTS:
                 py = _KIO_INTS[f.element]
                 imports.add(py)
@@ -468,19 +482,21 @@ def kio_module(spec: MessageSpec, version: int) -> str:
                 py = f"tuple[{py}, ...]"
             if nullable:
                 py += " | None"
-            args = [] if f.struct is not None else [f'metadata={{"kafka_type": "{f.element}"}}']
+            args = [] if f.struct is not None else [f'metadata={{"kafka_type": "{kafka_type}"}}']
             if f.has_default:
                 value = int(f.default, 0) if isinstance(f.default, str) else f.default
                 args.append(f"default={_KIO_INTS[f.element]}({value})")
             value = f" = field({', '.join(args)})" if args else ""
-            lines.append(f"    {f.attr}: {py}{value}")
+            lines.append(f"    {attr}: {py}{value}")
             lines.append(_docstring(f.about, "    "))
         classes.append("\n".join(lines))
 
     emit(spec.struct, spec.kind)
     source = [
         _HEADER.rstrip("\n"),
-        f'"""{spec.name} v{version} in the form kio generates, from Kafka\'s {spec.file}."""',
+        _docstring(
+            f"{spec.name} v{version} in the form kio generates, from Kafka's {spec.file}.", ""
+        ),
         "",
         "from dataclasses import dataclass, field",
         "from typing import ClassVar",
@@ -491,7 +507,7 @@ def kio_module(spec: MessageSpec, version: int) -> str:
         source.append(f"from kio.schema.types import {', '.join(sorted(types))}")
     source += [
         "from kio.static.constants import EntityType",
-        f"from kio.static.primitive import {', '.join(sorted(imports))}",
+        f"from kio.static.primitive import {', '.join(sorted(imports, key=_natural))}",
         "",
         "",
     ]

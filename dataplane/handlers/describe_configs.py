@@ -1,6 +1,7 @@
-"""DescribeConfigs (32) v1-v4: every setting of a topic, of this broker (or the cluster-wide
+"""DescribeConfigs (32) v0-v4: every setting of a topic, of this broker (or the cluster-wide
 dynamic defaults: broker ""), or this broker's logger levels, with value, source, synonyms,
-type and documentation (Kafka's ConfigHelper; v0, which Kafka 4 removed, is not served).
+type and documentation (Kafka's ConfigHelper). v0, which Kafka 4 removed (its schema is in
+`protocol/legacy`), has only an is-default flag where later versions have the source.
 
 Sensitive settings (passwords, keys, sasl.jaas.config) are described without their value.
 Authorization as Kafka's: DESCRIBE_CONFIGS on the topic, or on the cluster for broker and logger
@@ -19,7 +20,7 @@ from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 32
-VERSIONS = (1, 4)
+VERSIONS = (0, 4)
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 
@@ -92,6 +93,7 @@ def _describe(
             value=level,
             read_only=False,
             config_source=ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+            is_default=False,
             is_sensitive=False,
             synonyms=(),
             documentation=None,
@@ -129,6 +131,7 @@ def _entries(
             value=e.value,
             read_only=e.key.read_only if read_only is None else read_only,
             config_source=e.source,
+            is_default=e.source == ConfigSource.DEFAULT_CONFIG,
             is_sensitive=e.key.sensitive,
             synonyms=tuple(
                 b.DescribeConfigsSynonym(name=s.name, value=s.value, source=s.source)

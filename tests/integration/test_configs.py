@@ -28,6 +28,7 @@ from cluster.admin import AdminError, Brokers
 from cluster.kafka_client import KafkaConnection
 from cluster.local import LocalCluster
 from tests.integration.conftest import running_cluster, wait_for
+from tests.integration.kafka_wire import WireClient, builder
 
 SETTINGS = {
     "log_retention_check_interval_ms": 300,
@@ -36,6 +37,7 @@ SETTINGS = {
     "leader_imbalance_check_interval_seconds": 1,  # leaders back on every broker after restart
 }
 BIG = 5000  # bytes of a record that a 2000-byte message.max.bytes refuses
+DESCRIBE_CONFIGS = 32
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +119,31 @@ def test_describe_topic_configs_with_sources_and_synonyms(cluster: LocalCluster)
     with pytest.raises(KafkaException) as e:
         describe(cluster, ResourceType.TOPIC, "no-such-topic")
     assert e.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_describe_configs_v0(cluster: LocalCluster) -> None:
+    """DescribeConfigs v0 (clients from before Kafka 2.0): IsDefault in place of the source."""
+    create(cluster, "described-v0", **{"retention.ms": "654321"})
+    port = int(cluster.bootstrap.split(",")[0].rsplit(":", 1)[1])
+    b = builder(DESCRIBE_CONFIGS, 0)
+    with WireClient(port, timeout=10) as wire:
+        response = wire.call(
+            DESCRIBE_CONFIGS,
+            0,
+            resources=(
+                b.DescribeConfigsResource(
+                    resource_type=2,
+                    resource_name="described-v0",
+                    configuration_keys=("retention.ms", "segment.bytes"),
+                ),
+            ),
+        )
+    (result,) = response.results
+    assert result.error_code == ErrorCode.none
+    assert {c.name: (c.value, c.is_default) for c in result.configs} == {
+        "retention.ms": ("654321", False),
+        "segment.bytes": ("1073741824", True),
+    }
 
 
 def test_describe_broker_configs(cluster: LocalCluster) -> None:

@@ -1,13 +1,13 @@
 """Request and response schemas of the API versions Kafka 4 removed (KIP-896), which kio,
 generated from Kafka 4's JSON messages, does not have: OffsetCommit v0-v1, OffsetFetch v0,
-AlterReplicaLogDirs v0 and DescribeLogDirs v0.
+DescribeConfigs v0, AlterReplicaLogDirs v0 and DescribeLogDirs v0.
 
 `codec.entity_class` falls back on `SCHEMAS` (api key, version) -> {request|response: path}.
 A version whose layout Kafka's JSON declares identical to a later one kio has reuses kio's
 classes (OffsetCommitResponse: "Versions 1 and 2 are the same as version 0"; OffsetFetch v0
 differs from v1 only in where 0.8.1 brokers kept the offsets); the OffsetCommitRequest v0 and
-v1 modules here are generated in kio's form by `python -m proto.generate_records` from Kafka
-3.9's OffsetCommitRequest.json (vendored in proto/kafka-message-specs).
+v1 modules and the DescribeConfigs v0 ones here are generated in kio's form by `python -m
+proto.generate_records` from Kafka's JSON messages (vendored in proto/kafka-message-specs).
 """
 
 from __future__ import annotations
@@ -30,6 +30,10 @@ SCHEMAS: Mapping[tuple[int, int], Mapping[EntityType, str]] = {
     (9, 0): {
         EntityType.request: "kio.schema.offset_fetch.v1.request:OffsetFetchRequest",
         EntityType.response: "kio.schema.offset_fetch.v1.response:OffsetFetchResponse",
+    },
+    (32, 0): {
+        EntityType.request: f"{_OWN}.describe_configs_v0_request:DescribeConfigsRequest",
+        EntityType.response: f"{_OWN}.describe_configs_v0_response:DescribeConfigsResponse",
     },
     # "Version 1 is the same as version 0" (AlterReplicaLogDirs and DescribeLogDirs, both ways)
     (34, 0): {

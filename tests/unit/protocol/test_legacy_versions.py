@@ -1,6 +1,6 @@
-"""OffsetCommit v0-v1 and OffsetFetch v0, the versions Kafka 4 removed (KIP-896) and kio lacks:
-decoded and encoded byte for byte as Kafka 3.x's OffsetCommitRequest/Response.json and
-OffsetFetchRequest/Response.json lay them out (expected bytes built by hand here)."""
+"""OffsetCommit v0-v1, OffsetFetch v0 and DescribeConfigs v0, the versions Kafka 4 removed
+(KIP-896) and kio lacks: decoded and encoded byte for byte as Kafka's JSON messages lay them out
+(expected bytes built by hand here)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,11 @@ from dataplane.protocol.codec import (
 from dataplane.protocol.errors import ErrorCode
 from tests.unit.coordinator.test_records import i16, i32, i64, s16
 
-COMMIT, FETCH = 8, 9
+COMMIT, FETCH, DESCRIBE_CONFIGS = 8, 9, 32
+
+
+def i8(v: int) -> bytes:
+    return v.to_bytes(1, "big", signed=True)
 
 
 def frame(api_key: int, version: int, body: bytes) -> bytes:
@@ -221,9 +225,68 @@ def test_offset_fetch_v0_response() -> None:
     )
 
 
+# DescribeConfigsRequest v0: Resources[ResourceType, ResourceName, ConfigurationKeys (nullable)]
+DESCRIBE_CONFIGS_V0 = i8(2) + s16("tp") + i32(1) + s16("retention.ms")
+DESCRIBE_CONFIGS_V0 = i32(2) + DESCRIBE_CONFIGS_V0 + (i8(4) + s16("1") + i32(-1))
+
+
+def test_describe_configs_v0_request() -> None:
+    assert SUPPORTED_VERSIONS[DESCRIBE_CONFIGS][0] == 0 and not is_flexible(DESCRIBE_CONFIGS, 0)
+    req = decode(DESCRIBE_CONFIGS, 0, DESCRIBE_CONFIGS_V0)
+    assert [(r.resource_type, r.resource_name, r.configuration_keys) for r in req.resources] == [
+        (2, "tp", ("retention.ms",)),
+        (4, "1", None),
+    ]
+    assert not hasattr(req, "include_synonyms")
+    assert encode_with_kio(req) == DESCRIBE_CONFIGS_V0
+
+
+def test_describe_configs_v0_response() -> None:
+    """v0 has IsDefault where v1+ have ConfigSource, and no synonyms: one handler body builds
+    both (the fields a version lacks are dropped)."""
+    b = ResponseBuilder(DESCRIBE_CONFIGS, 0)
+    resp = b.DescribeConfigsResponse(
+        throttle_time=0,
+        results=(
+            b.DescribeConfigsResult(
+                error_code=0,
+                error_message=None,
+                resource_type=2,
+                resource_name="tp",
+                configs=(
+                    b.DescribeConfigsResourceResult(
+                        name="retention.ms",
+                        value="1000",
+                        read_only=False,
+                        config_source=1,  # v1+: dropped
+                        is_default=False,
+                        is_sensitive=False,
+                        synonyms=(),  # v1+: dropped
+                        config_type=5,  # v3+: dropped
+                    ),
+                ),
+            ),
+        ),
+    )
+    # ThrottleTimeMs, Results[ErrorCode, ErrorMessage, ResourceType, ResourceName,
+    # Configs[Name, Value, ReadOnly, IsDefault, IsSensitive]]
+    assert encode_with_kio(resp) == (
+        i32(0)
+        + i32(1)
+        + (i16(0) + s16(None) + i8(2) + s16("tp"))
+        + i32(1)
+        + (s16("retention.ms") + s16("1000") + b"\x00" + b"\x00" + b"\x00")
+    )
+
+
 @pytest.mark.parametrize(
     ("api_key", "version", "body"),
-    [(COMMIT, 0, COMMIT_V0[:-3]), (COMMIT, 1, COMMIT_V1[:20]), (FETCH, 0, FETCH_V0[:-2])],
+    [
+        (COMMIT, 0, COMMIT_V0[:-3]),
+        (COMMIT, 1, COMMIT_V1[:20]),
+        (FETCH, 0, FETCH_V0[:-2]),
+        (DESCRIBE_CONFIGS, 0, DESCRIBE_CONFIGS_V0[:-2]),
+    ],
 )
 def test_truncated_old_requests_are_malformed(api_key: int, version: int, body: bytes) -> None:
     with pytest.raises(MalformedRequest):
