@@ -230,6 +230,9 @@ class Pipeline:
                 "transactional.id": self.transactional_id,
                 "transaction.timeout.ms": 30_000,
                 "message.timeout.ms": 30_000,
+                # librdkafka's transaction log, shown with a failure: the pipeline once stalled
+                # in send_offsets_to_transaction after the coordinator's kill -9 (2 runs in ~20)
+                "debug": "eos",
             }
         )
         self._retry(lambda: p.init_transactions(30))
