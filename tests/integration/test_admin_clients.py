@@ -6,15 +6,12 @@ DescribeConfigs/AlterConfigs, leaders after ElectLeaders, replicas after a reass
 
 Each client runs through its driver's `admin` commands (tests/integration/clients/README.md,
 "Admin"), which print one client-neutral JSON shape, so one test checks them all. A client is
-only parametrized for the calls it has. An API's tests skip while its broker handler is not
-registered in dataplane/handlers/__init__.py (checked at import time).
+only parametrized for the calls it has.
 """
 
 from __future__ import annotations
 
-import re
 import uuid
-from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -48,25 +45,6 @@ CAN: dict[str, list[str]] = {
     "describe-features": ["kafka-python", *JAVA],
     "update-features": JAVA,
 }
-
-_HANDLERS_FILE = Path(__file__).resolve().parents[2] / "dataplane" / "handlers" / "__init__.py"
-
-
-def _registered() -> set[str]:
-    """The handler modules in `_MODULES` of dataplane/handlers/__init__.py (read as text, so a
-    handler being written elsewhere in the tree cannot break this module's import)."""
-    text = _HANDLERS_FILE.read_text()
-    block = re.search(r"_MODULES[^=]*=\s*\((.*?)\n\)", text, re.S)
-    return set(re.findall(r"^\s*(\w+),", block.group(1), re.M)) if block else set()
-
-
-REGISTERED = _registered()
-
-
-def needs(*handlers: str) -> pytest.MarkDecorator:
-    """Skip while one of these broker handlers is not registered yet."""
-    missing = [h for h in handlers if h not in REGISTERED]
-    return pytest.mark.skipif(bool(missing), reason=f"handler(s) not registered: {missing}")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -136,7 +114,6 @@ def offsets(driver: str, cluster: LocalCluster, topic: str) -> dict[str, dict]:
 # --------------------------------------------------------------------------- cluster, topics
 
 
-@needs("describe_cluster")
 @pytest.mark.parametrize("driver", CAN["describe-cluster"])
 def test_describe_cluster(cluster: LocalCluster, driver: str) -> None:
     """Three brokers with their listener addresses, the cluster id Metadata reports, and a live
@@ -152,13 +129,7 @@ def test_describe_cluster(cluster: LocalCluster, driver: str) -> None:
     assert out["controller"] in BROKER_IDS
 
 
-@pytest.mark.parametrize(
-    "driver",
-    [
-        pytest.param(d, marks=needs("describe_topic_partitions") if d == "kafka-python" else ())
-        for d in CAN["describe-topics"]
-    ],
-)
+@pytest.mark.parametrize("driver", CAN["describe-topics"])
 def test_describe_topics(cluster: LocalCluster, driver: str) -> None:
     """Java (both; Metadata if the broker lacks it) and kafka-python describe with
     DescribeTopicPartitions (75), two partitions per response so that they follow the cursor;
@@ -178,7 +149,6 @@ def test_describe_topics(cluster: LocalCluster, driver: str) -> None:
         assert missing["error"] == "UNKNOWN_TOPIC_OR_PARTITION", missing
 
 
-@needs("create_partitions")
 @pytest.mark.parametrize("driver", CAN["create-partitions"])
 def test_create_partitions(cluster: LocalCluster, driver: str) -> None:
     topic = new_topic(cluster, "cp", 2, 2)
@@ -214,7 +184,6 @@ def test_create_partitions(cluster: LocalCluster, driver: str) -> None:
     assert other["error"] == "UNKNOWN_TOPIC_OR_PARTITION", other
 
 
-@needs("delete_records")
 @pytest.mark.parametrize("driver", CAN["delete-records"])
 def test_delete_records(cluster: LocalCluster, driver: str) -> None:
     """The low watermark moves (ListOffsets earliest follows); deleting below it changes
@@ -243,7 +212,6 @@ def configs(driver: str, cluster: LocalCluster, kind: str, name: str) -> dict[st
     return out["configs"]
 
 
-@needs("describe_configs")
 @pytest.mark.parametrize("driver", CAN["describe-configs"])
 def test_describe_configs_topic(cluster: LocalCluster, driver: str) -> None:
     topic = new_topic(cluster, "dc", 1, 3, {"retention.ms": "3600000"})
@@ -270,7 +238,6 @@ def test_describe_configs_topic(cluster: LocalCluster, driver: str) -> None:
         assert missing["error"] == "UNKNOWN_TOPIC_OR_PARTITION", missing
 
 
-@needs("describe_configs")
 @pytest.mark.parametrize("driver", CAN["describe-configs"])
 def test_describe_configs_broker(cluster: LocalCluster, driver: str) -> None:
     """A broker's settings: the static ones from its properties file, Kafka's defaults, and
@@ -289,7 +256,6 @@ def test_describe_configs_broker(cluster: LocalCluster, driver: str) -> None:
             assert entry["value"] is None, key
 
 
-@needs("describe_configs")
 @pytest.mark.parametrize("driver", CAN["broker-logger"])
 def test_describe_configs_broker_logger(cluster: LocalCluster, driver: str) -> None:
     got = configs(driver, cluster, "broker-logger", "1")
@@ -310,14 +276,7 @@ def _value(driver: str, cluster: LocalCluster, kind: str, name: str, key: str) -
 
 
 MODES = [
-    pytest.param(
-        d,
-        mode,
-        id=f"{d}-{mode}",
-        marks=needs(
-            "describe_configs", "alter_configs" if mode == "legacy" else "incremental_alter_configs"
-        ),
-    )
+    pytest.param(d, mode, id=f"{d}-{mode}")
     for mode in ("incremental", "legacy")
     for d in CAN[f"alter-configs-{mode}"]
 ]
@@ -449,7 +408,6 @@ def _reassigned(driver: str, cluster: LocalCluster, topic: str, part: int, repli
     return wait_for(done, 60, f"{topic}-{part} on {replicas}", interval=0.5)
 
 
-@needs("elect_leaders")
 @pytest.mark.parametrize("driver", CAN["elect-leaders"])
 def test_elect_leaders_not_needed(cluster: LocalCluster, driver: str) -> None:
     topic = new_topic(cluster, "el", 3, 3)
@@ -473,7 +431,6 @@ def test_elect_leaders_not_needed(cluster: LocalCluster, driver: str) -> None:
     assert [p["error"] for p in out["partitions"]] == ["UNKNOWN_TOPIC_OR_PARTITION"], out
 
 
-@needs("elect_leaders", "alter_partition_reassignments", "list_partition_reassignments")
 @pytest.mark.parametrize("driver", CAN["elect-leaders"])
 def test_elect_preferred_leader(cluster: LocalCluster, driver: str) -> None:
     """Reordering the replicas (a reassignment to the same set) makes another broker the
@@ -495,7 +452,6 @@ def test_elect_preferred_leader(cluster: LocalCluster, driver: str) -> None:
     )
 
 
-@needs("alter_partition_reassignments", "list_partition_reassignments")
 @pytest.mark.parametrize("driver", CAN["reassign"])
 def test_reassign(cluster: LocalCluster, driver: str) -> None:
     """A partition moves from two brokers to another pair with its records; bad targets are
@@ -524,7 +480,6 @@ def test_reassign(cluster: LocalCluster, driver: str) -> None:
 # --------------------------------------------------------------------------- log dirs, features
 
 
-@needs("describe_log_dirs")
 @pytest.mark.parametrize("driver", CAN["describe-log-dirs"])
 def test_describe_log_dirs(cluster: LocalCluster, driver: str) -> None:
     topic = new_topic(cluster, "ld", 1, 3)
@@ -555,7 +510,6 @@ def test_describe_log_dirs(cluster: LocalCluster, driver: str) -> None:
         )
 
 
-@needs("describe_log_dirs", "alter_replica_log_dirs")
 @pytest.mark.parametrize("driver", CAN["alter-log-dir"])
 def test_alter_replica_log_dir(cluster: LocalCluster, driver: str) -> None:
     """With one log dir per broker: asking for the dir a replica is in is a no-op; a path that
@@ -593,7 +547,6 @@ def test_describe_features(cluster: LocalCluster, driver: str) -> None:
         assert out["supported"][name]["min"] <= level["max"] <= out["supported"][name]["max"]
 
 
-@needs("update_features")
 @pytest.mark.parametrize("driver", CAN["update-features"])
 def test_update_features(cluster: LocalCluster, driver: str) -> None:
     """Refusals leave the finalized levels as they were: an unknown feature, a level beyond

@@ -6,7 +6,7 @@ DescribeProducers, and the KIP-890 check of a batch for a partition outside the 
 
 from __future__ import annotations
 
-import threading
+import select
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -171,12 +171,13 @@ def produce(
     return r.responses[0].partition_responses[0]
 
 
-def fetch(w: WireClient, partition: int, offset: int, isolation: int, max_wait: int = 0) -> Any:
+def send_fetch(w: WireClient, partition: int, offset: int, isolation: int, max_wait: int) -> int:
+    """Send a Fetch v12 of one partition; its correlation id (see `fetch_answer`)."""
     b = builder(FETCH, 12)
     parts = (
         b.FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20),
     )
-    r = w.call(
+    return w.send(
         FETCH,
         12,
         max_wait=max_wait,
@@ -186,9 +187,16 @@ def fetch(w: WireClient, partition: int, offset: int, isolation: int, max_wait: 
         topics=(b.FetchTopic(topic=TOPIC, partitions=parts),),
         forgotten_topics_data=(),
     )
-    (part,) = r.responses[0].partitions
+
+
+def fetch_answer(w: WireClient, correlation_id: int) -> Any:
+    (part,) = w.receive(FETCH, 12, correlation_id).responses[0].partitions
     assert part.error_code == ErrorCode.none, part
     return part
+
+
+def fetch(w: WireClient, partition: int, offset: int, isolation: int) -> Any:
+    return fetch_answer(w, send_fetch(w, partition, offset, isolation, 0))
 
 
 def latest(w: WireClient, partition: int, isolation: int) -> int:
@@ -270,22 +278,15 @@ def test_abort_then_commit(cluster: LocalCluster) -> None:
         part = produce(w, 0, second, tid)
         assert part.error_code == ErrorCode.none, part
         assert part.base_offset == marker + 1
-        woken: dict[str, Any] = {}
-
-        def consume() -> None:
-            with leader(cluster, 0) as consumer:
-                began = time.monotonic()
-                woken["part"] = fetch(consumer, 0, marker + 1, READ_COMMITTED, max_wait=20000)
-                woken["after"] = time.monotonic() - began
-
-        waiter = threading.Thread(target=consume)
-        waiter.start()
-        time.sleep(0.5)  # the fetch is parked: nothing is stable past the LSO yet
-        assert "part" not in woken
-        end_txn(c, tid, pid, epoch, commit=True)
-        waiter.join(30)
-        assert woken["after"] < 15, woken
-        assert woken["part"].records and list(woken["part"].aborted_transactions) == []
+        with leader(cluster, 0) as consumer:
+            parked = send_fetch(consumer, 0, marker + 1, READ_COMMITTED, max_wait=20000)
+            # nothing is stable past the LSO: the fetch stays parked (no answer in 0.5 s)
+            assert select.select([consumer.sock], [], [], 0.5)[0] == []
+            began = time.monotonic()
+            end_txn(c, tid, pid, epoch, commit=True)
+            woken = fetch_answer(consumer, parked)
+            assert time.monotonic() - began < 15  # woken by the commit, not by max_wait
+        assert woken.records and list(woken.aborted_transactions) == []
         end = marker + 1 + 2 + 1
         wait_for(lambda: offsets(w, 0) == (end, end), what="the commit marker")
         assert latest(w, 0, READ_COMMITTED) == latest(w, 0, READ_UNCOMMITTED) == end

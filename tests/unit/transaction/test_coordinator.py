@@ -18,6 +18,14 @@ TID = "txn-1"
 TP = [("out", 0), ("out", 1)]
 
 
+def age(runtime, *transactional_ids: str, ms: int = 10) -> None:
+    """Move the transactions' clocks back `ms` (as if that much time had passed)."""
+    for tid in transactional_ids:
+        meta = runtime.shard(tid).transactions[tid]
+        meta.txn_start_timestamp -= ms
+        meta.txn_last_update_timestamp -= ms
+
+
 def run(test: Callable[..., Awaitable[None]], **kwargs) -> None:
     async def main() -> None:
         c, runtime, markers = coordinator(**kwargs)
@@ -253,7 +261,7 @@ def test_timed_out_transaction_is_aborted_with_fenced_epoch() -> None:
     async def test(c, runtime, markers) -> None:
         _, pid, epoch = await c.init_producer_id(TID, 1)
         await c.add_partitions(TID, pid, epoch, TP)
-        await anyio.sleep(0.01)
+        age(runtime, TID)
         assert c.abort_timed_out() == 1
         await settle()
         meta = runtime.shard(TID).transactions[TID]
@@ -271,7 +279,7 @@ def test_expired_ids_are_removed() -> None:
         await c.init_producer_id("other", 1000)
         _, pid, epoch = await c.init_producer_id("busy", 1000)
         await c.add_partitions("busy", pid, epoch, TP)
-        await anyio.sleep(0.01)
+        age(runtime, TID, "other", "busy")
         assert c.remove_expired() == 2
         await settle()
         assert [d.error_code for d in await c.describe([TID, "other", "busy"])] == [
@@ -302,7 +310,7 @@ def test_describe_and_list() -> None:
         assert [t.transactional_id for t in await c.list(states=["Ongoing"])] == [TID]
         assert [t.transactional_id for t in await c.list(producer_ids=[pid])] == [TID]
         assert await c.list(states=["Ongoing"], duration_filter_ms=3_600_000) == []
-        await anyio.sleep(0.005)
+        age(runtime, TID)
         assert len(await c.list(states=["Ongoing"], duration_filter_ms=0)) == 1
         assert [t.transactional_id for t in await c.list(pattern="txn-.*")] == [TID]
         assert await c.list(pattern="txn") == []  # the whole id must match

@@ -5,6 +5,7 @@ group coordinator told of `__consumer_offsets` markers; and the RPC handlers' si
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -29,6 +30,13 @@ def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(markers, "_MAX_BACKOFF_S", 0.001)
 
 
+async def until(check: Callable[[], bool], timeout: float = 5) -> None:
+    """Poll `check` (the sender's tasks run meanwhile) until true, failing after `timeout`."""
+    with anyio.fail_after(timeout):
+        while not check():
+            await anyio.sleep(0.001)
+
+
 class FakePartition:
     def __init__(self, topic: str, index: int, *, error: ErrorCode = E.none) -> None:
         self.topic, self.index = topic, index
@@ -37,8 +45,10 @@ class FakePartition:
         self.write_errors: list[ErrorCode] = []  # raised by the next write_marker calls
         self.replication: list[ErrorCode] = []  # answered by the next waits
         self.markers: list[tuple[int, int, bool, int]] = []
+        self.checks = 0  # replication_error() calls: one per attempt at the partition
 
     def replication_error(self) -> ErrorCode:
+        self.checks += 1
         return self.error
 
     def write_marker(
@@ -200,7 +210,7 @@ def test_a_local_partition_below_min_insync_is_not_written_until_it_recovers() -
     async def main() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(w.sender.write_markers, 5, 2, True, 9, [("a", 0)])
-            await anyio.sleep(0.05)
+            await until(lambda: partition.checks >= 3)  # tried, and retried
             assert partition.markers == []
             partition.error = E.none
 
@@ -246,7 +256,7 @@ def test_concurrent_transactions_share_a_call() -> None:
     async def main() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(w.sender.run)
-            await anyio.sleep(0.01)
+            await until(lambda: w.sender._task_group is not None)
             async with anyio.create_task_group() as writers:
                 writers.start_soon(w.sender.write_markers, 5, 0, True, 1, [("a", 0)])
                 writers.start_soon(w.sender.write_markers, 6, 0, False, 1, [("a", 0), ("a", 1)])
