@@ -40,6 +40,17 @@ KeyValue = tuple[bytes, bytes | None]
 OffsetKey = tuple[str, str, int]  # group, topic, partition
 
 
+def _offset_and_metadata(value: OffsetCommitValue) -> OffsetAndMetadata:
+    """A committed offset as an OffsetCommit record's value holds it."""
+    return OffsetAndMetadata(
+        value.offset,
+        value.leader_epoch,
+        value.metadata,
+        value.commit_timestamp,
+        value.expire_timestamp,
+    )
+
+
 class _InFlight(NamedTuple):
     """A commit record appended but not replicated yet, and its position."""
 
@@ -155,13 +166,7 @@ class OffsetStore:
         value: OffsetCommitValue = decoded.value
         self._commit(
             offset_key,
-            OffsetAndMetadata(
-                value.offset,
-                value.leader_epoch,
-                value.metadata,
-                value.commit_timestamp,
-                value.expire_timestamp,
-            ),
+            _offset_and_metadata(value),
             position,
         )
 
@@ -294,13 +299,7 @@ class OffsetStore:
             if key.group not in self.groups:
                 self._classic_group(key.group, False)
             entry = _TxnOffset(
-                OffsetAndMetadata(
-                    value.offset,
-                    value.leader_epoch,
-                    value.metadata,
-                    value.commit_timestamp,
-                    value.expire_timestamp,
-                ),
+                _offset_and_metadata(value),
                 self._position() if position is None else position,
             )
             by_key[key.group, key.topic, key.partition] = entry

@@ -1,12 +1,12 @@
-"""`rafka acls` option handling (cluster/cli.py): kafka-acls.sh's options -> ACL bindings and
-filters."""
+"""`rafka acls` option handling (cluster/cli_security.py): kafka-acls.sh's options -> ACL
+bindings and filters."""
 
 from __future__ import annotations
 
 import pytest
 import typer
 
-from cluster.cli import acl_bindings, acl_filters, acl_resources
+from cluster.cli_security import acl_bindings, acl_filters, acl_resources
 from meta.acl import (
     CLUSTER_NAME,
     AclBinding,
