@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import secrets
 import struct
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +23,6 @@ from kio.schema.errors import ErrorCode
 from cluster.client_security import ClientSecurity, salted_password
 from cluster.internal_security import InternalSecurity
 from cluster.kafka_client import PLAINTEXT, KafkaConnection, builder
-from dataplane.protocol.message_codec import ArrayOf, Field, Message, Struct, Tags
 from dataplane.security.sasl.scram import SCRAM_BY_TYPE, SCRAM_MECHANISMS
 from meta.acl import (
     AclBinding,
@@ -38,7 +36,7 @@ from meta.acl import (
 METADATA, CREATE_TOPICS, DELETE_TOPICS, FIND_COORDINATOR = 3, 19, 20, 10
 DESCRIBE_GROUPS, CONSUMER_GROUP_DESCRIBE, OFFSET_FETCH, LIST_OFFSETS = 15, 69, 9, 2
 DELETE_GROUPS, LIST_GROUPS = 42, 16
-_TIMEOUT_MS = 30_000
+TIMEOUT_MS = 30_000
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
@@ -51,7 +49,7 @@ class AdminError(Exception):
         super().__init__(f"{what}: {self.code.name.upper()}{detail}")
 
 
-def _check(what: str, code: int, message: str | None = None) -> None:
+def check(what: str, code: int, message: str | None = None) -> None:
     if code != ErrorCode.none:
         raise AdminError(what, code, message)
 
@@ -132,7 +130,7 @@ def metadata(brokers: Brokers, topics: Iterable[str] | None = None) -> ClusterIn
         )
     out = []
     for t in sorted(r.topics, key=lambda t: t.name or ""):
-        _check(f"topic {t.name}", t.error_code)
+        check(f"topic {t.name}", t.error_code)
         parts = [
             PartitionInfo(
                 p.partition_index,
@@ -165,9 +163,9 @@ def create_topic(
         configs=tuple(b.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()),
     )
     with brokers.any() as c:
-        r = c.call(CREATE_TOPICS, 7, topics=(topic,), timeout=_TIMEOUT_MS, validate_only=False)
+        r = c.call(CREATE_TOPICS, 7, topics=(topic,), timeout=TIMEOUT_MS, validate_only=False)
     (result,) = r.topics
-    _check(f"create topic {name}", result.error_code, result.error_message)
+    check(f"create topic {name}", result.error_code, result.error_message)
 
 
 def delete_topics(brokers: Brokers, names: list[str]) -> dict[str, AdminError | None]:
@@ -178,12 +176,12 @@ def delete_topics(brokers: Brokers, names: list[str]) -> dict[str, AdminError | 
             DELETE_TOPICS,
             6,
             topics=tuple(b.DeleteTopicState(name=n, topic_id=None) for n in names),
-            timeout=_TIMEOUT_MS,
+            timeout=TIMEOUT_MS,
         )
     out: dict[str, AdminError | None] = {}
     for res in r.responses:
         try:
-            _check(f"delete topic {res.name}", res.error_code, res.error_message)
+            check(f"delete topic {res.name}", res.error_code, res.error_message)
             out[res.name] = None
         except AdminError as e:
             out[res.name] = e
@@ -304,7 +302,7 @@ def find_coordinators(
     with brokers.any() as c:
         r = c.call(FIND_COORDINATOR, 4, key_type=key_type, coordinator_keys=tuple(keys))
     return {
-        co.key: _error(f"find the coordinator of {co.key}", co.error_code, co.error_message)
+        co.key: refusal(f"find the coordinator of {co.key}", co.error_code, co.error_message)
         or (co.node_id, co.host, co.port)
         for co in r.coordinators
     }
@@ -324,7 +322,7 @@ def describe_group(brokers: Brokers, group: str) -> GroupDescription:
     with brokers.at(host, port) as c:
         classic = c.call(DESCRIBE_GROUPS, 5, groups=(group,), include_authorized_operations=False)
         (g,) = classic.groups
-        _check(f"describe group {group}", g.error_code)
+        check(f"describe group {group}", g.error_code)
         if g.group_state == "Dead":  # unknown, or a consumer group (KIP-848): ask as such
             desc = _consumer_group(c, group, node)
         else:
@@ -339,7 +337,7 @@ def _consumer_group(c: KafkaConnection, group: str, node: int) -> GroupDescripti
     """A KIP-848 consumer group (DescribeGroups answers "Dead" for such a group)."""
     r = c.call(CONSUMER_GROUP_DESCRIBE, 0, group_ids=(group,), include_authorized_operations=False)
     (g,) = r.groups
-    _check(f"describe group {group}", g.error_code, g.error_message)
+    check(f"describe group {group}", g.error_code, g.error_message)
     members = [
         MemberInfo(
             m.member_id,
@@ -398,7 +396,7 @@ def _offsets(
         require_stable=False,
     )
     (fetched,) = r.groups
-    _check(f"fetch the offsets of {group}", fetched.error_code)
+    check(f"fetch the offsets of {group}", fetched.error_code)
     committed = {
         (t.name, p.partition_index): p.committed_offset
         for t in fetched.topics
@@ -458,7 +456,7 @@ def delete_groups(brokers: Brokers, groups: list[str]) -> dict[str, AdminError |
             _node, host, port = find_coordinator(brokers, group)
             with brokers.at(host, port) as c:
                 (res,) = c.call(DELETE_GROUPS, 2, groups_names=(group,)).results
-            _check(f"delete group {group}", res.error_code)
+            check(f"delete group {group}", res.error_code)
             out[group] = None
         except AdminError as e:
             out[group] = e
@@ -486,7 +484,7 @@ def describe_acls(brokers: Brokers, acl_filter: AclBindingFilter) -> list[AclBin
     """DescribeAcls: the bindings that match the filter, as kafka-acls.sh --list shows them."""
     with brokers.any() as c:
         r = c.call(DESCRIBE_ACLS, 3, **_filter_fields(acl_filter))
-    _check("describe ACLs", r.error_code, r.error_message)
+    check("describe ACLs", r.error_code, r.error_message)
     return [
         AclBinding(
             ResourceType(res.resource_type),
@@ -520,7 +518,7 @@ def create_acls(brokers: Brokers, bindings: list[AclBinding]) -> list[AdminError
     with brokers.any() as c:
         r = c.call(CREATE_ACLS, 3, creations=creations)
     return [
-        _error(f"add {x}", res.error_code, res.error_message)
+        refusal(f"add {x}", res.error_code, res.error_message)
         for x, res in zip(bindings, r.results, strict=True)
     ]
 
@@ -536,7 +534,7 @@ def delete_acls(
         )
     return [
         (
-            _error("remove ACLs", res.error_code, res.error_message),
+            refusal("remove ACLs", res.error_code, res.error_message),
             [
                 AclBinding(
                     ResourceType(m.resource_type),
@@ -555,7 +553,7 @@ def delete_acls(
     ]
 
 
-def _error(what: str, code: int, message: str | None) -> AdminError | None:
+def refusal(what: str, code: int, message: str | None) -> AdminError | None:
     return None if code == ErrorCode.none else AdminError(what, code, message)
 
 
@@ -577,10 +575,10 @@ def describe_users(brokers: Brokers, users: list[str] | None = None) -> list[Use
     names = None if users is None else tuple(b.UserName(name=u) for u in users)
     with brokers.any() as c:
         r = c.call(DESCRIBE_SCRAM, 0, users=names)
-    _check("describe users", r.error_code, r.error_message)
+    check("describe users", r.error_code, r.error_message)
     out = []
     for res in r.results:
-        _check(f"user {res.user}", res.error_code, res.error_message)
+        check(f"user {res.user}", res.error_code, res.error_message)
         creds = [
             (
                 SCRAM_BY_TYPE[i.mechanism].name
@@ -636,662 +634,7 @@ def alter_users(
                 upsertions=tuple(x for kind, x in batch if kind == "upsertions"),
             )
             for res in r.results:
-                out[res.user] = out.get(res.user) or _error(
+                out[res.user] = out.get(res.user) or refusal(
                     f"user {res.user}", res.error_code, res.error_message
                 )
     return out
-
-
-# ---------------------------------------------------------------- transactions (APIs 65, 66)
-
-DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
-# States in which a transaction is open: it holds back the LSO of its partitions.
-OPEN_TRANSACTION_STATES = frozenset(
-    {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
-)
-# Worth asking again shortly: the coordinator is loading its partition, or has just moved.
-_COORDINATOR_MOVING = frozenset(
-    {
-        ErrorCode.coordinator_load_in_progress,
-        ErrorCode.not_coordinator,
-        ErrorCode.coordinator_not_available,
-    }
-)
-_RETRY_BACKOFF_S = 0.2
-
-
-@dataclass
-class TransactionListing:
-    transactional_id: str
-    coordinator: int  # the broker that answered for it
-    producer_id: int
-    state: str
-
-
-@dataclass
-class TransactionList:
-    transactions: list[TransactionListing]
-    failed: dict[int, Exception]  # broker id -> why it did not answer
-    unknown_states: list[str]  # state filters the coordinators do not know
-
-
-def list_transactions(
-    brokers: Brokers,
-    states: Iterable[str] = (),
-    producer_ids: Iterable[int] = (),
-    duration_ms: int = -1,
-    retry_s: float = 10,
-) -> TransactionList:
-    """ListTransactions at every broker, as Kafka's Admin.listTransactions does: each broker
-    answers for the `__transaction_state` partitions it leads. v1 (KIP-994) carries the
-    duration filter; a broker still loading a partition is asked again for `retry_s`."""
-    info = metadata(brokers, [])
-    version = 1 if duration_ms >= 0 else 0
-    fields = {
-        "state_filters": tuple(states),
-        "producer_id_filters": tuple(producer_ids),
-        "duration_filter": duration_ms,
-    }
-    out = TransactionList([], {}, [])
-    for node, broker in info.brokers.items():
-
-        def ask(broker: BrokerInfo = broker) -> Any:
-            with brokers.at(broker.host, broker.port, timeout=10) as c:
-                return c.call(LIST_TRANSACTIONS, version, **fields)
-
-        try:
-            r = _retrying(ask, lambda r: r.error_code in _COORDINATOR_MOVING, retry_s)
-            _check(f"list the transactions of broker {node}", r.error_code)
-        except (OSError, AdminError) as e:
-            out.failed[node] = e
-            continue
-        out.unknown_states += [s for s in r.unknown_state_filters if s not in out.unknown_states]
-        out.transactions += [
-            TransactionListing(t.transactional_id, node, t.producer_id, t.transaction_state)
-            for t in r.transaction_states
-        ]
-    out.transactions.sort(key=lambda t: t.transactional_id)
-    return out
-
-
-def _retrying(ask: Any, again: Any, timeout: float) -> Any:
-    """`ask()` until `again(result)` is false or `timeout` seconds have passed (a client's
-    retry with backoff, as Kafka's admin client does on retriable errors)."""
-    deadline = time.monotonic() + timeout
-    result = ask()
-    while again(result) and time.monotonic() < deadline:
-        time.sleep(_RETRY_BACKOFF_S)
-        result = ask()
-    return result
-
-
-@dataclass
-class TransactionDescription:
-    transactional_id: str
-    coordinator: int
-    state: str
-    producer_id: int
-    producer_epoch: int
-    timeout_ms: int
-    start_time_ms: int  # -1: no transaction started yet
-    partitions: list[tuple[str, int]]  # in a Prepare* state: those still without a marker
-
-    def age_ms(self, now_ms: int) -> int | None:
-        """How long the open transaction has been running; None when none is open."""
-        if self.state not in OPEN_TRANSACTION_STATES or self.start_time_ms < 0:
-            return None
-        return max(0, now_ms - self.start_time_ms)
-
-
-def describe_transactions(
-    brokers: Brokers, transactional_ids: list[str], retry_s: float = 10
-) -> dict[str, TransactionDescription | AdminError]:
-    """Each transactional id at its coordinator (FindCoordinator key type 1, then
-    DescribeTransactions), as kafka-transactions.sh describe; ids whose coordinator is loading
-    or moving are asked again for `retry_s`. Unknown ids get TRANSACTIONAL_ID_NOT_FOUND."""
-    out: dict[str, TransactionDescription | AdminError] = {}
-    pending = list(dict.fromkeys(transactional_ids))
-    deadline = time.monotonic() + retry_s
-    while pending:
-        moving: dict[str, AdminError] = {}
-        at: dict[tuple[int, str, int], list[str]] = {}
-        for tid, found in find_coordinators(brokers, pending, TRANSACTION_KEY).items():
-            if isinstance(found, AdminError):
-                (moving if found.code in _COORDINATOR_MOVING else out)[tid] = found
-            else:
-                at.setdefault(found, []).append(tid)
-        for (node, host, port), tids in at.items():
-            try:
-                with brokers.at(host, port, timeout=10) as c:
-                    body = c.call_raw(DESCRIBE_TRANSACTIONS, 0, transactional_ids=tuple(tids))
-            except OSError as e:  # the coordinator died and metadata does not say so yet
-                for tid in tids:
-                    moving[tid] = AdminError(
-                        f"describe transaction {tid}",
-                        ErrorCode.coordinator_not_available,
-                        f"coordinator broker {node} at {host}:{port} unreachable: {e}",
-                    )
-                continue
-            response, _ = _DESCRIBE_TRANSACTIONS_RESPONSE.decode(body, 0)
-            for t in response.transaction_states:
-                error = _error(f"describe transaction {t.transactional_id}", t.error_code, None)
-                if error is None:
-                    out[t.transactional_id] = _description(t, node)
-                else:
-                    (moving if error.code in _COORDINATOR_MOVING else out)[t.transactional_id] = (
-                        error
-                    )
-        if moving and time.monotonic() < deadline:
-            time.sleep(_RETRY_BACKOFF_S)
-        else:
-            out.update(moving)
-            moving = {}
-        pending = list(moving)
-    return {tid: out[tid] for tid in dict.fromkeys(transactional_ids)}
-
-
-def _description(t: _DescribedTransaction, node: int) -> TransactionDescription:
-    return TransactionDescription(
-        t.transactional_id,
-        node,
-        t.transaction_state,
-        t.producer_id,
-        t.producer_epoch,
-        t.transaction_timeout_ms,
-        t.transaction_start_time_ms,
-        sorted((topic.topic, p) for topic in t.topics for p in topic.partitions),
-    )
-
-
-# DescribeTransactionsResponse v0 (Kafka's DescribeTransactionsResponse.json), decoded with our
-# schema-driven codec rather than kio's: kio refuses the start time -1 Kafka sends for a
-# transactional id with no transaction yet.
-
-
-@dataclass(frozen=True, slots=True)
-class _TransactionTopic:
-    topic: str
-    partitions: tuple[int, ...]
-    unknown_tags: Tags = ()
-
-
-@dataclass(frozen=True, slots=True)
-class _DescribedTransaction:
-    error_code: int
-    transactional_id: str
-    transaction_state: str
-    transaction_timeout_ms: int
-    transaction_start_time_ms: int
-    producer_id: int
-    producer_epoch: int
-    topics: tuple[_TransactionTopic, ...]
-    unknown_tags: Tags = ()
-
-
-@dataclass(frozen=True, slots=True)
-class _DescribeTransactionsResponse:
-    throttle_time_ms: int
-    transaction_states: tuple[_DescribedTransaction, ...]
-    unknown_tags: Tags = ()
-
-
-_DESCRIBE_TRANSACTIONS_RESPONSE = Message(
-    "DescribeTransactionsResponse",
-    (0, 0),
-    (0, 0),
-    Struct(
-        _DescribeTransactionsResponse,
-        (
-            Field("throttle_time_ms", "int32"),
-            Field(
-                "transaction_states",
-                ArrayOf(
-                    Struct(
-                        _DescribedTransaction,
-                        (
-                            Field("error_code", "int16"),
-                            Field("transactional_id", "string"),
-                            Field("transaction_state", "string"),
-                            Field("transaction_timeout_ms", "int32"),
-                            Field("transaction_start_time_ms", "int64"),
-                            Field("producer_id", "int64"),
-                            Field("producer_epoch", "int16"),
-                            Field(
-                                "topics",
-                                ArrayOf(
-                                    Struct(
-                                        _TransactionTopic,
-                                        (
-                                            Field("topic", "string"),
-                                            Field("partitions", ArrayOf("int32")),
-                                        ),
-                                        keeps_tags=True,
-                                    )
-                                ),
-                            ),
-                        ),
-                        keeps_tags=True,
-                    )
-                ),
-            ),
-        ),
-        keeps_tags=True,
-    ),
-)
-
-
-# ---------------------------------------------------------------- reassignments and elections
-
-ELECT_LEADERS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 43, 45, 46
-ELECTION_TYPES = {"preferred": 0, "unclean": 1}  # Kafka's ElectionType values
-
-
-@dataclass
-class Reassignment:
-    """One partition being moved, as ListPartitionReassignments reports it."""
-
-    topic: str
-    partition: int
-    replicas: list[int]
-    adding: list[int]
-    removing: list[int]
-
-
-def _partition_key(topic: str, partition: int) -> str:
-    return f"{topic}-{partition}"
-
-
-def _by_topic(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for topic, index in partitions:
-        out.setdefault(topic, []).append(index)
-    return out
-
-
-def reassign_partitions(
-    brokers: Brokers, changes: list[tuple[str, int, list[int] | None]]
-) -> dict[str, AdminError | None]:
-    """AlterPartitionReassignments (kafka-reassign-partitions.sh --execute / --cancel): each
-    partition's error by "topic-partition", None when accepted; None replicas cancels."""
-    b = builder(ALTER_REASSIGNMENTS, 0)
-    by_topic: dict[str, list[Any]] = {}
-    for topic, index, replicas in changes:
-        by_topic.setdefault(topic, []).append(
-            b.ReassignablePartition(
-                partition_index=index, replicas=None if replicas is None else tuple(replicas)
-            )
-        )
-    with brokers.any() as c:
-        r = c.call(
-            ALTER_REASSIGNMENTS,
-            0,
-            timeout=_TIMEOUT_MS,
-            topics=tuple(
-                b.ReassignableTopic(name=topic, partitions=tuple(parts))
-                for topic, parts in by_topic.items()
-            ),
-        )
-    _check("reassign partitions", r.error_code, r.error_message)
-    return {
-        _partition_key(t.name, p.partition_index): _error(
-            f"reassign {t.name}-{p.partition_index}", p.error_code, p.error_message
-        )
-        for t in r.responses
-        for p in t.partitions
-    }
-
-
-def list_reassignments(
-    brokers: Brokers, partitions: list[tuple[str, int]] | None = None
-) -> list[Reassignment]:
-    """ListPartitionReassignments (kafka-reassign-partitions.sh --list): the partitions being
-    moved among `partitions` (None: all)."""
-    b = builder(LIST_REASSIGNMENTS, 0)
-    topics = (
-        None
-        if partitions is None
-        else tuple(
-            b.ListPartitionReassignmentsTopics(name=topic, partition_indexes=tuple(indexes))
-            for topic, indexes in _by_topic(partitions).items()
-        )
-    )
-    with brokers.any() as c:
-        r = c.call(LIST_REASSIGNMENTS, 0, timeout=_TIMEOUT_MS, topics=topics)
-    _check("list reassignments", r.error_code, r.error_message)
-    return sorted(
-        (
-            Reassignment(
-                t.name,
-                p.partition_index,
-                list(p.replicas),
-                list(p.adding_replicas),
-                list(p.removing_replicas),
-            )
-            for t in r.topics
-            for p in t.partitions
-        ),
-        key=lambda x: (x.topic, x.partition),
-    )
-
-
-def elect_leaders(
-    brokers: Brokers, election: str, partitions: list[tuple[str, int]] | None = None
-) -> dict[str, AdminError | None]:
-    """ElectLeaders (kafka-leader-election.sh): each partition's outcome by "topic-partition",
-    None when a leader was elected. `partitions` None: every partition (then only those that
-    needed an election are reported)."""
-    b = builder(ELECT_LEADERS, 2)
-    topics = (
-        None
-        if partitions is None
-        else tuple(
-            b.TopicPartitions(topic=topic, partitions=tuple(indexes))
-            for topic, indexes in _by_topic(partitions).items()
-        )
-    )
-    with brokers.any() as c:
-        r = c.call(
-            ELECT_LEADERS,
-            2,
-            election_type=ELECTION_TYPES[election],
-            topic_partitions=topics,
-            timeout=_TIMEOUT_MS,
-        )
-    _check("elect leaders", r.error_code)
-    return {
-        _partition_key(t.topic, p.partition_id): _error(
-            f"elect a leader of {t.topic}-{p.partition_id}", p.error_code, p.error_message
-        )
-        for t in r.replica_election_results
-        for p in t.partition_result
-    }
-
-
-# ---------------------------------------------------------------- partitions and records
-
-CREATE_PARTITIONS, DELETE_RECORDS = 37, 21
-
-
-def create_partitions(
-    brokers: Brokers,
-    name: str,
-    count: int,
-    assignments: list[list[int]] | None = None,
-    validate_only: bool = False,
-) -> None:
-    """CreatePartitions (kafka-topics.sh --alter --partitions): raise the topic's partition
-    count to `count`; `assignments` the replicas of each new partition (None: the cluster
-    places them)."""
-    b = builder(CREATE_PARTITIONS, 3)
-    topic = b.CreatePartitionsTopic(
-        name=name,
-        count=count,
-        assignments=None
-        if assignments is None
-        else tuple(b.CreatePartitionsAssignment(broker_ids=tuple(a)) for a in assignments),
-    )
-    with brokers.any() as c:
-        r = c.call(
-            CREATE_PARTITIONS, 3, topics=(topic,), timeout=_TIMEOUT_MS, validate_only=validate_only
-        )
-    (result,) = r.results
-    _check(f"add partitions to {name}", result.error_code, result.error_message)
-
-
-def delete_records(
-    brokers: Brokers, offsets: dict[tuple[str, int], int]
-) -> dict[tuple[str, int], int | AdminError]:
-    """DeleteRecords (kafka-delete-records.sh) at each partition's leader: the records before
-    each offset (-1: the high watermark) go. Each partition's new low watermark, or its error."""
-    info = metadata(brokers, sorted({t for t, _ in offsets}))
-    leaders = {(t.name, p.partition): p.leader for t in info.topics for p in t.partitions}
-    out: dict[tuple[str, int], int | AdminError] = {}
-    by_leader: dict[int, list[tuple[str, int]]] = {}
-    for tp in offsets:
-        leader = leaders.get(tp)
-        if leader is None or leader < 0:
-            code = (
-                ErrorCode.unknown_topic_or_partition
-                if leader is None
-                else ErrorCode.leader_not_available
-            )
-            out[tp] = AdminError(f"delete records of {tp[0]}-{tp[1]}", code)
-        else:
-            by_leader.setdefault(leader, []).append(tp)
-    b = builder(DELETE_RECORDS, 2)
-    for node, tps in by_leader.items():
-        broker = info.brokers[node]
-        request = tuple(
-            b.DeleteRecordsTopic(
-                name=topic,
-                partitions=tuple(
-                    b.DeleteRecordsPartition(partition_index=p, offset=offsets[(topic, p)])
-                    for p in parts
-                ),
-            )
-            for topic, parts in _by_topic(tps).items()
-        )
-        with brokers.at(broker.host, broker.port, timeout=_TIMEOUT_MS / 1000 + 15) as c:
-            r = c.call(DELETE_RECORDS, 2, topics=request, timeout=_TIMEOUT_MS)
-        for t in r.topics:
-            for p in t.partitions:
-                what = f"delete records of {t.name}-{p.partition_index}"
-                error = _error(what, p.error_code, None)
-                out[(t.name, p.partition_index)] = p.low_watermark if error is None else error
-    return out
-
-
-# ---------------------------------------------------------------- log dirs and features
-
-DESCRIBE_LOG_DIRS, API_VERSIONS, UPDATE_FEATURES = 35, 18, 57
-UPGRADE_TYPES = {"upgrade": 1, "safe-downgrade": 2, "unsafe-downgrade": 3}
-
-
-@dataclass
-class ReplicaInDir:
-    topic: str
-    partition: int
-    size: int
-    offset_lag: int
-    is_future: bool
-
-
-@dataclass
-class LogDirInfo:
-    path: str
-    error: str  # "" or Kafka's error name (KAFKA_STORAGE_ERROR: the directory failed)
-    total_bytes: int
-    usable_bytes: int
-    replicas: list[ReplicaInDir]
-
-
-def describe_log_dirs(
-    brokers: Brokers, broker_ids: Iterable[int] | None = None
-) -> dict[int, list[LogDirInfo] | Exception]:
-    """DescribeLogDirs v4 at each broker (or those of ``broker_ids``), as
-    kafka-log-dirs.sh --describe does."""
-    info = metadata(brokers, [])
-    wanted = sorted(info.brokers) if broker_ids is None else list(broker_ids)
-    out: dict[int, list[LogDirInfo] | Exception] = {}
-    for node in wanted:
-        broker = info.brokers.get(node)
-        if broker is None:
-            out[node] = AdminError(
-                f"describe the log dirs of broker {node}",
-                ErrorCode.broker_not_available,
-                "no such live broker",
-            )
-            continue
-        try:
-            with brokers.at(broker.host, broker.port, timeout=10) as c:
-                r = c.call(DESCRIBE_LOG_DIRS, 4, topics=None)
-            _check(f"describe the log dirs of broker {node}", r.error_code)
-        except (OSError, AdminError) as e:
-            out[node] = e
-            continue
-        out[node] = [
-            LogDirInfo(
-                d.log_dir,
-                "" if d.error_code == ErrorCode.none else d.error_code.name.upper(),
-                d.total_bytes,
-                d.usable_bytes,
-                [
-                    ReplicaInDir(
-                        t.name, p.partition_index, p.partition_size, p.offset_lag, p.is_future_key
-                    )
-                    for t in d.topics
-                    for p in t.partitions
-                ],
-            )
-            for d in r.results
-        ]
-    return out
-
-
-@dataclass
-class FeatureInfo:
-    name: str
-    supported_min: int
-    supported_max: int
-    finalized: int  # 0: not finalized
-
-
-def describe_features(brokers: Brokers) -> tuple[list[FeatureInfo], int]:
-    """The supported and finalized feature levels and their epoch, from ApiVersions v4 (as
-    kafka-features.sh describe, through Admin.describeFeatures)."""
-    with brokers.any() as c:
-        r = c.call(API_VERSIONS, 4, client_software_name="rafka", client_software_version="1")
-    _check("describe the features", r.error_code)
-    finalized = {f.name: f.max_version_level for f in r.finalized_features}
-    features = [
-        FeatureInfo(f.name, f.min_version, f.max_version, finalized.pop(f.name, 0))
-        for f in r.supported_features
-    ]
-    features += [FeatureInfo(name, 0, 0, level) for name, level in finalized.items()]
-    return sorted(features, key=lambda f: f.name), r.finalized_features_epoch
-
-
-def update_features(
-    brokers: Brokers, levels: dict[str, int], upgrade_type: str, validate_only: bool
-) -> None:
-    """UpdateFeatures v1 (as kafka-features.sh upgrade/downgrade): all or none; raises
-    AdminError with the cluster's reason."""
-    b = builder(UPDATE_FEATURES, 1)
-    with brokers.any() as c:
-        r = c.call(
-            UPDATE_FEATURES,
-            1,
-            timeout=_TIMEOUT_MS,
-            feature_updates=tuple(
-                b.FeatureUpdateKey(
-                    feature=name, max_version_level=level, upgrade_type=UPGRADE_TYPES[upgrade_type]
-                )
-                for name, level in levels.items()
-            ),
-            validate_only=validate_only,
-        )
-    _check("update the features", r.error_code, r.error_message)
-    for result in r.results:
-        _check(f"update feature {result.feature}", result.error_code, result.error_message)
-
-
-# ---------------------------------------------------------------- configs (kafka-configs.sh)
-
-DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
-CONFIG_RESOURCE_TYPES = {"topic": 2, "broker": 4, "broker-logger": 8}
-CONFIG_SOURCES = {
-    1: "DYNAMIC_TOPIC_CONFIG",
-    2: "DYNAMIC_BROKER_CONFIG",
-    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-    4: "STATIC_BROKER_CONFIG",
-    5: "DEFAULT_CONFIG",
-    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-}
-
-
-@dataclass
-class ConfigInfo:
-    name: str
-    value: str | None  # None: sensitive, or no value
-    source: str
-    read_only: bool
-    sensitive: bool
-    synonyms: list[tuple[str, str | None, str]]  # (name, value, source), highest first
-    documentation: str | None
-
-
-def _config_connection(brokers: Brokers, resource: str, name: str) -> KafkaConnection:
-    """Where a resource's configs are asked for: a broker's (and its loggers') on that broker,
-    as Kafka's admin client sends them; the rest to any broker."""
-    if resource == "topic" or not name:
-        return brokers.any()
-    node = metadata(brokers, []).brokers.get(int(name))
-    if node is None:
-        raise AdminError(f"broker {name}", ErrorCode.broker_not_available, "no such live broker")
-    return brokers.at(node.host, node.port)
-
-
-def describe_configs(brokers: Brokers, resource: str, name: str) -> list[ConfigInfo]:
-    """DescribeConfigs v4 of one resource ("topic", "broker" with "" for the cluster-wide
-    defaults, "broker-logger"), with synonyms and documentation."""
-    b = builder(DESCRIBE_CONFIGS, 4)
-    with _config_connection(brokers, resource, name) as c:
-        r = c.call(
-            DESCRIBE_CONFIGS,
-            4,
-            resources=(
-                b.DescribeConfigsResource(
-                    resource_type=CONFIG_RESOURCE_TYPES[resource],
-                    resource_name=name,
-                    configuration_keys=None,
-                ),
-            ),
-            include_synonyms=True,
-            include_documentation=True,
-        )
-    (result,) = r.results
-    _check(f"describe the configs of {resource} {name!r}", result.error_code, result.error_message)
-    return [
-        ConfigInfo(
-            e.name,
-            e.value,
-            CONFIG_SOURCES.get(e.config_source, str(e.config_source)),
-            e.read_only,
-            e.is_sensitive,
-            [(s.name, s.value, CONFIG_SOURCES.get(s.source, str(s.source))) for s in e.synonyms],
-            e.documentation,
-        )
-        for e in result.configs
-    ]
-
-
-def alter_configs(
-    brokers: Brokers,
-    resource: str,
-    name: str,
-    add: dict[str, str],
-    delete: list[str],
-    validate_only: bool = False,
-) -> None:
-    """IncrementalAlterConfigs v1 of one resource: SET each of `add`, DELETE each of `delete`
-    (as kafka-configs.sh --alter --add-config/--delete-config); raises AdminError with the
-    cluster's reason."""
-    b = builder(INCREMENTAL_ALTER_CONFIGS, 1)
-    ops = [(k, 0, v) for k, v in add.items()] + [(k, 1, None) for k in delete]
-    with _config_connection(brokers, resource, name) as c:
-        r = c.call(
-            INCREMENTAL_ALTER_CONFIGS,
-            1,
-            resources=(
-                b.AlterConfigsResource(
-                    resource_type=CONFIG_RESOURCE_TYPES[resource],
-                    resource_name=name,
-                    configs=tuple(
-                        b.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops
-                    ),
-                ),
-            ),
-            validate_only=validate_only,
-        )
-    (result,) = r.responses
-    _check(f"alter the configs of {resource} {name!r}", result.error_code, result.error_message)

@@ -56,7 +56,7 @@ from cluster.cli_common import (
 )
 
 if TYPE_CHECKING:
-    from cluster.admin import TransactionDescription
+    from cluster.admin_transactions import TransactionDescription
 
 app = typer.Typer(
     add_completion=False,
@@ -324,7 +324,7 @@ def topics_alter(
 ) -> None:
     """Add partitions to a topic (records keep their partitions: keyed records of the same
     key may now go to another one)."""
-    from cluster import admin
+    from cluster import admin, admin_operations
 
     with admin_errors():
         target = brokers(bootstrap, command_config)
@@ -332,7 +332,7 @@ def topics_alter(
         if replica_assignment is not None:
             (info,) = admin.metadata(target, [name]).topics
             assignments = parse_replica_assignment(replica_assignment)[len(info.partitions) :]
-        admin.create_partitions(target, name, partitions, assignments)
+        admin_operations.create_partitions(target, name, partitions, assignments)
     typer.echo(f"Topic {name} now has {partitions} partitions.")
 
 
@@ -464,10 +464,11 @@ def transactions_list(
 ) -> None:
     """Every transactional id the coordinators know (each broker asked, as Kafka's admin does),
     with its coordinator, producer id and state."""
-    from cluster import admin
+
+    from cluster import admin_transactions
 
     with admin_errors():
-        listed = admin.list_transactions(
+        listed = admin_transactions.list_transactions(
             brokers(bootstrap, command_config), state or (), producer_id or (), duration_ms
         )
     print_table(
@@ -488,12 +489,17 @@ def transactions_describe(
 ) -> None:
     """State, producer id and epoch, timeout, start time, age and partitions of each
     transactional id, from its coordinator."""
-    from cluster import admin
+
+    from cluster import admin_transactions
 
     with admin_errors():
-        results = admin.describe_transactions(brokers(bootstrap, command_config), transactional_ids)
+        results = admin_transactions.describe_transactions(
+            brokers(bootstrap, command_config), transactional_ids
+        )
     now_ms = int(time.time() * 1000)
-    described = [d for d in results.values() if isinstance(d, admin.TransactionDescription)]
+    described = [
+        d for d in results.values() if isinstance(d, admin_transactions.TransactionDescription)
+    ]
     print_table(
         None,
         [

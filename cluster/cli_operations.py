@@ -59,13 +59,13 @@ def partitions_reassign(
 ) -> None:
     """Start moving a partition to other brokers (or cancel its move); `list-reassignments`
     shows the progress."""
-    from cluster import admin
+    from cluster import admin_operations as ops
 
     if (replicas is None) == (not cancel):
         raise typer.BadParameter("give either --replicas or --cancel")
     target = None if cancel or replicas is None else _broker_ids(replicas)
     with admin_errors():
-        results = admin.reassign_partitions(
+        results = ops.reassign_partitions(
             brokers(bootstrap, command_config), [(topic, partition, target)]
         )
     if target is None:
@@ -84,12 +84,12 @@ def partitions_list_reassignments(
     command_config: CommandConfigOpt = None,
 ) -> None:
     """The reassignments in progress: current replicas, replicas being added and removed."""
-    from cluster import admin
+    from cluster import admin_operations as ops
 
     with admin_errors():
         target = brokers(bootstrap, command_config)
         wanted = _partitions(target, topic, partition)
-        ongoing = admin.list_reassignments(target, wanted)
+        ongoing = ops.list_reassignments(target, wanted)
     if not ongoing:
         typer.echo("No partition reassignments in progress.")
         return
@@ -125,14 +125,14 @@ def partitions_elect(
 ) -> None:
     """Elect leaders (every partition unless --topic is given); exit status 1 if an election
     failed."""
-    from cluster import admin
+    from kio.schema.errors import ErrorCode
+
+    from cluster import admin_operations as ops
 
     with admin_errors():
         target = brokers(bootstrap, command_config)
-        results = admin.elect_leaders(target, election.value, _partitions(target, topic, partition))
-    not_needed = [
-        k for k, e in results.items() if e and e.code == admin.ErrorCode.election_not_needed
-    ]
+        results = ops.elect_leaders(target, election.value, _partitions(target, topic, partition))
+    not_needed = [k for k, e in results.items() if e and e.code == ErrorCode.election_not_needed]
     elected = [k for k, e in results.items() if e is None]
     failed = {k: e for k, e in results.items() if e is not None and k not in not_needed}
     if elected:
@@ -151,7 +151,7 @@ def _partitions(
     target: Brokers, topic: str | None, partitions: list[int] | None
 ) -> list[tuple[str, int]] | None:
     """The partitions named by --topic/--partition (None: all of the cluster's)."""
-    from cluster import admin
+    from cluster import admin_operations as ops
 
     if topic is None:
         if partitions:
@@ -159,7 +159,7 @@ def _partitions(
         return None
     if partitions:
         return [(topic, p) for p in partitions]
-    (info,) = admin.metadata(target, [topic]).topics
+    (info,) = ops.metadata(target, [topic]).topics
     return [(topic, p.partition) for p in info.partitions]
 
 
@@ -196,11 +196,11 @@ def records_delete(
     """Delete the records before an offset, on every replica; consumers then start at it.
     The disk space is freed at the brokers' next retention check. Exit status 1 if a
     partition failed."""
-    from cluster import admin
+    from cluster import admin_operations as ops
 
     offsets = _deletions(topic, partition, offset, offset_json_file)
     with admin_errors():
-        results = admin.delete_records(brokers(bootstrap, command_config), offsets)
+        results = ops.delete_records(brokers(bootstrap, command_config), offsets)
     failed = False
     for (t, p), result in sorted(results.items()):
         if isinstance(result, Exception):
@@ -249,10 +249,10 @@ def logdirs_describe(
     """Each broker's log directories (an offline one shows KAFKA_STORAGE_ERROR), their volume's
     total and usable bytes, and the replicas in each with size and offset lag (FUTURE: the copy
     AlterReplicaLogDirs is making)."""
-    from cluster import admin
+    from cluster import admin_operations as ops
 
     with admin_errors():
-        described = admin.describe_log_dirs(brokers(bootstrap, command_config), broker)
+        described = ops.describe_log_dirs(brokers(bootstrap, command_config), broker)
     rows: list[list[object]] = []
     for node, dirs in sorted(described.items()):
         if isinstance(dirs, Exception):
@@ -311,10 +311,10 @@ def features_describe(
     command_config: CommandConfigOpt = None,
 ) -> None:
     """Each feature's supported levels and finalized level, and their epoch."""
-    from cluster import admin
+    from cluster import admin_operations as ops
 
     with admin_errors():
-        features, epoch = admin.describe_features(brokers(bootstrap, command_config))
+        features, epoch = ops.describe_features(brokers(bootstrap, command_config))
     for f in features:
         typer.echo(
             f"Feature: {f.name}\tSupportedMinVersion: {f.supported_min}\t"
@@ -326,10 +326,10 @@ def features_describe(
 def _update_feature(
     feature: str, version: int, kind: str, dry_run: bool, bootstrap: str, config: Path | None
 ) -> None:
-    from cluster import admin
+    from cluster import admin_operations as ops
 
     with admin_errors():
-        admin.update_features(brokers(bootstrap, config), {feature: version}, kind, dry_run)
+        ops.update_features(brokers(bootstrap, config), {feature: version}, kind, dry_run)
     done = "could be" if dry_run else "was"
     typer.echo(f"{feature} {done} {kind.replace('-', ' ')}d to {version}.")
 
@@ -431,11 +431,11 @@ def configs_describe(
     command_config: CommandConfigOpt = None,
 ) -> None:
     """A resource's configs: those set dynamically (--all: every setting with its source)."""
-    from cluster import admin
+    from cluster import admin_operations as ops
 
     resource, name = config_resource(topic, broker, broker_defaults, broker_logger)
     with admin_errors():
-        found = admin.describe_configs(brokers(bootstrap, command_config), resource, name)
+        found = ops.describe_configs(brokers(bootstrap, command_config), resource, name)
     if not all_configs and resource != "broker-logger":
         found = [c for c in found if c.source.startswith("DYNAMIC_")]
     columns = ["NAME", "VALUE", "SOURCE", "READ-ONLY"] + (["SYNONYMS"] if synonyms else [])
@@ -475,7 +475,7 @@ def configs_alter(
     """Set and remove dynamic configs (IncrementalAlterConfigs); they apply on every broker
     without a restart and are kept in the meta service (logger levels: on that broker, until
     it restarts)."""
-    from cluster import admin
+    from cluster import admin_operations as ops
 
     resource, name = config_resource(topic, broker, broker_defaults, broker_logger)
     add = parse_config_list(add_config or "")
@@ -483,8 +483,6 @@ def configs_alter(
     if not add and not delete:
         raise typer.BadParameter("give --add-config and/or --delete-config")
     with admin_errors():
-        admin.alter_configs(
-            brokers(bootstrap, command_config), resource, name, add, delete, dry_run
-        )
+        ops.alter_configs(brokers(bootstrap, command_config), resource, name, add, delete, dry_run)
     done = "Validated" if dry_run else "Completed"
     typer.echo(f"{done} updating the configs of {resource} {name!r}.")

@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 )
 from kio.schema.errors import ErrorCode
 
-from cluster import admin as cluster_admin
+from cluster import admin_operations as cluster_admin
 from cluster.admin import AdminError, Brokers
 from cluster.kafka_client import KafkaConnection
 from cluster.local import LocalCluster

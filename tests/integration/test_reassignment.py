@@ -30,8 +30,9 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from cluster import admin
-from cluster.admin import AdminError, Brokers, Reassignment
+from cluster import admin, admin_operations
+from cluster.admin import AdminError, Brokers
+from cluster.admin_operations import Reassignment
 from cluster.local import LocalCluster
 from tests.integration.conftest import running_cluster, wait_for
 
@@ -216,13 +217,13 @@ def test_move_a_partition_under_idempotent_acks_all_load(cluster: LocalCluster) 
     backlog = fill(cluster, "moving", 20_000)
     with Load(cluster, "moving") as load:
         load.wait_delivered(500)
-        assert admin.reassign_partitions(brokers(cluster), [("moving", 0, [2, 3, 4])]) == {
-            "moving-0": None
-        }
+        assert admin_operations.reassign_partitions(
+            brokers(cluster), [("moving", 0, [2, 3, 4])]
+        ) == {"moving-0": None}
         wait_for(
             lambda: (
                 partition(cluster, "moving").replicas == [2, 3, 4]
-                and not admin.list_reassignments(brokers(cluster))
+                and not admin_operations.list_reassignments(brokers(cluster))
             ),
             timeout=90,
             what="the reassignment to complete",
@@ -251,8 +252,10 @@ def test_list_and_cancel_a_reassignment_that_cannot_finish(cluster: LocalCluster
     assert out.returncode == 0, out.stderr
     assert "stuck-0" in out.stdout
     expected = Reassignment("stuck", 0, [2, 3, 4, 1], [4], [1])
-    assert admin.list_reassignments(brokers(cluster)) == [expected]
-    assert admin.list_reassignments(brokers(cluster), [("stuck", 0), ("nope", 0)]) == [expected]
+    assert admin_operations.list_reassignments(brokers(cluster)) == [expected]
+    assert admin_operations.list_reassignments(brokers(cluster), [("stuck", 0), ("nope", 0)]) == [
+        expected
+    ]
     listed = rafka(cluster, "partitions", "list-reassignments")
     assert listed.returncode == 0, listed.stderr
     assert ["stuck", "0", "2,3,4,1", "4", "1"] in [
@@ -264,10 +267,10 @@ def test_list_and_cancel_a_reassignment_that_cannot_finish(cluster: LocalCluster
 
     cancelled = rafka(cluster, *REASSIGN, "stuck", "--partition", "0", "--cancel")
     assert cancelled.returncode == 0, cancelled.stderr
-    assert admin.list_reassignments(brokers(cluster)) == []
+    assert admin_operations.list_reassignments(brokers(cluster)) == []
     # Kafka's revert drops the adding replicas and keeps the order the reassignment gave.
     assert partition(cluster, "stuck").replicas == [2, 3, 1]
-    again = admin.reassign_partitions(brokers(cluster), [("stuck", 0, None)])["stuck-0"]
+    again = admin_operations.reassign_partitions(brokers(cluster), [("stuck", 0, None)])["stuck-0"]
     assert again is not None and again.code == KafkaError.NO_REASSIGNMENT_IN_PROGRESS
     cluster.start()
     wait_for(lambda: len(live_brokers(cluster)) == 4, what="broker 4 back")
@@ -283,7 +286,7 @@ def test_invalid_reassignments(cluster: LocalCluster) -> None:
         (("invalid", 3, [1, 2, 3]), KafkaError.UNKNOWN_TOPIC_OR_PART),
         (("nope", 0, [1, 2, 3]), KafkaError.UNKNOWN_TOPIC_OR_PART),
     ):
-        (error,) = admin.reassign_partitions(brokers(cluster), [change]).values()
+        (error,) = admin_operations.reassign_partitions(brokers(cluster), [change]).values()
         assert _code(error) == code, (change, error)
     bad = rafka(cluster, *REASSIGN, "invalid", "--partition", "0", "--replicas", "1,1")
     assert bad.returncode == 1 and "INVALID_REPLICA_ASSIGNMENT" in bad.stderr
@@ -318,7 +321,7 @@ def test_throttled_reassignment_in_progress_then_cancelled(
     rate = f"{side}.replication.throttled.rate"
     set_config(cluster, ConfigResource.Type.BROKER, broker, rate, "10000")
     try:
-        assert admin.reassign_partitions(brokers(cluster), [(topic, 0, [2, 3, 4])]) == {
+        assert admin_operations.reassign_partitions(brokers(cluster), [(topic, 0, [2, 3, 4])]) == {
             f"{topic}-0": None
         }
         copy = replica_dir(cluster, 4, topic)
@@ -328,20 +331,20 @@ def test_throttled_reassignment_in_progress_then_cancelled(
         holds(
             lambda: (
                 dir_size(copy) <= (1 << 20) + 100_000
-                and admin.list_reassignments(brokers(cluster))
+                and admin_operations.list_reassignments(brokers(cluster))
                 == [Reassignment(topic, 0, [2, 3, 4, 1], [4], [1])]
             ),
             seconds=3,
             what="the throttled copy to stay at one fetch and the reassignment in progress",
         )
-        assert admin.reassign_partitions(brokers(cluster), [(topic, 0, None)]) == {
+        assert admin_operations.reassign_partitions(brokers(cluster), [(topic, 0, None)]) == {
             f"{topic}-0": None
         }
         wait_for(lambda: not copy.exists(), what="broker 4's partial copy to be deleted")
         assert partition(cluster, topic).replicas == [2, 3, 1]
     finally:
         set_config(cluster, ConfigResource.Type.BROKER, broker, rate, None)
-    assert admin.reassign_partitions(brokers(cluster), [(topic, 0, [2, 3, 4])]) == {
+    assert admin_operations.reassign_partitions(brokers(cluster), [(topic, 0, [2, 3, 4])]) == {
         f"{topic}-0": None
     }
     wait_for(
@@ -401,7 +404,7 @@ def test_unclean_election_of_an_offline_partition(cluster: LocalCluster) -> None
     cluster.start_node("broker-4")
     cluster.wait_ready(names=["broker-4"])
     wait_for(lambda: 4 in live_brokers(cluster), what="broker 4 registered")
-    preferred = admin.elect_leaders(brokers(cluster), "preferred", [("unclean", 0)])
+    preferred = admin_operations.elect_leaders(brokers(cluster), "preferred", [("unclean", 0)])
     assert preferred["unclean-0"] is not None
     assert preferred["unclean-0"].code == KafkaError.PREFERRED_LEADER_NOT_AVAILABLE
     out = rafka(cluster, *ELECT, "unclean", "--topic", "unclean", "--partition", "0")

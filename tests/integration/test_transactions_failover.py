@@ -36,6 +36,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster import admin as rafka_admin
+from cluster import admin_transactions
 from cluster.local import LocalCluster
 from tests.integration.conftest import running_cluster, wait_for
 
@@ -109,14 +110,14 @@ def transaction_coordinator(cluster: LocalCluster, transactional_id: str) -> int
 
 def describe(
     cluster: LocalCluster, transactional_id: str
-) -> rafka_admin.TransactionDescription | None:
+) -> admin_transactions.TransactionDescription | None:
     """DescribeTransactions at the id's current coordinator (None while there is none)."""
     try:
-        d = rafka_admin.describe_transactions(rafka_brokers(cluster), [transactional_id], 1)
+        d = admin_transactions.describe_transactions(rafka_brokers(cluster), [transactional_id], 1)
     except OSError:
         return None
     found = d[transactional_id]
-    return found if isinstance(found, rafka_admin.TransactionDescription) else None
+    return found if isinstance(found, admin_transactions.TransactionDescription) else None
 
 
 def value(i: int) -> bytes:
@@ -426,7 +427,7 @@ def test_prepare_commit_completes_on_new_coordinator(cluster: LocalCluster) -> N
     committer = threading.Thread(target=commit, daemon=True)
     committer.start()
 
-    def prepared_at(broker: int) -> rafka_admin.TransactionDescription | None:
+    def prepared_at(broker: int) -> admin_transactions.TransactionDescription | None:
         d = describe(cluster, tid)
         return d if d and d.state == "PrepareCommit" and d.coordinator == broker else None
 
@@ -447,7 +448,7 @@ def test_prepare_commit_completes_on_new_coordinator(cluster: LocalCluster) -> N
 
     cluster.start_node(f"broker-{output}")  # the markers can be written now
 
-    def completed() -> rafka_admin.TransactionDescription | None:
+    def completed() -> admin_transactions.TransactionDescription | None:
         d = describe(cluster, tid)
         return d if d and d.state == "CompleteCommit" else None
 

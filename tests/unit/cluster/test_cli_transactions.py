@@ -8,7 +8,11 @@ from datetime import UTC, datetime
 
 from kio.serial import entity_writer
 
-from cluster.admin import _DESCRIBE_TRANSACTIONS_RESPONSE, TransactionDescription, _description
+from cluster.admin_transactions import (
+    _DESCRIBE_TRANSACTIONS_RESPONSE,
+    TransactionDescription,
+    _description,
+)
 from cluster.cli import format_age, format_time_ms, transaction_row
 from dataplane.protocol.codec import ResponseBuilder
 
