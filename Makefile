@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(PY) bench/meta.py
 	$(PY) bench/security.py
 	$(PY) bench/transactions.py
+	$(PY) bench/share_groups.py
 
 proto: $(STAMP)
 	$(PY) -m proto.generate

@@ -332,7 +332,13 @@ def update_features(
 # ---------------------------------------------------------------- configs (kafka-configs.sh)
 
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
-CONFIG_RESOURCE_TYPES = {"topic": 2, "broker": 4, "broker-logger": 8}
+CONFIG_RESOURCE_TYPES = {
+    "topic": 2,
+    "broker": 4,
+    "broker-logger": 8,
+    "client-metrics": 16,
+    "group": 32,
+}
 CONFIG_SOURCES = {
     1: "DYNAMIC_TOPIC_CONFIG",
     2: "DYNAMIC_BROKER_CONFIG",
@@ -340,6 +346,8 @@ CONFIG_SOURCES = {
     4: "STATIC_BROKER_CONFIG",
     5: "DEFAULT_CONFIG",
     6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "CLIENT_METRICS_CONFIG",
+    8: "GROUP_CONFIG",
 }
 
 
@@ -357,7 +365,7 @@ class ConfigInfo:
 def _config_connection(brokers: Brokers, resource: str, name: str) -> KafkaConnection:
     """Where a resource's configs are asked for: a broker's (and its loggers') on that broker,
     as Kafka's admin client sends them; the rest to any broker."""
-    if resource == "topic" or not name:
+    if resource not in ("broker", "broker-logger") or not name:
         return brokers.any()
     node = metadata(brokers, []).brokers.get(int(name))
     if node is None:
@@ -367,7 +375,7 @@ def _config_connection(brokers: Brokers, resource: str, name: str) -> KafkaConne
 
 def describe_configs(brokers: Brokers, resource: str, name: str) -> list[ConfigInfo]:
     """DescribeConfigs v4 of one resource ("topic", "broker" with "" for the cluster-wide
-    defaults, "broker-logger"), with synonyms and documentation."""
+    defaults, "broker-logger", "group", "client-metrics"), with synonyms and documentation."""
     b = builder(DESCRIBE_CONFIGS, 4)
     with _config_connection(brokers, resource, name) as c:
         r = c.call(

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cluster import cli_operations, cli_security
+from cluster import cli_operations, cli_quotas, cli_security
 from cluster.cli_common import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_META,
@@ -173,7 +173,9 @@ def broker(
 # ---------------------------------------------------------------- admin commands
 
 topics_app = typer.Typer(no_args_is_help=True, help="List, describe, create and delete topics.")
-groups_app = typer.Typer(no_args_is_help=True, help="List, describe and delete consumer groups.")
+groups_app = typer.Typer(
+    no_args_is_help=True, help="List, describe and delete consumer and share groups."
+)
 app.add_typer(topics_app, name="topics")
 app.add_typer(groups_app, name="groups")
 
@@ -379,10 +381,17 @@ def groups_list(
 def groups_describe(
     group: str, bootstrap: BootstrapOpt = DEFAULT_BOOTSTRAP, command_config: CommandConfigOpt = None
 ) -> None:
-    """Members, assignments, committed offsets and lag of a group."""
+    """Members, assignments, committed offsets and lag of a group (of a share group: start
+    offsets and lag of its share-partitions)."""
     from cluster import admin
+    from cluster.admin_share_groups import describe_share_group
+    from cluster.cli_share_groups import print_share_group
 
     with admin_errors():
+        share = describe_share_group(brokers(bootstrap, command_config), group)
+        if share is not None:
+            print_share_group(share)
+            return
         d = admin.describe_group(brokers(bootstrap, command_config), group)
     typer.echo(
         f"group {d.group} ({d.type}): {d.state}, assignor {d.protocol or '-'}, "
@@ -565,6 +574,7 @@ for _name, _app in (
     ("logdirs", cli_operations.logdirs_app),
     ("features", cli_operations.features_app),
     ("configs", cli_operations.configs_app),
+    ("quotas", cli_quotas.quotas_app),
 ):
     app.add_typer(_app, name=_name)
 

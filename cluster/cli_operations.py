@@ -364,7 +364,8 @@ def features_downgrade(
 
 configs_app = typer.Typer(
     no_args_is_help=True,
-    help="Describe and alter topic, broker and broker-logger configs (as kafka-configs.sh).",
+    help="Describe and alter topic, broker, broker-logger, group and client-metrics configs "
+    "(as kafka-configs.sh).",
 )
 
 ConfigTopicOpt = Annotated[str | None, typer.Option("--topic", help="A topic's configs.")]
@@ -377,10 +378,23 @@ BrokerDefaultsOpt = Annotated[
 BrokerLoggerOpt = Annotated[
     int | None, typer.Option("--broker-logger", help="A broker's logger levels (by node.id).")
 ]
+GroupOpt = Annotated[
+    str | None,
+    typer.Option("--group", help="A group's configs (share.auto.offset.reset, ...)."),
+]
+ClientMetricsOpt = Annotated[
+    str | None,
+    typer.Option("--client-metrics", help="A client metrics subscription (KIP-714) by name."),
+]
 
 
 def config_resource(
-    topic: str | None, broker: int | None, broker_defaults: bool, broker_logger: int | None
+    topic: str | None,
+    broker: int | None,
+    broker_defaults: bool,
+    broker_logger: int | None,
+    group: str | None = None,
+    client_metrics: str | None = None,
 ) -> tuple[str, str]:
     """(resource type, name) of the one resource named on the command line."""
     given = [
@@ -388,11 +402,14 @@ def config_resource(
         ("broker", str(broker)) if broker is not None else None,
         ("broker", "") if broker_defaults else None,
         ("broker-logger", str(broker_logger)) if broker_logger is not None else None,
+        ("group", group) if group is not None else None,
+        ("client-metrics", client_metrics) if client_metrics is not None else None,
     ]
     chosen = [g for g in given if g is not None]
     if len(chosen) != 1:
         raise typer.BadParameter(
-            "name exactly one of --topic, --broker, --broker-defaults, --broker-logger"
+            "name exactly one of --topic, --broker, --broker-defaults, --broker-logger, "
+            "--group, --client-metrics"
         )
     return chosen[0]
 
@@ -415,12 +432,18 @@ def parse_config_list(text: str) -> dict[str, str]:
     return out
 
 
+# the sources of values set on a group or a subscription (not named DYNAMIC_ in Kafka)
+_SET_ON = frozenset({"GROUP_CONFIG", "CLIENT_METRICS_CONFIG"})
+
+
 @configs_app.command("describe")
 def configs_describe(
     topic: ConfigTopicOpt = None,
     broker: ConfigBrokerOpt = None,
     broker_defaults: BrokerDefaultsOpt = False,
     broker_logger: BrokerLoggerOpt = None,
+    group: GroupOpt = None,
+    client_metrics: ClientMetricsOpt = None,
     all_configs: Annotated[
         bool, typer.Option("--all", help="Every setting, not only the dynamic ones.")
     ] = False,
@@ -433,11 +456,13 @@ def configs_describe(
     """A resource's configs: those set dynamically (--all: every setting with its source)."""
     from cluster import admin_operations as ops
 
-    resource, name = config_resource(topic, broker, broker_defaults, broker_logger)
+    resource, name = config_resource(
+        topic, broker, broker_defaults, broker_logger, group, client_metrics
+    )
     with admin_errors():
         found = ops.describe_configs(brokers(bootstrap, command_config), resource, name)
     if not all_configs and resource != "broker-logger":
-        found = [c for c in found if c.source.startswith("DYNAMIC_")]
+        found = [c for c in found if c.source.startswith("DYNAMIC_") or c.source in _SET_ON]
     columns = ["NAME", "VALUE", "SOURCE", "READ-ONLY"] + (["SYNONYMS"] if synonyms else [])
     rows: list[list[object]] = []
     for c in found:
@@ -450,9 +475,12 @@ def configs_describe(
                 )
             )
         rows.append(row)
-    what = {"topic": f"topic {name}", "broker-logger": f"the loggers of broker {name}"}.get(
-        resource, f"broker {name}" if name else "the cluster-wide broker defaults"
-    )
+    what = {
+        "topic": f"topic {name}",
+        "broker-logger": f"the loggers of broker {name}",
+        "group": f"group {name}",
+        "client-metrics": f"client metrics subscription {name}",
+    }.get(resource, f"broker {name}" if name else "the cluster-wide broker defaults")
     print_table(f"Configs of {what}:", columns, rows)
 
 
@@ -462,6 +490,8 @@ def configs_alter(
     broker: ConfigBrokerOpt = None,
     broker_defaults: BrokerDefaultsOpt = False,
     broker_logger: BrokerLoggerOpt = None,
+    group: GroupOpt = None,
+    client_metrics: ClientMetricsOpt = None,
     add_config: Annotated[
         str | None, typer.Option("--add-config", help="k1=v1,k2=[v1,v2],... to set.")
     ] = None,
@@ -477,7 +507,9 @@ def configs_alter(
     it restarts)."""
     from cluster import admin_operations as ops
 
-    resource, name = config_resource(topic, broker, broker_defaults, broker_logger)
+    resource, name = config_resource(
+        topic, broker, broker_defaults, broker_logger, group, client_metrics
+    )
     add = parse_config_list(add_config or "")
     delete = [k.strip() for k in (delete_config or "").split(",") if k.strip()]
     if not add and not delete:

@@ -20,21 +20,32 @@ from dataplane.config import BrokerConfig
 from dataplane.coordinator.runtime import InternalTopic
 from dataplane.coordinator.service import GroupCoordinator, group_config
 from dataplane.dynamic_config import DynamicBrokerConfig
+from dataplane.fetch_session import FetchSessionCache
+from dataplane.gc_tuning import keep_frozen, tune_collector
 from dataplane.handlers.context import BrokerServices
 from dataplane.log import StateStore
 from dataplane.log.log_dirs import LogDirs
 from dataplane.malloc import tune_for_large_buffers
 from dataplane.metadata_cache import MetadataCache
 from dataplane.producer_ids import ProducerIdManager
+from dataplane.quota import quota_managers
 from dataplane.replica.fetcher import ReplicaFetchers
 from dataplane.replica.isr import IsrManager
 from dataplane.replica.manager import ReplicaManager
+from dataplane.replica.peers import PeerChannels
 from dataplane.replica.replication_service import serve_replication
 from dataplane.replica.throttle import ReplicationThrottle
 from dataplane.security.authorizer import Authorizer, AuthorizerConfigError
 from dataplane.security.listeners import ListenerConfigError, broker_listeners
 from dataplane.security.sasl import SaslAuthenticator, SaslConfigError
 from dataplane.security.tls import ServerTls, TlsConfigError
+from dataplane.share.group_settings import GroupConfigs
+from dataplane.share.manager import SharePartitionManager
+from dataplane.share.persister import SharePersister
+from dataplane.share.state_coordinator import ShareCoordinator
+from dataplane.share.state_rpc import ShareStateRpcHandlers
+from dataplane.telemetry.collector import TelemetryCollector
+from dataplane.telemetry.subscriptions import ClientMetricsManager
 from dataplane.topic_admin import TopicAdmin
 from dataplane.transaction.coordinator import TransactionCoordinator, transaction_config
 from dataplane.transaction.markers import TxnMarkerSender, TxnRpcHandlers
@@ -98,6 +109,20 @@ class Broker:
                 "min.insync.replicas": str(max(1, config.transaction_state_log_min_isr)),
             },
         )
+        self.share_state_topic = InternalTopic(
+            self.cache,
+            create_internal,
+            "__share_group_state",
+            config.share_coordinator_state_topic_num_partitions,
+            config.share_coordinator_state_topic_replication_factor,
+            {
+                "cleanup.policy": "compact",
+                "segment.bytes": str(config.share_coordinator_state_topic_segment_bytes),
+                "unclean.leader.election.enable": "false",
+                # capped by the replication factor the topic gets (InternalTopic._create)
+                "min.insync.replicas": str(max(1, config.share_coordinator_state_topic_min_isr)),
+            },
+        )
         self.isr = IsrManager(self.meta, self.node_id, self._broker_epoch)
         self.fetchers = ReplicaFetchers(
             self.cache,
@@ -117,9 +142,16 @@ class Broker:
             self.log_dirs,
         )
         self.dynamic_config.listeners.append(self.replicas.reconfigure)
+        # Groups' settings: their GROUP configs over the broker's group.* defaults.
+        self.group_settings = GroupConfigs(config, self.cache)
         # The group coordinator on the leaders of __consumer_offsets' partitions.
         self.group_coordinator = GroupCoordinator(
-            group_config(config), self.cache, self.replicas, self.offsets_topic, self.meta
+            group_config(config),
+            self.cache,
+            self.replicas,
+            self.offsets_topic,
+            self.meta,
+            group_settings=self.group_settings,
         )
         # The transaction coordinator on the leaders of __transaction_state's partitions; the
         # markers it has partition leaders write; the partition leaders' KIP-890 checks.
@@ -138,6 +170,34 @@ class Broker:
             self.node_id, self.cache, self.security, self.transactions_topic
         )
         self.txn_verifier.set_coordinator(self.txn_coordinator)
+        # The share coordinator on the leaders of __share_group_state's partitions, and the
+        # persister share-partition leaders and the group coordinator reach it through.
+        self.share_coordinator = ShareCoordinator(self.replicas, self.share_state_topic)
+        self.share_persister = SharePersister(
+            self.node_id,
+            self.cache,
+            self.share_state_topic,
+            PeerChannels(self.cache, self.security),
+            self.share_coordinator,
+        )
+        # KIP-714: the CLIENT_METRICS subscriptions of the metadata, the clients' latest pushes
+        self.telemetry = ClientMetricsManager(self.cache, config.telemetry_max_bytes)
+        # Client quotas: the managers re-resolve on every quota change the cache applies.
+        self.quotas = quota_managers(
+            config.quota_window_num,
+            config.quota_window_size_seconds,
+            config.controller_quota_window_num,
+            config.controller_quota_window_size_seconds,
+        )
+        self.cache.quota_listeners.append(lambda: self.quotas.update(self.cache.client_quotas))
+        # The share-partitions this broker leads (ShareFetch, ShareAcknowledge).
+        self.share_partitions = SharePartitionManager(
+            self.replicas,
+            self.share_persister,
+            self.group_settings,
+            config.group_share_max_share_sessions,
+            config.group_share_session_timeout_ms,
+        )
         self.services = BrokerServices(
             config=config,
             cache=self.cache,
@@ -152,6 +212,15 @@ class Broker:
             meta=self.meta,
             authorizer=Authorizer(config, self.cache),
             sasl=SaslAuthenticator(config, self.cache),
+            telemetry=self.telemetry,
+            share_persister=self.share_persister,
+            share_partitions=self.share_partitions,
+            group_settings=self.group_settings,
+            quotas=self.quotas,
+            fetch_sessions=FetchSessionCache(
+                config.max_incremental_fetch_session_cache_slots,
+                config.min_incremental_fetch_session_eviction_ms,
+            ),
         )
         self.incarnation_id = uuid.uuid4().bytes
         self._session_scope: anyio.CancelScope | None = None
@@ -170,6 +239,7 @@ class Broker:
                     txn_handlers=TxnRpcHandlers(
                         self.txn_coordinator, self.replicas, self.group_coordinator
                     ),
+                    share_state_handlers=ShareStateRpcHandlers(self.share_coordinator),
                 )
                 self.security.warn_if_open(
                     f"Broker {self.node_id}",
@@ -192,7 +262,16 @@ class Broker:
                 tg.start_soon(self.group_coordinator.run)  # runs its CoordinatorRuntime too
                 tg.start_soon(self.txn_markers.run)
                 tg.start_soon(self.txn_coordinator.run)  # runs its CoordinatorRuntime too
-                metrics.serve(self.config.metrics_port, self.replicas.partitions)
+                tg.start_soon(self.share_coordinator.run)  # runs its CoordinatorRuntime too
+                tg.start_soon(self.share_partitions.run)  # lock expiry
+                tg.start_soon(keep_frozen, lambda: len(self.replicas.partitions))
+                metrics.serve(
+                    self.config.metrics_port,
+                    self.replicas.partitions,
+                    self.cache,
+                    lambda: [s.offsets.committed for s in self.group_coordinator.loaded_shards()],
+                    [TelemetryCollector(self.telemetry)],
+                )
                 await tg.start(server.serve, self.services, self.listeners.bound, self.tls)
                 log.info(
                     "broker %d ready: advertised %s, cluster %s",
@@ -206,6 +285,7 @@ class Broker:
                     await replication.stop(grace=1)
                 await self.txn_markers.close()
                 await self.txn_verifier.close()
+                await self.share_persister.close()
                 self.replicas.close()
                 self.store.close()
                 await self.meta.close()
@@ -299,6 +379,7 @@ class Broker:
 def run_broker(config: BrokerConfig) -> None:
     """Entry point of `rafka broker`."""
     tune_for_large_buffers()
+    tune_collector()
     try:
         broker = Broker(config)
     except (

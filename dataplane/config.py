@@ -59,6 +59,26 @@ class BrokerConfig(InternalSecurityConfig):
     socket_request_max_bytes: int = Field(
         104857600, description="socket.request.max.bytes: largest request frame accepted."
     )
+    quota_window_num: int = Field(
+        11,
+        ge=1,
+        description="quota.window.num: samples a client quota rate is measured over.",
+    )
+    quota_window_size_seconds: int = Field(
+        1, ge=1, description="quota.window.size.seconds: the time span of each quota sample."
+    )
+    controller_quota_window_num: int = Field(
+        11,
+        ge=1,
+        description="controller.quota.window.num: samples of controller_mutation_rate quotas "
+        "(the token bucket holds this many windows of mutations).",
+    )
+    controller_quota_window_size_seconds: int = Field(
+        1,
+        ge=1,
+        description="controller.quota.window.size.seconds: the time span of each sample of "
+        "controller_mutation_rate quotas.",
+    )
     max_request_partition_size_limit: int = Field(
         2000,
         description="max.request.partition.size.limit: the most partitions one "
@@ -194,6 +214,121 @@ class BrokerConfig(InternalSecurityConfig):
         description="group.consumer.assignors: the server-side assignors of consumer groups, "
         "the first the default (uniform, range; or Kafka's class names).",
     )
+    group_share_session_timeout_ms: int = Field(
+        45000,
+        description="group.share.session.timeout.ms: a share group member that sends no "
+        "heartbeat for this long is removed.",
+    )
+    group_share_heartbeat_interval_ms: int = Field(
+        5000,
+        description="group.share.heartbeat.interval.ms: how often share group members heartbeat.",
+    )
+    group_share_max_size: int = Field(
+        200, description="group.share.max.size: most members a share group may have."
+    )
+    group_share_record_lock_duration_ms: int = Field(
+        30000,
+        description="group.share.record.lock.duration.ms: how long a share consumer holds "
+        "records it acquired before they become available again (a group may set "
+        "share.record.lock.duration.ms within the min/max below).",
+    )
+    group_share_min_record_lock_duration_ms: int = Field(
+        15000,
+        description="group.share.min.record.lock.duration.ms: the shortest lock a group may set.",
+    )
+    group_share_max_record_lock_duration_ms: int = Field(
+        60000,
+        description="group.share.max.record.lock.duration.ms: the longest lock a group may set.",
+    )
+    group_share_delivery_count_limit: int = Field(
+        5,
+        description="group.share.delivery.count.limit: deliveries after which a record that "
+        "was not accepted is archived (a poison record is not redelivered forever).",
+    )
+    group_share_min_delivery_count_limit: int = Field(
+        2, description="group.share.min.delivery.count.limit: the lowest limit a group may set."
+    )
+    group_share_max_delivery_count_limit: int = Field(
+        10, description="group.share.max.delivery.count.limit: the highest limit a group may set."
+    )
+    group_share_partition_max_record_locks: int = Field(
+        2000,
+        description="group.share.partition.max.record.locks: most records of a share-partition "
+        "in flight (acquired, or delivered and not yet acknowledged) at once.",
+    )
+    group_consumer_min_session_timeout_ms: int = Field(
+        45000,
+        description="group.consumer.min.session.timeout.ms: the lowest consumer.session.timeout.ms "
+        "a group config may set.",
+    )
+    group_consumer_max_session_timeout_ms: int = Field(
+        60000,
+        description="group.consumer.max.session.timeout.ms: the highest "
+        "consumer.session.timeout.ms a group config may set.",
+    )
+    group_consumer_min_heartbeat_interval_ms: int = Field(
+        5000,
+        description="group.consumer.min.heartbeat.interval.ms: the lowest "
+        "consumer.heartbeat.interval.ms a group config may set.",
+    )
+    group_consumer_max_heartbeat_interval_ms: int = Field(
+        15000,
+        description="group.consumer.max.heartbeat.interval.ms: the highest "
+        "consumer.heartbeat.interval.ms a group config may set.",
+    )
+    group_share_min_session_timeout_ms: int = Field(
+        45000,
+        description="group.share.min.session.timeout.ms: the lowest share.session.timeout.ms a "
+        "group config may set.",
+    )
+    group_share_max_session_timeout_ms: int = Field(
+        60000,
+        description="group.share.max.session.timeout.ms: the highest share.session.timeout.ms a "
+        "group config may set.",
+    )
+    group_share_min_heartbeat_interval_ms: int = Field(
+        5000,
+        description="group.share.min.heartbeat.interval.ms: the lowest "
+        "share.heartbeat.interval.ms a group config may set.",
+    )
+    group_share_max_heartbeat_interval_ms: int = Field(
+        15000,
+        description="group.share.max.heartbeat.interval.ms: the highest "
+        "share.heartbeat.interval.ms a group config may set.",
+    )
+    group_share_min_partition_max_record_locks: int = Field(
+        100,
+        description="group.share.min.partition.max.record.locks: the lowest "
+        "share.partition.max.record.locks a group config may set.",
+    )
+    group_share_max_partition_max_record_locks: int = Field(
+        10000,
+        description="group.share.max.partition.max.record.locks: the highest "
+        "share.partition.max.record.locks a group config may set.",
+    )
+    group_share_max_share_sessions: int = Field(
+        2000, description="group.share.max.share.sessions: share sessions a broker keeps at most."
+    )
+    share_coordinator_state_topic_num_partitions: int = Field(
+        50,
+        description="share.coordinator.state.topic.num.partitions: partitions of "
+        "__share_group_state.",
+    )
+    share_coordinator_state_topic_replication_factor: int = Field(
+        3,
+        description="share.coordinator.state.topic.replication.factor (capped by the live "
+        "brokers).",
+    )
+    share_coordinator_state_topic_min_isr: int = Field(
+        2,
+        description="share.coordinator.state.topic.min.isr: min.insync.replicas of "
+        "__share_group_state (capped by its replication factor).",
+    )
+    share_coordinator_state_topic_segment_bytes: int = Field(
+        104857600,
+        description="share.coordinator.state.topic.segment.bytes: segment size of "
+        "__share_group_state.",
+    )
     transaction_state_log_num_partitions: int = Field(
         50, description="transaction.state.log.num.partitions: partitions of __transaction_state."
     )
@@ -261,6 +396,20 @@ class BrokerConfig(InternalSecurityConfig):
     broker_session_timeout_ms: int = Field(
         9000, description="broker.session.timeout.ms: lease length before a broker is fenced."
     )
+    max_incremental_fetch_session_cache_slots: int = Field(
+        1000,
+        ge=0,
+        description="max.incremental.fetch.session.cache.slots: incremental fetch sessions "
+        "(KIP-227) this broker keeps; when full a new one may evict an idle or smaller one "
+        "(0: no sessions, every fetch lists all its partitions).",
+    )
+    min_incremental_fetch_session_eviction_ms: int = Field(
+        120000,
+        ge=0,
+        description="min.incremental.fetch.session.eviction.ms: a fetch session unused this "
+        "long may be evicted by any new one, and younger ones only by a privileged or larger "
+        "one (Kafka's fixed MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS; settable for tests).",
+    )
     replica_selector_class: str = Field(
         "",
         description="replica.selector.class: set to "
@@ -268,6 +417,12 @@ class BrokerConfig(InternalSecurityConfig):
         "an in-sync replica on their own rack (KIP-392, client.rack); empty: leader only.",
     )
     metrics_port: int = Field(0, description="metrics.port: Prometheus endpoint (0: off).")
+    telemetry_max_bytes: int = Field(
+        1048576,
+        ge=1,
+        description="telemetry.max.bytes: the largest client telemetry push (KIP-714) the "
+        "broker accepts, compressed or not; larger ones get TELEMETRY_TOO_LARGE.",
+    )
 
     # -- listeners and TLS (Kafka's names; each may be set per listener, see listener_value) --
     listener_security_protocol_map: str = Field(

@@ -5,7 +5,9 @@ that pass; BROKER_LOGGER changes apply here only (log_levels.py), as in Kafka.
 
 Topic configs are checked against meta/topic_config.py and by building the LogConfig they make
 (INVALID_CONFIG, as Kafka's controller answers); broker configs must be settings Rafka changes at
-runtime with valid values (INVALID_REQUEST, as Kafka's broker answers: KAFKA-13609).
+runtime with valid values (INVALID_REQUEST, as Kafka's broker answers: KAFKA-13609). GROUP (and
+the other types of config_resources.py) are checked against their catalog (INVALID_CONFIG) and
+stored by the meta service's resource configs, whether or not the group exists.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from dataplane.config_catalog import (
     ConfigType,
     broker_key,
 )
+from dataplane.config_resources import CATALOGS
 from dataplane.log.log_config import LogConfig
 from dataplane.protocol.errors import ErrorCode
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
 from meta.model import ConfigAlteration
+from meta.resource_configs import ResourceConfigAlteration
 from meta.topic_config import validate_topic_configs
 
 if TYPE_CHECKING:  # handlers import this module
@@ -43,6 +47,7 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _CACHE_WAIT_S = 5.0
 
 Result = tuple[int, str | None]
+Alteration = ConfigAlteration | ResourceConfigAlteration
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +72,7 @@ async def alter(
 ) -> list[Result]:
     """The result of each change, in order."""
     results: list[Result | None] = [None] * len(changes)
-    pending: list[tuple[int, ConfigAlteration, Mapping[str, str]]] = []
+    pending: list[tuple[int, Alteration, Mapping[str, str]]] = []
     seen = Counter((c.resource_type, c.name) for c in changes)
     for i, change in enumerate(changes):
         try:
@@ -100,11 +105,15 @@ _TYPE_NAMES = {TOPIC: "topic", BROKER: "broker", BROKER_LOGGER: "broker logger"}
 
 def _prepare(
     ctx: RequestContext, change: Change, validate_only: bool
-) -> tuple[ConfigAlteration, Mapping[str, str]] | None:
+) -> tuple[Alteration, Mapping[str, str]] | None:
     """The meta alteration of the change and the configs it leaves, or None when the change
     is done (BROKER_LOGGER); raises `Refused`."""
     kind = change.resource_type
-    if kind not in (TOPIC, BROKER) and not (kind == BROKER_LOGGER and not change.replace):
+    if (
+        kind not in (TOPIC, BROKER)
+        and kind not in CATALOGS
+        and not (kind == BROKER_LOGGER and not change.replace)
+    ):
         raise Refused(ErrorCode.invalid_request, f"Unknown resource type {kind}")
     _authorize(ctx, kind, change.name)
     names = Counter(name for name, _, _ in change.ops)
@@ -130,13 +139,23 @@ def _prepare(
         return None
     if kind == BROKER:
         return _broker_alteration(ctx, change, node_id)
+    if kind in CATALOGS:
+        return _resource_alteration(ctx, change)
     return _topic_alteration(ctx, change)
 
 
 def _authorize(ctx: RequestContext, kind: int, name: str) -> None:
     """ALTER_CONFIGS on the topic, or on the cluster for broker and logger configs."""
     authorizer = ctx.services.authorizer
-    if kind == TOPIC:
+    catalog = CATALOGS.get(kind)
+    if catalog is not None:
+        acl_name = name if catalog.acl_name is None else catalog.acl_name
+        if not authorizer.authorize(
+            ctx.conn, AclOperation.ALTER_CONFIGS, catalog.acl_resource, acl_name
+        ):
+            denied = catalog.denied
+            raise Refused(denied, f"{catalog.label.capitalize()} authorization failed.")
+    elif kind == TOPIC:
         if not authorizer.authorize(ctx.conn, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, name):
             raise Refused(ErrorCode.topic_authorization_failed, "Topic authorization failed.")
     elif not authorizer.authorize(
@@ -249,6 +268,35 @@ def _topic_alteration(
     return _alteration("topic", change, current, new), new
 
 
+def _resource_alteration(
+    ctx: RequestContext, change: Change
+) -> tuple[ResourceConfigAlteration, Mapping[str, str]]:
+    """A GROUP (or other catalogued type) resource: its whole config set is validated
+    (INVALID_CONFIG, as Kafka's controller answers); the resource need not exist."""
+    catalog = CATALOGS[change.resource_type]
+    if not change.name:
+        raise Refused(
+            ErrorCode.invalid_request, f"Default {catalog.label} resources are not allowed."
+        )
+    current = dict(ctx.services.cache.resource_configs(change.resource_type, change.name))
+    config = ctx.services.config
+    new = apply_ops(current, change, {}, catalog.defaults(config))
+    if problem := catalog.problem(new, config):
+        raise Refused(ErrorCode.invalid_config, problem)
+    if change.replace:
+        alteration = ResourceConfigAlteration(
+            change.resource_type, change.name, dict(new), (), replace=True
+        )
+    else:
+        alteration = ResourceConfigAlteration(
+            change.resource_type,
+            change.name,
+            {k: v for k, v in new.items() if current.get(k) != v},
+            tuple(k for k in current if k not in new),
+        )
+    return alteration, new
+
+
 def topic_configs_problem(ctx: RequestContext, configs: Mapping[str, str]) -> str | None:
     """Kafka's LogConfig.validate: each value, then the log settings they make together."""
     if problem := validate_topic_configs(configs):
@@ -282,14 +330,25 @@ def _alteration(
 
 async def _store(
     ctx: RequestContext,
-    pending: Sequence[tuple[int, ConfigAlteration, Mapping[str, str]]],
+    pending: Sequence[tuple[int, Alteration, Mapping[str, str]]],
     validate_only: bool,
 ) -> list[Result]:
     """Ask the meta service, then wait until this broker's metadata shows the new configs (a
     describe right after sees them)."""
     services = ctx.services
+    classic = [a for _, a, _ in pending if isinstance(a, ConfigAlteration)]
+    resources = [a for _, a, _ in pending if isinstance(a, ResourceConfigAlteration)]
     try:
-        answers = await services.meta.alter_configs([a for _, a, _ in pending], validate_only)
+        by_kind = iter(await services.meta.alter_configs(classic, validate_only) if classic else [])
+        by_resource = iter(
+            await services.meta.alter_resource_configs(resources, validate_only)
+            if resources
+            else []
+        )
+        answers = [
+            next(by_kind) if isinstance(a, ConfigAlteration) else next(by_resource)
+            for _, a, _ in pending
+        ]
     except MetaError as e:
         log.warning("altering configs failed: the meta service did not answer (%s)", e)
         return [(ErrorCode.request_timed_out, f"meta service unavailable: {e}")] * len(pending)
@@ -305,7 +364,9 @@ async def _store(
     return [(code, message or None) for code, message in answers]
 
 
-def _cached_configs(cache: MetadataCache, alteration: ConfigAlteration) -> dict[str, str] | None:
+def _cached_configs(cache: MetadataCache, alteration: Alteration) -> dict[str, str] | None:
+    if isinstance(alteration, ResourceConfigAlteration):
+        return dict(cache.resource_configs(alteration.resource_type, alteration.name))
     if alteration.resource_type == "topic":
         topic = cache.topics.get(alteration.name)
         return None if topic is None else dict(topic.configs)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from meta import wire
+from meta import quotas, wire
 from meta.acl import AclBinding
 from meta.model import DelegationToken, ScramCredential
 from proto import meta_pb2
@@ -115,6 +115,14 @@ class MetadataCache:
         # they were last set at (Kafka's finalized features epoch).
         self.finalized_features: Mapping[str, int] = {}
         self.features_epoch = -1
+        # GROUP (32) and CLIENT_METRICS (16) configs by (resource type, name); the version
+        # moves on every change of them, so readers may cache what they derive from them.
+        self._resource_configs: dict[tuple[int, str], Mapping[str, str]] = {}
+        self.resource_configs_version = 0
+        # Client quotas by entity (meta.quotas); the quota_listeners are called after every
+        # change of them (the quota managers re-resolve, so a change applies at once).
+        self.client_quotas: dict[quotas.QuotaEntity, Mapping[str, float]] = {}
+        self.quota_listeners: list[Callable[[], None]] = []
         self.topic_listeners: list[TopicListener] = []
         self.broker_listeners: list[BrokerListener] = []
         self._changed = anyio.Event()
@@ -129,6 +137,14 @@ class MetadataCache:
         """Clients need some broker to send admin requests to; Kafka (KRaft) names a live one."""
         live = self.live_brokers()
         return live[0].id if live else -1
+
+    def resource_configs(self, resource_type: int, name: str) -> Mapping[str, str]:
+        """The dynamic configs of a GROUP or CLIENT_METRICS resource (empty: none)."""
+        return self._resource_configs.get((resource_type, name), {})
+
+    def resource_names(self, resource_type: int) -> list[str]:
+        """The names of the resources of a type that have configs, sorted."""
+        return sorted(name for kind, name in self._resource_configs if kind == resource_type)
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Wait for a metadata change that makes `predicate` true; False on timeout."""
@@ -173,6 +189,16 @@ class MetadataCache:
         elif kind == "features":
             self.finalized_features = dict(event.features.features)
             self.features_epoch = event.offset
+        elif kind == "client_quota":
+            entity = quotas.entity_from(event.client_quota.entity)
+            changed = dict(self.client_quotas)
+            changed[entity] = dict(event.client_quota.values)
+            self._set_client_quotas(changed)
+        elif kind == "resource_config":
+            rc = event.resource_config
+            resources = dict(self._resource_configs)
+            resources[rc.resource_type, rc.name] = dict(rc.configs)
+            self._set_resource_configs(resources)
         self.offset = event.offset
         self.ready.set()
         self._changed.set()
@@ -204,6 +230,27 @@ class MetadataCache:
         self._set_broker_configs(configs, always=False)
         self.finalized_features = dict(snap.finalized_features)
         self.features_epoch = snap_offset
+        self._set_client_quotas(
+            {quotas.entity_from(q.entity): dict(q.values) for q in snap.client_quotas}
+        )
+        self._set_resource_configs(
+            {(rc.resource_type, rc.name): dict(rc.configs) for rc in snap.resource_configs}
+        )
+
+    def _set_client_quotas(self, changed: Mapping[quotas.QuotaEntity, Mapping[str, float]]) -> None:
+        """Replace the client quotas (entities without quotas dropped); tell the listeners."""
+        new = {entity: values for entity, values in changed.items() if values}
+        if new == self.client_quotas:
+            return
+        self.client_quotas = new
+        for listener in self.quota_listeners:
+            listener()
+
+    def _set_resource_configs(self, configs: Mapping[tuple[int, str], Mapping[str, str]]) -> None:
+        configs = {key: c for key, c in configs.items() if c}
+        if configs != self._resource_configs:
+            self._resource_configs = configs
+            self.resource_configs_version += 1
 
     def _set_broker_configs(self, configs: Mapping[int, Mapping[str, str]], always: bool) -> None:
         """Replace the dynamic broker configs (entries without configs dropped) and tell the

@@ -17,8 +17,8 @@ import logging
 import ssl
 import struct
 import time
-from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, contextmanager
 from functools import partial
 from typing import Any
 
@@ -29,6 +29,8 @@ from kio.schema.index import api_key_map
 from dataplane import metrics
 from dataplane.handlers import HANDLERS, SUPPORTED_VERSIONS
 from dataplane.handlers.context import BrokerServices, Connection, RequestContext
+from dataplane.metrics.requests import BY_API, RequestStamp
+from dataplane.metrics.requests import listener as listener_metrics
 from dataplane.protocol.codec import (
     API_VERSIONS,
     MalformedRequest,
@@ -40,7 +42,9 @@ from dataplane.protocol.codec import (
     response_header_flexible,
 )
 from dataplane.protocol.errors import ConnectionClosed
+from dataplane.quota import throttle as quota
 from dataplane.security.listeners import Listener
+from dataplane.security.sasl.session import SaslState
 from dataplane.security.ssl_principal import NoMatchingRule
 from dataplane.security.tls import ServerTls
 from dataplane.security.tls_stream import ServerTlsStream
@@ -54,6 +58,7 @@ _TLS_HANDSHAKE_TIMEOUT_S = 10.0
 # What a SASL connection may send before it is authenticated, or once its session expired
 # (KIP-368): ApiVersions, SaslHandshake, SaslAuthenticate.
 _SASL_OPEN_APIS = frozenset({18, 17, 36})
+_SASL_AUTHENTICATE = 36
 
 
 class FrameReader:
@@ -142,15 +147,21 @@ async def _connection(
     conn = Connection(
         peer, listener=listener.name, security_protocol=listener.security_protocol, host=host
     )
+    if services.quotas.connections.enabled and await _over_connection_rate(services, conn, stream):
+        return
     transport: ByteStream = stream
+    connections, auth_ok, auth_failed = listener_metrics(listener.name)
     if tls is not None:
         wrapped = await _tls_handshake(tls, conn, stream)
         if wrapped is None:
+            auth_failed.inc()
             return
+        auth_ok.inc()
         transport = wrapped
     if listener.sasl:
         conn.sasl = services.sasl.new_session(listener.name)
     send, receive = anyio.create_memory_object_stream[Any](_MAX_IN_FLIGHT)
+    connections.inc()
     async with transport:
         try:
             async with anyio.create_task_group() as tg:
@@ -164,6 +175,8 @@ async def _connection(
             pass  # the peer went away; nothing to answer
         except* Exception as group:  # never let one connection take the listener down
             log.error("internal error on connection from %s; closed it", peer, exc_info=group)
+        finally:
+            connections.dec()
 
 
 async def _tls_handshake(
@@ -218,12 +231,15 @@ async def _reader(services: BrokerServices, conn: Connection, stream: ByteStream
     frames = FrameReader(stream, services.config.socket_request_max_bytes)
     sasl_max = services.config.sasl_server_max_receive_size
     while (
-        frame := await frames.read(
-            sasl_max if conn.sasl is not None and not conn.sasl.authenticated else 0
+        frame := await _read_frame(
+            frames, conn, sasl_max if conn.sasl is not None and not conn.sasl.authenticated else 0
         )
     ) is not None:
+        received = time.monotonic()
         if conn.sasl is not None and conn.sasl.raw_tokens:  # bare SASL tokens (SaslHandshake v0)
-            await out.send((None, False, await services.sasl.raw_token(conn, frame)))
+            with _sasl_outcome(conn):
+                token = await services.sasl.raw_token(conn, frame)
+            await out.send((None, False, token, None))
             if conn.sasl.closing:
                 return  # authentication failed: the writer sends the answer, then we close
             continue
@@ -231,7 +247,9 @@ async def _reader(services: BrokerServices, conn: Connection, stream: ByteStream
             header = parse_header(frame, SUPPORTED_VERSIONS)
         except MalformedRequest as e:
             raise ConnectionClosed(f"malformed request header: {e}") from e
-        metrics.request(header.api_key)
+        api = BY_API.get(header.api_key)
+        if api is not None:
+            api.requests += 1
         if conn.sasl is not None and header.api_key not in _SASL_OPEN_APIS:
             _check_sasl_session(conn, header)
         versions = SUPPORTED_VERSIONS.get(header.api_key)
@@ -242,7 +260,7 @@ async def _reader(services: BrokerServices, conn: Connection, stream: ByteStream
             )
         if not versions[0] <= header.api_version <= versions[1]:
             if header.api_key == API_VERSIONS:
-                await out.send((header.correlation_id, False, _unsupported_api_versions()))
+                await out.send((header.correlation_id, False, _unsupported_api_versions(), None))
                 continue
             raise ConnectionClosed(
                 f"API key {header.api_key} version {header.api_version} is not supported "
@@ -253,19 +271,64 @@ async def _reader(services: BrokerServices, conn: Connection, stream: ByteStream
             body = decode_body(header, frame)
         except MalformedRequest as e:
             raise ConnectionClosed(str(e)) from e
-        ctx = RequestContext(services, header, conn, SUPPORTED_VERSIONS)
+        ctx = RequestContext(services, header, conn, SUPPORTED_VERSIONS, size=len(frame))
+        started = time.monotonic()
         try:
-            result = await HANDLERS[header.api_key](ctx, body)
+            if header.api_key == _SASL_AUTHENTICATE:
+                with _sasl_outcome(conn):
+                    result = await HANDLERS[header.api_key](ctx, body)
+            else:
+                result = await HANDLERS[header.api_key](ctx, body)
         except ConnectionClosed:
             raise
         except Exception as e:
             raise _internal_error(header, e) from e
+        if services.quotas.request.enabled:
+            quota.request_time(ctx, int((time.monotonic() - started) * 1e9))
+        if ctx.throttle_ms:
+            result = quota.with_throttle_time(result, ctx.throttle_ms)
         if result is None:
             continue  # acks=0 produce: Kafka sends no response
         flexible = response_header_flexible(header.api_key, header.api_version)
-        await out.send((header.correlation_id, flexible, result))
+        stamp = (
+            RequestStamp(api, received, started, time.monotonic(), ctx.throttle_ms)
+            if api is not None
+            else None
+        )
+        await out.send((header.correlation_id, flexible, result, stamp))
         if conn.sasl is not None and conn.sasl.closing:
             return  # SASL authentication failed: close once the answer is out, as Kafka does
+
+
+async def _read_frame(
+    frames: FrameReader, conn: Connection, unauthenticated_max: int
+) -> bytes | None:
+    """The next frame, once a quota throttle's mute is over (KIP-219: the throttled client's
+    requests wait in its socket buffer, not in the broker)."""
+    if conn.muted_until:
+        await quota.wait_unmuted(conn)
+    return await frames.read(unauthenticated_max)
+
+
+async def _over_connection_rate(
+    services: BrokerServices, conn: Connection, stream: SocketStream
+) -> bool:
+    """KIP-612: a connection over its IP's connection_creation_rate is not served; it is
+    closed after the throttle time (Kafka's delayed close, so the client does not retry at
+    once). True: it was."""
+    throttle_ms = services.quotas.connections.record(conn.host)
+    if throttle_ms <= 0:
+        return False
+    log.info(
+        "connection from %s is over the connection_creation_rate quota of %s; closing it in "
+        "%d ms (raise or remove the ip quota with `rafka quotas alter` if it should be served)",
+        conn.peer,
+        conn.host,
+        throttle_ms,
+    )
+    await anyio.sleep(throttle_ms / 1000.0)
+    await stream.aclose()
+    return True
 
 
 def _check_sasl_session(conn: Connection, header: RequestHeader) -> None:
@@ -290,24 +353,76 @@ def _check_sasl_session(conn: Connection, header: RequestHeader) -> None:
     )
 
 
+@contextmanager
+def _sasl_outcome(conn: Connection) -> Iterator[None]:
+    """Count a SASL step that completes or fails an authentication (Kafka's
+    successful-/failed-authentication-total of the listener)."""
+    session = conn.sasl
+    before = session.state if session is not None else None
+    try:
+        yield
+    except ConnectionClosed:
+        listener_metrics(conn.listener)[2].inc()
+        raise
+    if session is None or session.state is before:
+        return
+    if session.closing:
+        listener_metrics(conn.listener)[2].inc()
+    elif session.state is SaslState.COMPLETE:
+        listener_metrics(conn.listener)[1].inc()
+
+
 async def _writer(stream: ByteStream, queue: Any) -> None:
     async with queue:
-        async for correlation_id, flexible, result in queue:
-            if inspect.isawaitable(result):
-                try:
-                    result = await result
-                except Exception as e:
-                    raise _internal_error(None, e) from e
+        try:
+            await _write_all(stream, queue)
+        finally:
+            _discard_queued(queue)
+
+
+def _discard_queued(queue: Any) -> None:
+    """The connection ended: close the deferred answers still queued (acks=all produces
+    waiting for replicas), which nobody will await now."""
+    while True:
+        try:
+            _, _, result, _ = queue.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            return
+        if inspect.iscoroutine(result):
+            result.close()
+
+
+async def _write_all(stream: ByteStream, queue: Any) -> None:
+    """Send each queued answer in request order, awaiting the deferred ones."""
+    async for correlation_id, flexible, result, stamp in queue:
+        if inspect.isawaitable(result):
             try:
-                body = result if isinstance(result, bytes | list) else encode_with_kio(result)
+                result = await result
             except Exception as e:
                 raise _internal_error(None, e) from e
-            if correlation_id is None:  # a bare SASL token (bytes): no response header
-                data = _SIZE.pack(len(body)) + bytes(body)
-            else:
-                data = b"".join(frame_response(correlation_id, flexible, body))
-            metrics.BYTES_OUT.inc(len(data))
+        try:
+            body = result if isinstance(result, bytes | list) else encode_with_kio(result)
+        except Exception as e:
+            raise _internal_error(None, e) from e
+        if correlation_id is None:  # a bare SASL token (bytes): no response header
+            data = _SIZE.pack(len(body)) + bytes(body)
+        else:
+            data = b"".join(frame_response(correlation_id, flexible, body))
+        metrics.BYTES_OUT.inc(len(data))
+        if stamp is None:
             await stream.send(data)
+            continue
+        ready = time.monotonic()
+        await stream.send(data)
+        stamp.api.observe(
+            stamp.received,
+            stamp.started,
+            stamp.answered,
+            ready,
+            time.monotonic(),
+            ready,
+            stamp.throttle_ms,
+        )
 
 
 def _internal_error(header: RequestHeader | None, e: Exception) -> ConnectionClosed:

@@ -125,8 +125,14 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
         AclOperation.DESCRIBE_CONFIGS,
         AclOperation.ALTER_CONFIGS,
     ),
-    # and DESCRIBE_CONFIGS, ALTER_CONFIGS since Kafka 3.8: group configs, not served here
-    ResourceType.GROUP: (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE),
+    # DESCRIBE_CONFIGS, ALTER_CONFIGS since Kafka 3.8: group configs
+    ResourceType.GROUP: (
+        AclOperation.READ,
+        AclOperation.DELETE,
+        AclOperation.DESCRIBE,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
     ResourceType.CLUSTER: (
         AclOperation.CREATE,
         AclOperation.ALTER,

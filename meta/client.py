@@ -23,6 +23,8 @@ from meta import wire
 from meta.acl import AclBinding, AclBindingFilter
 from meta.model import ConfigAlteration, DelegationToken, ReassignmentInfo, ScramCredential
 from meta.protocol import LEADER_METADATA_KEY, ErrorCode
+from meta.quotas import QuotaAlteration, alterations_to
+from meta.resource_configs import ResourceConfigAlteration
 from proto import meta_pb2, meta_pb2_grpc
 
 log = logging.getLogger("rafka.meta.client")
@@ -306,6 +308,44 @@ class MetaClient:
             validate_only=validate_only,
         )
         response = await self._call("AlterConfigs", request)
+        return [(r.error_code, r.error_message) for r in response.results]
+
+    async def alter_client_quotas(
+        self, alterations: Sequence[QuotaAlteration], validate_only: bool = False
+    ) -> list[tuple[int, str]]:
+        """Kafka's AlterClientQuotas, validated by the meta service as Kafka's controller does:
+        (error code, message) per alteration, in order (INVALID_REQUEST with Kafka's message).
+        Brokers see the quotas in ``MetadataCache.client_quotas`` within a watch round trip."""
+        request = meta_pb2.AlterClientQuotasRequest(
+            request_id=_request_id(),
+            alterations=alterations_to(alterations, meta_pb2),
+            validate_only=validate_only,
+        )
+        response = await self._call("AlterClientQuotas", request)
+        return [(r.error_code, r.error_message) for r in response.results]
+
+    async def alter_resource_configs(
+        self, alterations: Sequence[ResourceConfigAlteration], validate_only: bool = False
+    ) -> list[tuple[int, str]]:
+        """IncrementalAlterConfigs / AlterConfigs of GROUP and CLIENT_METRICS resources (a
+        ``replace`` with nothing set removes a resource's configs), values already validated:
+        (error code, message) per alteration, in order (INVALID_REQUEST: an empty name or an
+        unsupported type). Brokers see them in ``MetadataCache.resource_configs``."""
+        request = meta_pb2.AlterResourceConfigsRequest(
+            request_id=_request_id(),
+            alterations=[
+                meta_pb2.ResourceConfigAlteration(
+                    resource_type=a.resource_type,
+                    name=a.name,
+                    set_configs=a.set,
+                    delete_configs=a.delete,
+                    replace=a.replace,
+                )
+                for a in alterations
+            ],
+            validate_only=validate_only,
+        )
+        response = await self._call("AlterResourceConfigs", request)
         return [(r.error_code, r.error_message) for r in response.results]
 
     async def create_partitions(

@@ -107,6 +107,11 @@ class MetaConfig(InternalSecurityConfig):
         64,
         description="meta.server.threads: gRPC worker threads; each open Watch stream holds one.",
     )
+    meta_metrics_port: int = Field(
+        0,
+        description="meta.metrics.port: Prometheus endpoint of this meta node (Raft term, "
+        "commit index, leader, apply lag); 0: off.",
+    )
 
     @model_validator(mode="after")
     def _check_quorum(self) -> MetaConfig:

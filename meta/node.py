@@ -13,6 +13,7 @@ from pathlib import Path
 import grpc
 
 from cluster.internal_security import InternalSecurity, InternalSecurityError
+from meta import metrics
 from meta.config import MetaConfig
 from meta.feed import ChangeFeed
 from meta.journal import JournalError
@@ -87,6 +88,7 @@ class MetaServer:
                 f"{exc}: meta.data.dir holds something else or a damaged log; restore the "
                 "data dir from a backup, or empty it to let the node catch up from the others"
             ) from exc
+        metrics.serve(config.meta_metrics_port, self._raft.status, voters)
         self._service = MetaService(config, self._raft, feed, leases)
         meta_pb2_grpc.add_MetaServiceServicer_to_server(self._service, self._server)
         self._service.start()

@@ -243,6 +243,10 @@ class MetaRaft:
     def is_leader(self) -> bool:
         return self._sync._isLeader()
 
+    def status(self) -> dict[str, Any]:
+        """pysyncobj's status: raft_term, commit_idx, last_applied, leader (for metrics)."""
+        return self._sync.getStatus()
+
     def leader_address(self) -> str | None:
         """Raft address of the leader this node knows of, if any."""
         leader = self._sync._getLeader()

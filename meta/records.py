@@ -31,6 +31,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from google.protobuf.message import Message
 
+from meta import quotas, resource_configs
 from meta.acl import (
     AclBinding,
     AclBindingFilter,
@@ -843,6 +844,22 @@ _KINDS: tuple[_Kind[Any, Any], ...] = (
         ),
         lambda r: OfflineOutcome(r.partitions_changed, ErrorCode(r.error_code), r.error_message),
     ),
+    _Kind(
+        resource_configs.AlterResourceConfigs,
+        "alter_resource_configs",
+        resource_configs.command_record,
+        resource_configs.command_from,
+        resource_configs.result_record,
+        resource_configs.result_from,
+    ),
+    _Kind(
+        quotas.AlterClientQuotas,
+        "alter_client_quotas",
+        quotas.command_record,
+        quotas.command_from,
+        quotas.result_record,
+        quotas.result_from,
+    ),
 )
 _BY_TYPE = {kind.body_type: kind for kind in _KINDS}
 _BY_NAME = {kind.name: kind for kind in _KINDS}
@@ -928,6 +945,8 @@ def encode_state(state: MetaState) -> bytes:
         ],
         features=_features(state.features.items()),
         features_initialized=state.features_initialized,
+        resource_configs=resource_configs.state_records(state.resource_configs),
+        client_quotas=quotas.state_records(state.client_quotas),
     ).SerializeToString()
 
 
@@ -951,6 +970,8 @@ def decode_state(data: bytes) -> MetaState:
         broker_configs={b.broker_id: _configs_from(b.configs) for b in record.broker_configs},
         features=dict(_features_from(record.features)),
         features_initialized=record.features_initialized,
+        resource_configs=resource_configs.state_from(list(record.resource_configs)),
+        client_quotas=quotas.state_from(record.client_quotas),
     )
 
 

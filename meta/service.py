@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 import grpc
 
-from meta import controller, wire
+from meta import controller, quotas, resource_configs, wire
 from meta.config import MetaConfig
 from meta.feed import ChangeFeed
 from meta.leases import BrokerLeases
@@ -292,6 +292,46 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         command = AlterConfigs(alterations, request.validate_only)
         outcomes: list[Outcome] = self._write(context, command, request.request_id)
         return meta_pb2.AlterConfigsResponse(results=[_item_result(o) for o in outcomes])
+
+    def AlterClientQuotas(
+        self, request: meta_pb2.AlterClientQuotasRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.AlterConfigsResponse:
+        command = quotas.AlterClientQuotas(
+            quotas.alterations_from(request.alterations), request.validate_only
+        )
+        outcomes: list[quotas.QuotaOutcome] = self._write(context, command, request.request_id)
+        return meta_pb2.AlterConfigsResponse(
+            results=[
+                meta_pb2.ItemResult(error_code=o.error_code, error_message=o.error_message)
+                for o in outcomes
+            ]
+        )
+
+    def AlterResourceConfigs(
+        self, request: meta_pb2.AlterResourceConfigsRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.AlterConfigsResponse:
+        command = resource_configs.AlterResourceConfigs(
+            tuple(
+                resource_configs.ResourceConfigAlteration(
+                    a.resource_type,
+                    a.name,
+                    dict(a.set_configs),
+                    tuple(a.delete_configs),
+                    a.replace,
+                )
+                for a in request.alterations
+            ),
+            request.validate_only,
+        )
+        outcomes: list[resource_configs.ResourceOutcome] = self._write(
+            context, command, request.request_id
+        )
+        return meta_pb2.AlterConfigsResponse(
+            results=[
+                meta_pb2.ItemResult(error_code=o.error_code, error_message=o.error_message)
+                for o in outcomes
+            ]
+        )
 
     def CreatePartitions(
         self, request: meta_pb2.CreatePartitionsRequest, context: grpc.ServicerContext

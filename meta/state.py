@@ -47,6 +47,10 @@ from meta.model import (
     Topic,
 )
 from meta.protocol import ErrorCode
+from meta.quotas import AlterClientQuotas, QuotaEntity
+from meta.quotas import alter as _alter_client_quotas
+from meta.resource_configs import AlterResourceConfigs
+from meta.resource_configs import alter as _alter_resource_configs
 from meta.topic_config import unclean_election_enabled
 
 log = logging.getLogger("rafka.meta.state")
@@ -91,6 +95,10 @@ class MetaState:
     # Finalized feature levels (Kafka's FeatureLevelRecords); a feature at level 0 is absent.
     features: dict[str, int] = field(default_factory=dict)
     features_initialized: bool = False  # set once by InitCluster (bootstrap levels)
+    # GROUP and CLIENT_METRICS configs by (Kafka's ConfigResource type, name): meta.resource_configs
+    resource_configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
+    # Client quotas by entity (meta.quotas): only entities with some quota have an entry.
+    client_quotas: dict[QuotaEntity, dict[str, float]] = field(default_factory=dict)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickle a state of the pickled format dumped before a field existed: give it the
@@ -103,6 +111,8 @@ class MetaState:
             "delegation_tokens",
             "broker_configs",
             "features",
+            "resource_configs",
+            "client_quotas",
         ):
             self.__dict__.setdefault(name, {})
         self.__dict__.setdefault("features_initialized", False)
@@ -348,6 +358,8 @@ Body = (
     | AlterReassignments
     | UpdateFeatures
     | OfflineReplicas
+    | AlterResourceConfigs
+    | AlterClientQuotas
 )
 
 
@@ -362,9 +374,18 @@ class Command:
 
 
 ChangeKind = Literal[
-    "topic", "topic_deleted", "broker", "acls", "scram", "token", "broker_config", "features"
+    "topic",
+    "topic_deleted",
+    "broker",
+    "acls",
+    "scram",
+    "token",
+    "broker_config",
+    "features",
+    "resource_config",
+    "client_quota",
 ]
-ChangeKey = str | int | tuple[str, str]
+ChangeKey = str | int | tuple[str, str] | tuple[int, str] | QuotaEntity
 
 
 @dataclass(frozen=True)
@@ -538,6 +559,12 @@ class _Changes:
 
     def features(self) -> None:
         self._record("features", "")
+
+    def resource_config(self, resource_type: int, name: str) -> None:
+        self._record("resource_config", (resource_type, name))
+
+    def client_quota(self, entity: QuotaEntity) -> None:
+        self._record("client_quota", entity)
 
     def _record(self, kind: ChangeKind, key: ChangeKey, topic_id: bytes = b"") -> int:
         if (kind, key) not in self._offsets:
@@ -1454,4 +1481,6 @@ _APPLIERS: dict[type, Callable[[MetaState, Any, _Changes], Any]] = {
     AlterReassignments: _alter_reassignments,
     UpdateFeatures: _update_features,
     OfflineReplicas: _offline_replicas,
+    AlterResourceConfigs: _alter_resource_configs,
+    AlterClientQuotas: _alter_client_quotas,
 }

@@ -7,6 +7,7 @@ from typing import Any, Literal, TypeVar
 
 from google.protobuf.message import Message
 
+from meta import quotas
 from meta.acl import (
     AclBinding,
     AclBindingFilter,
@@ -168,6 +169,16 @@ def broker_config_to_proto(state: MetaState, broker_id: int) -> meta_pb2.BrokerC
     )
 
 
+def resource_config_to_proto(
+    state: MetaState, resource_type: int, name: str
+) -> meta_pb2.ResourceConfig:
+    return meta_pb2.ResourceConfig(
+        resource_type=resource_type,
+        name=name,
+        configs=state.resource_configs.get((resource_type, name), {}),
+    )
+
+
 def config_alteration_to_proto(a: ConfigAlteration) -> meta_pb2.ConfigAlteration:
     return meta_pb2.ConfigAlteration(
         resource_type=a.resource_type,
@@ -222,6 +233,8 @@ def snapshot_event(state: MetaState) -> meta_pb2.WatchEvent:
         delegation_tokens=[token_to_proto(t) for t in state.delegation_tokens.values()],
         broker_configs=[broker_config_to_proto(state, b) for b in state.broker_configs],
         finalized_features=state.features,
+        resource_configs=[resource_config_to_proto(state, *key) for key in state.resource_configs],
+        client_quotas=[quotas.quota_to_proto(state, e) for e in state.client_quotas],
     )
     return meta_pb2.WatchEvent(offset=state.offset, snapshot=snapshot)
 
@@ -262,6 +275,10 @@ def change_event(state: MetaState, change: Change) -> meta_pb2.WatchEvent:
         case "features", _:
             event.features.SetInParent()
             event.features.features.update(state.features)
+        case "resource_config", (int(resource_type), str(name)):
+            event.resource_config.CopyFrom(resource_config_to_proto(state, resource_type, name))
+        case "client_quota", tuple(entity):
+            event.client_quota.CopyFrom(quotas.quota_to_proto(state, entity))  # type: ignore[arg-type]
         case _:
             raise ValueError(f"no event for {change}")
     return event

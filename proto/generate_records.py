@@ -52,9 +52,27 @@ RECORD_MODULES: dict[str, tuple[str, ...]] = {
         "ConsumerGroupRegularExpressionValue",
     ),
     "dataplane/transaction/record_schemas.py": ("TransactionLogKey", "TransactionLogValue"),
+    "dataplane/coordinator/share_group_schemas.py": tuple(
+        f"ShareGroup{name}{part}"
+        for name in (
+            "MemberMetadata",
+            "Metadata",
+            "TargetAssignmentMetadata",
+            "TargetAssignmentMember",
+            "CurrentMemberAssignment",
+            "StatePartitionMetadata",
+        )
+        for part in ("Key", "Value")
+    ),
+    "dataplane/share/state_record_schemas.py": (
+        "ShareSnapshotKey",
+        "ShareSnapshotValue",
+        "ShareUpdateKey",
+        "ShareUpdateValue",
+    ),
 }
-"""Output module -> the specs it holds (the __consumer_offsets and __transaction_state
-records)."""
+"""Output module -> the specs it holds (the __consumer_offsets, __transaction_state and
+__share_group_state records)."""
 
 KIO_MODULES: dict[str, tuple[str, int]] = {
     "dataplane/protocol/legacy/offset_commit_v0_request.py": ("OffsetCommitRequest", 0),

@@ -113,6 +113,46 @@ class BrokerConfig(_message.Message):
     configs: _containers.ScalarMap[str, str]
     def __init__(self, broker_id: _Optional[int] = ..., configs: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
+class ResourceConfig(_message.Message):
+    __slots__ = ("resource_type", "name", "configs")
+    class ConfigsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    resource_type: int
+    name: str
+    configs: _containers.ScalarMap[str, str]
+    def __init__(self, resource_type: _Optional[int] = ..., name: _Optional[str] = ..., configs: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class QuotaEntityComponent(_message.Message):
+    __slots__ = ("entity_type", "entity_name")
+    ENTITY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_NAME_FIELD_NUMBER: _ClassVar[int]
+    entity_type: str
+    entity_name: str
+    def __init__(self, entity_type: _Optional[str] = ..., entity_name: _Optional[str] = ...) -> None: ...
+
+class ClientQuota(_message.Message):
+    __slots__ = ("entity", "values")
+    class ValuesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    entity: _containers.RepeatedCompositeFieldContainer[QuotaEntityComponent]
+    values: _containers.ScalarMap[str, float]
+    def __init__(self, entity: _Optional[_Iterable[_Union[QuotaEntityComponent, _Mapping]]] = ..., values: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
 class FinalizedFeatures(_message.Message):
     __slots__ = ("features",)
     class FeaturesEntry(_message.Message):
@@ -229,7 +269,7 @@ class DelegationTokenRemoved(_message.Message):
     def __init__(self, token_id: _Optional[str] = ...) -> None: ...
 
 class Snapshot(_message.Message):
-    __slots__ = ("cluster_id", "topics", "brokers", "acls", "scram_credentials", "delegation_tokens", "broker_configs", "finalized_features")
+    __slots__ = ("cluster_id", "topics", "brokers", "acls", "scram_credentials", "delegation_tokens", "broker_configs", "finalized_features", "resource_configs", "client_quotas")
     class FinalizedFeaturesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -245,6 +285,8 @@ class Snapshot(_message.Message):
     DELEGATION_TOKENS_FIELD_NUMBER: _ClassVar[int]
     BROKER_CONFIGS_FIELD_NUMBER: _ClassVar[int]
     FINALIZED_FEATURES_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_QUOTAS_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     topics: _containers.RepeatedCompositeFieldContainer[Topic]
     brokers: _containers.RepeatedCompositeFieldContainer[Broker]
@@ -253,10 +295,12 @@ class Snapshot(_message.Message):
     delegation_tokens: _containers.RepeatedCompositeFieldContainer[DelegationToken]
     broker_configs: _containers.RepeatedCompositeFieldContainer[BrokerConfig]
     finalized_features: _containers.ScalarMap[str, int]
-    def __init__(self, cluster_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., scram_credentials: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., delegation_tokens: _Optional[_Iterable[_Union[DelegationToken, _Mapping]]] = ..., broker_configs: _Optional[_Iterable[_Union[BrokerConfig, _Mapping]]] = ..., finalized_features: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    resource_configs: _containers.RepeatedCompositeFieldContainer[ResourceConfig]
+    client_quotas: _containers.RepeatedCompositeFieldContainer[ClientQuota]
+    def __init__(self, cluster_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., scram_credentials: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., delegation_tokens: _Optional[_Iterable[_Union[DelegationToken, _Mapping]]] = ..., broker_configs: _Optional[_Iterable[_Union[BrokerConfig, _Mapping]]] = ..., finalized_features: _Optional[_Mapping[str, int]] = ..., resource_configs: _Optional[_Iterable[_Union[ResourceConfig, _Mapping]]] = ..., client_quotas: _Optional[_Iterable[_Union[ClientQuota, _Mapping]]] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
-    __slots__ = ("offset", "snapshot", "topic", "topic_deleted", "broker", "acls", "scram_credential", "scram_credential_deleted", "delegation_token", "delegation_token_removed", "broker_config", "features")
+    __slots__ = ("offset", "snapshot", "topic", "topic_deleted", "broker", "acls", "scram_credential", "scram_credential_deleted", "delegation_token", "delegation_token_removed", "broker_config", "features", "resource_config", "client_quota")
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
@@ -269,6 +313,8 @@ class WatchEvent(_message.Message):
     DELEGATION_TOKEN_REMOVED_FIELD_NUMBER: _ClassVar[int]
     BROKER_CONFIG_FIELD_NUMBER: _ClassVar[int]
     FEATURES_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_QUOTA_FIELD_NUMBER: _ClassVar[int]
     offset: int
     snapshot: Snapshot
     topic: Topic
@@ -281,7 +327,9 @@ class WatchEvent(_message.Message):
     delegation_token_removed: DelegationTokenRemoved
     broker_config: BrokerConfig
     features: FinalizedFeatures
-    def __init__(self, offset: _Optional[int] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., topic: _Optional[_Union[Topic, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeleted, _Mapping]] = ..., broker: _Optional[_Union[Broker, _Mapping]] = ..., acls: _Optional[_Union[AclsChanged, _Mapping]] = ..., scram_credential: _Optional[_Union[ScramCredential, _Mapping]] = ..., scram_credential_deleted: _Optional[_Union[ScramCredentialDeleted, _Mapping]] = ..., delegation_token: _Optional[_Union[DelegationToken, _Mapping]] = ..., delegation_token_removed: _Optional[_Union[DelegationTokenRemoved, _Mapping]] = ..., broker_config: _Optional[_Union[BrokerConfig, _Mapping]] = ..., features: _Optional[_Union[FinalizedFeatures, _Mapping]] = ...) -> None: ...
+    resource_config: ResourceConfig
+    client_quota: ClientQuota
+    def __init__(self, offset: _Optional[int] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., topic: _Optional[_Union[Topic, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeleted, _Mapping]] = ..., broker: _Optional[_Union[Broker, _Mapping]] = ..., acls: _Optional[_Union[AclsChanged, _Mapping]] = ..., scram_credential: _Optional[_Union[ScramCredential, _Mapping]] = ..., scram_credential_deleted: _Optional[_Union[ScramCredentialDeleted, _Mapping]] = ..., delegation_token: _Optional[_Union[DelegationToken, _Mapping]] = ..., delegation_token_removed: _Optional[_Union[DelegationTokenRemoved, _Mapping]] = ..., broker_config: _Optional[_Union[BrokerConfig, _Mapping]] = ..., features: _Optional[_Union[FinalizedFeatures, _Mapping]] = ..., resource_config: _Optional[_Union[ResourceConfig, _Mapping]] = ..., client_quota: _Optional[_Union[ClientQuota, _Mapping]] = ...) -> None: ...
 
 class RegisterBrokerRequest(_message.Message):
     __slots__ = ("request_id", "broker_id", "host", "port", "rack", "replication_endpoint", "incarnation_id", "endpoints")
@@ -619,6 +667,65 @@ class AlterConfigsResponse(_message.Message):
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[ItemResult]
     def __init__(self, results: _Optional[_Iterable[_Union[ItemResult, _Mapping]]] = ...) -> None: ...
+
+class ResourceConfigAlteration(_message.Message):
+    __slots__ = ("resource_type", "name", "set_configs", "delete_configs", "replace")
+    class SetConfigsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SET_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    DELETE_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_FIELD_NUMBER: _ClassVar[int]
+    resource_type: int
+    name: str
+    set_configs: _containers.ScalarMap[str, str]
+    delete_configs: _containers.RepeatedScalarFieldContainer[str]
+    replace: bool
+    def __init__(self, resource_type: _Optional[int] = ..., name: _Optional[str] = ..., set_configs: _Optional[_Mapping[str, str]] = ..., delete_configs: _Optional[_Iterable[str]] = ..., replace: _Optional[bool] = ...) -> None: ...
+
+class AlterResourceConfigsRequest(_message.Message):
+    __slots__ = ("request_id", "alterations", "validate_only")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ALTERATIONS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    alterations: _containers.RepeatedCompositeFieldContainer[ResourceConfigAlteration]
+    validate_only: bool
+    def __init__(self, request_id: _Optional[str] = ..., alterations: _Optional[_Iterable[_Union[ResourceConfigAlteration, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class QuotaOp(_message.Message):
+    __slots__ = ("key", "value", "remove")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: float
+    remove: bool
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ..., remove: _Optional[bool] = ...) -> None: ...
+
+class ClientQuotaAlteration(_message.Message):
+    __slots__ = ("entity", "ops")
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    entity: _containers.RepeatedCompositeFieldContainer[QuotaEntityComponent]
+    ops: _containers.RepeatedCompositeFieldContainer[QuotaOp]
+    def __init__(self, entity: _Optional[_Iterable[_Union[QuotaEntityComponent, _Mapping]]] = ..., ops: _Optional[_Iterable[_Union[QuotaOp, _Mapping]]] = ...) -> None: ...
+
+class AlterClientQuotasRequest(_message.Message):
+    __slots__ = ("request_id", "alterations", "validate_only")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ALTERATIONS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    alterations: _containers.RepeatedCompositeFieldContainer[ClientQuotaAlteration]
+    validate_only: bool
+    def __init__(self, request_id: _Optional[str] = ..., alterations: _Optional[_Iterable[_Union[ClientQuotaAlteration, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
 
 class CreatePartitionsRequest(_message.Message):
     __slots__ = ("request_id", "topic", "count", "manual", "assignments", "validate_only")

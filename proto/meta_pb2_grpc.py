@@ -129,6 +129,16 @@ class MetaServiceStub:
                 request_serializer=proto_dot_meta__pb2.AlterConfigsRequest.SerializeToString,
                 response_deserializer=proto_dot_meta__pb2.AlterConfigsResponse.FromString,
                 _registered_method=True)
+        self.AlterResourceConfigs = channel.unary_unary(
+                '/rafka.meta.MetaService/AlterResourceConfigs',
+                request_serializer=proto_dot_meta__pb2.AlterResourceConfigsRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.AlterConfigsResponse.FromString,
+                _registered_method=True)
+        self.AlterClientQuotas = channel.unary_unary(
+                '/rafka.meta.MetaService/AlterClientQuotas',
+                request_serializer=proto_dot_meta__pb2.AlterClientQuotasRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.AlterConfigsResponse.FromString,
+                _registered_method=True)
         self.CreatePartitions = channel.unary_unary(
                 '/rafka.meta.MetaService/CreatePartitions',
                 request_serializer=proto_dot_meta__pb2.CreatePartitionsRequest.SerializeToString,
@@ -288,6 +298,20 @@ class MetaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterResourceConfigs(self, request, context):
+        """GROUP and CLIENT_METRICS configs (results: INVALID_REQUEST for an empty name or another type)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterClientQuotas(self, request, context):
+        """Client quotas (results: one per alteration, in order)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreatePartitions(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -428,6 +452,16 @@ def add_MetaServiceServicer_to_server(servicer, server):
             'AlterConfigs': grpc.unary_unary_rpc_method_handler(
                     servicer.AlterConfigs,
                     request_deserializer=proto_dot_meta__pb2.AlterConfigsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.AlterConfigsResponse.SerializeToString,
+            ),
+            'AlterResourceConfigs': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterResourceConfigs,
+                    request_deserializer=proto_dot_meta__pb2.AlterResourceConfigsRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.AlterConfigsResponse.SerializeToString,
+            ),
+            'AlterClientQuotas': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterClientQuotas,
+                    request_deserializer=proto_dot_meta__pb2.AlterClientQuotasRequest.FromString,
                     response_serializer=proto_dot_meta__pb2.AlterConfigsResponse.SerializeToString,
             ),
             'CreatePartitions': grpc.unary_unary_rpc_method_handler(
@@ -978,6 +1012,60 @@ class MetaService:
             target,
             '/rafka.meta.MetaService/AlterConfigs',
             proto_dot_meta__pb2.AlterConfigsRequest.SerializeToString,
+            proto_dot_meta__pb2.AlterConfigsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterResourceConfigs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/AlterResourceConfigs',
+            proto_dot_meta__pb2.AlterResourceConfigsRequest.SerializeToString,
+            proto_dot_meta__pb2.AlterConfigsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterClientQuotas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/AlterClientQuotas',
+            proto_dot_meta__pb2.AlterClientQuotasRequest.SerializeToString,
             proto_dot_meta__pb2.AlterConfigsResponse.FromString,
             options,
             channel_credentials,

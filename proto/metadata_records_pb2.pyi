@@ -432,6 +432,88 @@ class AlterConfigs(_message.Message):
     validate_only: bool
     def __init__(self, alterations: _Optional[_Iterable[_Union[ConfigAlteration, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
 
+class ResourceConfigAlteration(_message.Message):
+    __slots__ = ("resource_type", "name", "set", "delete", "replace")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SET_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_FIELD_NUMBER: _ClassVar[int]
+    resource_type: int
+    name: str
+    set: _containers.RepeatedCompositeFieldContainer[Config]
+    delete: _containers.RepeatedScalarFieldContainer[str]
+    replace: bool
+    def __init__(self, resource_type: _Optional[int] = ..., name: _Optional[str] = ..., set: _Optional[_Iterable[_Union[Config, _Mapping]]] = ..., delete: _Optional[_Iterable[str]] = ..., replace: _Optional[bool] = ...) -> None: ...
+
+class AlterResourceConfigs(_message.Message):
+    __slots__ = ("alterations", "validate_only")
+    ALTERATIONS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    alterations: _containers.RepeatedCompositeFieldContainer[ResourceConfigAlteration]
+    validate_only: bool
+    def __init__(self, alterations: _Optional[_Iterable[_Union[ResourceConfigAlteration, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class ResourceConfigs(_message.Message):
+    __slots__ = ("resource_type", "name", "configs")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    resource_type: int
+    name: str
+    configs: _containers.RepeatedCompositeFieldContainer[Config]
+    def __init__(self, resource_type: _Optional[int] = ..., name: _Optional[str] = ..., configs: _Optional[_Iterable[_Union[Config, _Mapping]]] = ...) -> None: ...
+
+class QuotaEntityComponent(_message.Message):
+    __slots__ = ("entity_type", "entity_name")
+    ENTITY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_NAME_FIELD_NUMBER: _ClassVar[int]
+    entity_type: str
+    entity_name: str
+    def __init__(self, entity_type: _Optional[str] = ..., entity_name: _Optional[str] = ...) -> None: ...
+
+class QuotaOp(_message.Message):
+    __slots__ = ("key", "value", "remove")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: float
+    remove: bool
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ..., remove: _Optional[bool] = ...) -> None: ...
+
+class ClientQuotaAlteration(_message.Message):
+    __slots__ = ("entity", "ops")
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    entity: _containers.RepeatedCompositeFieldContainer[QuotaEntityComponent]
+    ops: _containers.RepeatedCompositeFieldContainer[QuotaOp]
+    def __init__(self, entity: _Optional[_Iterable[_Union[QuotaEntityComponent, _Mapping]]] = ..., ops: _Optional[_Iterable[_Union[QuotaOp, _Mapping]]] = ...) -> None: ...
+
+class AlterClientQuotas(_message.Message):
+    __slots__ = ("alterations", "validate_only")
+    ALTERATIONS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    alterations: _containers.RepeatedCompositeFieldContainer[ClientQuotaAlteration]
+    validate_only: bool
+    def __init__(self, alterations: _Optional[_Iterable[_Union[ClientQuotaAlteration, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class QuotaValue(_message.Message):
+    __slots__ = ("key", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: float
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+
+class ClientQuotas(_message.Message):
+    __slots__ = ("entity", "values")
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    entity: _containers.RepeatedCompositeFieldContainer[QuotaEntityComponent]
+    values: _containers.RepeatedCompositeFieldContainer[QuotaValue]
+    def __init__(self, entity: _Optional[_Iterable[_Union[QuotaEntityComponent, _Mapping]]] = ..., values: _Optional[_Iterable[_Union[QuotaValue, _Mapping]]] = ...) -> None: ...
+
 class CreatePartitions(_message.Message):
     __slots__ = ("topic", "count", "manual", "assignments", "validate_only", "placement_seed")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
@@ -499,7 +581,7 @@ class OfflineReplicas(_message.Message):
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[TopicPartition, _Mapping]]] = ..., unclean_election_default: _Optional[bool] = ...) -> None: ...
 
 class CommandRecord(_message.Message):
-    __slots__ = ("version", "request_id", "now_ms", "init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens", "alter_configs", "create_partitions", "alter_reassignments", "update_features", "offline_replicas")
+    __slots__ = ("version", "request_id", "now_ms", "init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens", "alter_configs", "create_partitions", "alter_reassignments", "update_features", "offline_replicas", "alter_resource_configs", "alter_client_quotas")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     NOW_MS_FIELD_NUMBER: _ClassVar[int]
@@ -528,6 +610,8 @@ class CommandRecord(_message.Message):
     ALTER_REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
     UPDATE_FEATURES_FIELD_NUMBER: _ClassVar[int]
     OFFLINE_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    ALTER_RESOURCE_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    ALTER_CLIENT_QUOTAS_FIELD_NUMBER: _ClassVar[int]
     version: int
     request_id: str
     now_ms: int
@@ -556,7 +640,9 @@ class CommandRecord(_message.Message):
     alter_reassignments: AlterReassignments
     update_features: UpdateFeatures
     offline_replicas: OfflineReplicas
-    def __init__(self, version: _Optional[int] = ..., request_id: _Optional[str] = ..., now_ms: _Optional[int] = ..., init_cluster: _Optional[_Union[InitCluster, _Mapping]] = ..., create_topics: _Optional[_Union[CreateTopics, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopics, _Mapping]] = ..., register_broker: _Optional[_Union[RegisterBroker, _Mapping]] = ..., fence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., unfence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., alter_partition: _Optional[_Union[AlterPartition, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ControlledShutdown, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeaders, _Mapping]] = ..., balance_leaders: _Optional[_Union[BalanceLeaders, _Mapping]] = ..., allocate_producer_ids: _Optional[_Union[AllocateProducerIds, _Mapping]] = ..., register_groups: _Optional[_Union[RegisterGroups, _Mapping]] = ..., unregister_groups: _Optional[_Union[UnregisterGroups, _Mapping]] = ..., create_acls: _Optional[_Union[CreateAcls, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAcls, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentials, _Mapping]] = ..., create_delegation_token: _Optional[_Union[CreateDelegationToken, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., remove_expired_tokens: _Optional[_Union[RemoveExpiredTokens, _Mapping]] = ..., alter_configs: _Optional[_Union[AlterConfigs, _Mapping]] = ..., create_partitions: _Optional[_Union[CreatePartitions, _Mapping]] = ..., alter_reassignments: _Optional[_Union[AlterReassignments, _Mapping]] = ..., update_features: _Optional[_Union[UpdateFeatures, _Mapping]] = ..., offline_replicas: _Optional[_Union[OfflineReplicas, _Mapping]] = ...) -> None: ...
+    alter_resource_configs: AlterResourceConfigs
+    alter_client_quotas: AlterClientQuotas
+    def __init__(self, version: _Optional[int] = ..., request_id: _Optional[str] = ..., now_ms: _Optional[int] = ..., init_cluster: _Optional[_Union[InitCluster, _Mapping]] = ..., create_topics: _Optional[_Union[CreateTopics, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopics, _Mapping]] = ..., register_broker: _Optional[_Union[RegisterBroker, _Mapping]] = ..., fence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., unfence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., alter_partition: _Optional[_Union[AlterPartition, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ControlledShutdown, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeaders, _Mapping]] = ..., balance_leaders: _Optional[_Union[BalanceLeaders, _Mapping]] = ..., allocate_producer_ids: _Optional[_Union[AllocateProducerIds, _Mapping]] = ..., register_groups: _Optional[_Union[RegisterGroups, _Mapping]] = ..., unregister_groups: _Optional[_Union[UnregisterGroups, _Mapping]] = ..., create_acls: _Optional[_Union[CreateAcls, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAcls, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentials, _Mapping]] = ..., create_delegation_token: _Optional[_Union[CreateDelegationToken, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., remove_expired_tokens: _Optional[_Union[RemoveExpiredTokens, _Mapping]] = ..., alter_configs: _Optional[_Union[AlterConfigs, _Mapping]] = ..., create_partitions: _Optional[_Union[CreatePartitions, _Mapping]] = ..., alter_reassignments: _Optional[_Union[AlterReassignments, _Mapping]] = ..., update_features: _Optional[_Union[UpdateFeatures, _Mapping]] = ..., offline_replicas: _Optional[_Union[OfflineReplicas, _Mapping]] = ..., alter_resource_configs: _Optional[_Union[AlterResourceConfigs, _Mapping]] = ..., alter_client_quotas: _Optional[_Union[AlterClientQuotas, _Mapping]] = ...) -> None: ...
 
 class TopicOutcome(_message.Message):
     __slots__ = ("created", "rejected")
@@ -751,7 +837,7 @@ class OfflineOutcome(_message.Message):
     def __init__(self, partitions_changed: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
 
 class Result(_message.Message):
-    __slots__ = ("init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens", "alter_configs", "create_partitions", "alter_reassignments", "update_features", "offline_replicas")
+    __slots__ = ("init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens", "alter_configs", "create_partitions", "alter_reassignments", "update_features", "offline_replicas", "alter_resource_configs", "alter_client_quotas")
     INIT_CLUSTER_FIELD_NUMBER: _ClassVar[int]
     CREATE_TOPICS_FIELD_NUMBER: _ClassVar[int]
     DELETE_TOPICS_FIELD_NUMBER: _ClassVar[int]
@@ -777,6 +863,8 @@ class Result(_message.Message):
     ALTER_REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
     UPDATE_FEATURES_FIELD_NUMBER: _ClassVar[int]
     OFFLINE_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    ALTER_RESOURCE_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    ALTER_CLIENT_QUOTAS_FIELD_NUMBER: _ClassVar[int]
     init_cluster: str
     create_topics: CreateTopicsResult
     delete_topics: DeleteTopicsResult
@@ -802,7 +890,9 @@ class Result(_message.Message):
     alter_reassignments: AlterReassignmentsResult
     update_features: UpdateFeaturesResult
     offline_replicas: OfflineOutcome
-    def __init__(self, init_cluster: _Optional[str] = ..., create_topics: _Optional[_Union[CreateTopicsResult, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopicsResult, _Mapping]] = ..., register_broker: _Optional[int] = ..., fence_broker: _Optional[bool] = ..., unfence_broker: _Optional[bool] = ..., alter_partition: _Optional[_Union[AlterPartitionResult, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ShutdownOutcome, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeadersResult, _Mapping]] = ..., balance_leaders: _Optional[int] = ..., allocate_producer_ids: _Optional[_Union[ProducerIdBlock, _Mapping]] = ..., register_groups: _Optional[int] = ..., unregister_groups: _Optional[int] = ..., create_acls: _Optional[_Union[CreateAclsResult, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAclsResult, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentialsResult, _Mapping]] = ..., create_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., remove_expired_tokens: _Optional[int] = ..., alter_configs: _Optional[_Union[AlterConfigsResult, _Mapping]] = ..., create_partitions: _Optional[_Union[Outcome, _Mapping]] = ..., alter_reassignments: _Optional[_Union[AlterReassignmentsResult, _Mapping]] = ..., update_features: _Optional[_Union[UpdateFeaturesResult, _Mapping]] = ..., offline_replicas: _Optional[_Union[OfflineOutcome, _Mapping]] = ...) -> None: ...
+    alter_resource_configs: AlterConfigsResult
+    alter_client_quotas: AlterConfigsResult
+    def __init__(self, init_cluster: _Optional[str] = ..., create_topics: _Optional[_Union[CreateTopicsResult, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopicsResult, _Mapping]] = ..., register_broker: _Optional[int] = ..., fence_broker: _Optional[bool] = ..., unfence_broker: _Optional[bool] = ..., alter_partition: _Optional[_Union[AlterPartitionResult, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ShutdownOutcome, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeadersResult, _Mapping]] = ..., balance_leaders: _Optional[int] = ..., allocate_producer_ids: _Optional[_Union[ProducerIdBlock, _Mapping]] = ..., register_groups: _Optional[int] = ..., unregister_groups: _Optional[int] = ..., create_acls: _Optional[_Union[CreateAclsResult, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAclsResult, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentialsResult, _Mapping]] = ..., create_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., remove_expired_tokens: _Optional[int] = ..., alter_configs: _Optional[_Union[AlterConfigsResult, _Mapping]] = ..., create_partitions: _Optional[_Union[Outcome, _Mapping]] = ..., alter_reassignments: _Optional[_Union[AlterReassignmentsResult, _Mapping]] = ..., update_features: _Optional[_Union[UpdateFeaturesResult, _Mapping]] = ..., offline_replicas: _Optional[_Union[OfflineOutcome, _Mapping]] = ..., alter_resource_configs: _Optional[_Union[AlterConfigsResult, _Mapping]] = ..., alter_client_quotas: _Optional[_Union[AlterConfigsResult, _Mapping]] = ...) -> None: ...
 
 class AppliedRequest(_message.Message):
     __slots__ = ("request_id", "now_ms", "result")
@@ -815,7 +905,7 @@ class AppliedRequest(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., now_ms: _Optional[int] = ..., result: _Optional[_Union[Result, _Mapping]] = ...) -> None: ...
 
 class StateRecord(_message.Message):
-    __slots__ = ("version", "cluster_id", "offset", "topics", "brokers", "applied_requests", "next_producer_id", "groups", "acls", "scram_credentials", "delegation_tokens", "broker_configs", "features", "features_initialized")
+    __slots__ = ("version", "cluster_id", "offset", "topics", "brokers", "applied_requests", "next_producer_id", "groups", "acls", "scram_credentials", "delegation_tokens", "broker_configs", "features", "features_initialized", "resource_configs", "client_quotas")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -830,6 +920,8 @@ class StateRecord(_message.Message):
     BROKER_CONFIGS_FIELD_NUMBER: _ClassVar[int]
     FEATURES_FIELD_NUMBER: _ClassVar[int]
     FEATURES_INITIALIZED_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_QUOTAS_FIELD_NUMBER: _ClassVar[int]
     version: int
     cluster_id: str
     offset: int
@@ -844,4 +936,6 @@ class StateRecord(_message.Message):
     broker_configs: _containers.RepeatedCompositeFieldContainer[BrokerConfigs]
     features: _containers.RepeatedCompositeFieldContainer[FeatureLevel]
     features_initialized: bool
-    def __init__(self, version: _Optional[int] = ..., cluster_id: _Optional[str] = ..., offset: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., applied_requests: _Optional[_Iterable[_Union[AppliedRequest, _Mapping]]] = ..., next_producer_id: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[GroupEntry, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., scram_credentials: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., delegation_tokens: _Optional[_Iterable[_Union[DelegationToken, _Mapping]]] = ..., broker_configs: _Optional[_Iterable[_Union[BrokerConfigs, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[FeatureLevel, _Mapping]]] = ..., features_initialized: _Optional[bool] = ...) -> None: ...
+    resource_configs: _containers.RepeatedCompositeFieldContainer[ResourceConfigs]
+    client_quotas: _containers.RepeatedCompositeFieldContainer[ClientQuotas]
+    def __init__(self, version: _Optional[int] = ..., cluster_id: _Optional[str] = ..., offset: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., applied_requests: _Optional[_Iterable[_Union[AppliedRequest, _Mapping]]] = ..., next_producer_id: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[GroupEntry, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., scram_credentials: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., delegation_tokens: _Optional[_Iterable[_Union[DelegationToken, _Mapping]]] = ..., broker_configs: _Optional[_Iterable[_Union[BrokerConfigs, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[FeatureLevel, _Mapping]]] = ..., features_initialized: _Optional[bool] = ..., resource_configs: _Optional[_Iterable[_Union[ResourceConfigs, _Mapping]]] = ..., client_quotas: _Optional[_Iterable[_Union[ClientQuotas, _Mapping]]] = ...) -> None: ...

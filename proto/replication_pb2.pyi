@@ -147,3 +147,79 @@ class AddPartitionsToTxnResponse(_message.Message):
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     def __init__(self, error_code: _Optional[int] = ...) -> None: ...
+
+class SharePartition(_message.Message):
+    __slots__ = ("group_id", "topic_id", "partition")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    topic_id: bytes
+    partition: int
+    def __init__(self, group_id: _Optional[str] = ..., topic_id: _Optional[bytes] = ..., partition: _Optional[int] = ...) -> None: ...
+
+class ShareStateBatch(_message.Message):
+    __slots__ = ("first_offset", "last_offset", "delivery_state", "delivery_count")
+    FIRST_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_STATE_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+    def __init__(self, first_offset: _Optional[int] = ..., last_offset: _Optional[int] = ..., delivery_state: _Optional[int] = ..., delivery_count: _Optional[int] = ...) -> None: ...
+
+class ShareStateData(_message.Message):
+    __slots__ = ("state_epoch", "leader_epoch", "start_offset", "batches")
+    STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    batches: _containers.RepeatedCompositeFieldContainer[ShareStateBatch]
+    def __init__(self, state_epoch: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., start_offset: _Optional[int] = ..., batches: _Optional[_Iterable[_Union[ShareStateBatch, _Mapping]]] = ...) -> None: ...
+
+class ReadShareStateRequest(_message.Message):
+    __slots__ = ("key", "leader_epoch")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    key: SharePartition
+    leader_epoch: int
+    def __init__(self, key: _Optional[_Union[SharePartition, _Mapping]] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
+
+class WriteShareStateRequest(_message.Message):
+    __slots__ = ("key", "state")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    key: SharePartition
+    state: ShareStateData
+    def __init__(self, key: _Optional[_Union[SharePartition, _Mapping]] = ..., state: _Optional[_Union[ShareStateData, _Mapping]] = ...) -> None: ...
+
+class InitializeShareStateRequest(_message.Message):
+    __slots__ = ("key", "start_offset")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    key: SharePartition
+    start_offset: int
+    def __init__(self, key: _Optional[_Union[SharePartition, _Mapping]] = ..., start_offset: _Optional[int] = ...) -> None: ...
+
+class ShareStateKeyRequest(_message.Message):
+    __slots__ = ("key",)
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    key: SharePartition
+    def __init__(self, key: _Optional[_Union[SharePartition, _Mapping]] = ...) -> None: ...
+
+class ShareStateResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "found", "state")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    FOUND_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    found: bool
+    state: ShareStateData
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., found: _Optional[bool] = ..., state: _Optional[_Union[ShareStateData, _Mapping]] = ...) -> None: ...

@@ -138,3 +138,247 @@ class Transactions:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class ShareStateStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Read = channel.unary_unary(
+                '/rafka.replication.ShareState/Read',
+                request_serializer=proto_dot_replication__pb2.ReadShareStateRequest.SerializeToString,
+                response_deserializer=proto_dot_replication__pb2.ShareStateResponse.FromString,
+                _registered_method=True)
+        self.Write = channel.unary_unary(
+                '/rafka.replication.ShareState/Write',
+                request_serializer=proto_dot_replication__pb2.WriteShareStateRequest.SerializeToString,
+                response_deserializer=proto_dot_replication__pb2.ShareStateResponse.FromString,
+                _registered_method=True)
+        self.Initialize = channel.unary_unary(
+                '/rafka.replication.ShareState/Initialize',
+                request_serializer=proto_dot_replication__pb2.InitializeShareStateRequest.SerializeToString,
+                response_deserializer=proto_dot_replication__pb2.ShareStateResponse.FromString,
+                _registered_method=True)
+        self.Delete = channel.unary_unary(
+                '/rafka.replication.ShareState/Delete',
+                request_serializer=proto_dot_replication__pb2.ShareStateKeyRequest.SerializeToString,
+                response_deserializer=proto_dot_replication__pb2.ShareStateResponse.FromString,
+                _registered_method=True)
+        self.Summary = channel.unary_unary(
+                '/rafka.replication.ShareState/Summary',
+                request_serializer=proto_dot_replication__pb2.ShareStateKeyRequest.SerializeToString,
+                response_deserializer=proto_dot_replication__pb2.ShareStateResponse.FromString,
+                _registered_method=True)
+
+
+class ShareStateServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def Read(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Write(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Initialize(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Delete(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Summary(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ShareStateServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Read': grpc.unary_unary_rpc_method_handler(
+                    servicer.Read,
+                    request_deserializer=proto_dot_replication__pb2.ReadShareStateRequest.FromString,
+                    response_serializer=proto_dot_replication__pb2.ShareStateResponse.SerializeToString,
+            ),
+            'Write': grpc.unary_unary_rpc_method_handler(
+                    servicer.Write,
+                    request_deserializer=proto_dot_replication__pb2.WriteShareStateRequest.FromString,
+                    response_serializer=proto_dot_replication__pb2.ShareStateResponse.SerializeToString,
+            ),
+            'Initialize': grpc.unary_unary_rpc_method_handler(
+                    servicer.Initialize,
+                    request_deserializer=proto_dot_replication__pb2.InitializeShareStateRequest.FromString,
+                    response_serializer=proto_dot_replication__pb2.ShareStateResponse.SerializeToString,
+            ),
+            'Delete': grpc.unary_unary_rpc_method_handler(
+                    servicer.Delete,
+                    request_deserializer=proto_dot_replication__pb2.ShareStateKeyRequest.FromString,
+                    response_serializer=proto_dot_replication__pb2.ShareStateResponse.SerializeToString,
+            ),
+            'Summary': grpc.unary_unary_rpc_method_handler(
+                    servicer.Summary,
+                    request_deserializer=proto_dot_replication__pb2.ShareStateKeyRequest.FromString,
+                    response_serializer=proto_dot_replication__pb2.ShareStateResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'rafka.replication.ShareState', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('rafka.replication.ShareState', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class ShareState:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def Read(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.replication.ShareState/Read',
+            proto_dot_replication__pb2.ReadShareStateRequest.SerializeToString,
+            proto_dot_replication__pb2.ShareStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Write(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.replication.ShareState/Write',
+            proto_dot_replication__pb2.WriteShareStateRequest.SerializeToString,
+            proto_dot_replication__pb2.ShareStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Initialize(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.replication.ShareState/Initialize',
+            proto_dot_replication__pb2.InitializeShareStateRequest.SerializeToString,
+            proto_dot_replication__pb2.ShareStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Delete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.replication.ShareState/Delete',
+            proto_dot_replication__pb2.ShareStateKeyRequest.SerializeToString,
+            proto_dot_replication__pb2.ShareStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Summary(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.replication.ShareState/Summary',
+            proto_dot_replication__pb2.ShareStateKeyRequest.SerializeToString,
+            proto_dot_replication__pb2.ShareStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

@@ -14,14 +14,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import anyio
 
 from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.consumer_group import ConsumerGroupConfig
+from dataplane.coordinator.share_group import ShareGroupConfig
 from dataplane.coordinator.timer import Timer
 from dataplane.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from dataplane.share.group_settings import GroupConfigs
 
 log = logging.getLogger("rafka.coordinator")
 
@@ -46,6 +50,8 @@ class GroupConfig:
     offsets_retention_check_interval_ms: int = 600000
     # group.consumer.*: KIP-848 consumer groups
     consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
+    # group.share.*: KIP-932 share groups
+    share: ShareGroupConfig = field(default_factory=ShareGroupConfig)
 
 
 class Reply(Generic[T]):
@@ -104,6 +110,9 @@ class ShardServices:
     partition and background work, and may listen to the hooks; `write` (an append whose
     completion is a callback) and the shard's `timer` are built on those, alike for every host.
     """
+
+    # groups' GROUP configs (per-group timings); None: the config's defaults apply
+    group_settings: GroupConfigs | None = None
 
     def __init__(self, config: GroupConfig) -> None:
         self.config = config

@@ -26,10 +26,11 @@ INCONSISTENT_GROUP_PROTOCOL from a non-empty one (`base.Group.classic_join`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dataplane.coordinator import consumer_group_records as rec
+from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.base import DescribedGroup as ClassicDescribedGroup
 from dataplane.coordinator.base import (
     Group,
@@ -54,7 +55,13 @@ if TYPE_CHECKING:
     from dataplane.coordinator.shard import GroupShard
     from dataplane.log.records import Record
 
-__all__ = ["ConsumerGroupAdapter", "describe", "heartbeat", "replay_record"]
+__all__ = [
+    "ConsumerGroupAdapter",
+    "ModernGroupAdapter",
+    "describe",
+    "heartbeat",
+    "replay_record",
+]
 
 log = logging.getLogger("rafka.coordinator.consumer_group")
 
@@ -63,34 +70,125 @@ FENCE_RETRY_MS = 1000
 """A member whose fencing records could not be appended is fenced again this much later."""
 
 
-def _expiry_key(group_id: str) -> str:
-    return f"consumer-expiry-{group_id}"
+class ModernGroup(Protocol):
+    """What `ModernGroupAdapter` needs of the pure logic of a KIP-848-style group (consumer
+    or share): its state name, deletion records and member deadlines."""
+
+    group_id: str
+    deleted: bool
+
+    @property
+    def state_name(self) -> str: ...
+    @property
+    def is_empty(self) -> bool: ...
+    @property
+    def members(self) -> Mapping[str, Any]: ...
+    def validate_delete(self) -> None: ...
+    def tombstones(self) -> list[tuple[bytes, bytes | None]]: ...
+    def on_loaded(self, now_ms: int) -> None: ...
+    def next_deadline_ms(self) -> int | None: ...
+    def expired_members(self, now_ms: int) -> list[str]: ...
+    def postpone_expiry(self, member_id: str, deadline_ms: int) -> None: ...
+    def fence_member(
+        self, member_id: str, now_ms: int, topics: Mapping[str, TopicMetadata]
+    ) -> list[tuple[bytes, bytes | None]]: ...
 
 
-class ConsumerGroupAdapter(Group):
+class ModernGroupAdapter(Group):
+    """A group of the KIP-848 protocol family in a shard (consumer groups here, share groups
+    in share_group_adapter.py): the hooks they answer alike, and their members' deadlines on
+    the shard's timer (expired members are fenced one at a time)."""
+
+    EXPIRY_TIMER = "expiry"  # the shard timer key's prefix
+
+    def __init__(self, group: ModernGroup, ctx: ShardServices) -> None:
+        super().__init__(group.group_id)
+        self.modern = group
+        self.ctx = ctx
+        self._timer_at: int | None = None  # the wall-clock ms the expiry timer fires at
+        self._expiry_key = f"{self.EXPIRY_TIMER}-{group.group_id}"
+
+    @property
+    def state_name(self) -> str:
+        return self.modern.state_name
+
+    def is_empty(self) -> bool:
+        return self.modern.is_empty
+
+    def validate_delete(self) -> ErrorCode:
+        try:
+            self.modern.validate_delete()
+        except KafkaError as e:
+            return e.code
+        return ErrorCode.none
+
+    def tombstones(self) -> list[tuple[bytes, bytes | None]]:
+        return self.modern.tombstones()
+
+    def on_loaded(self) -> None:
+        self.modern.on_loaded(self.ctx.now_ms())
+        self.schedule_expiry()
+
+    def unload(self) -> None:
+        self.ctx.timer.cancel(self._expiry_key)
+        self._timer_at = None
+
+    def schedule_expiry(self) -> None:
+        """Set the shard timer to the group's earliest member deadline (a later one is left
+        alone: the timer fires, finds nobody expired and moves on to the next deadline)."""
+        key = self._expiry_key
+        deadline = self.modern.next_deadline_ms()
+        timer = self.ctx.timer
+        if deadline is None:
+            if self._timer_at is not None:
+                timer.cancel(key)
+                self._timer_at = None
+            return
+        if self._timer_at is not None and self._timer_at <= deadline and timer.is_scheduled(key):
+            return
+        self._timer_at = deadline
+        timer.schedule(key, deadline - self.ctx.now_ms(), self._expire)
+
+    def _expire(self) -> None:
+        self._timer_at = None
+        group = self.modern
+        if group.deleted:
+            return
+        now = self.ctx.now_ms()
+        for member_id in group.expired_members(now):
+            if member_id not in group.members:
+                continue
+            member = group.members[member_id]
+            records = group.fence_member(member_id, now, self.ctx.topics())
+            log.info(
+                "group %s: member %s (epoch %d) fenced: session or rebalance timeout expired",
+                self.group_id,
+                member_id,
+                member.member_epoch,
+            )
+            error = self.ctx.write(self.group_id, records, replay=True)
+            if error is not None:
+                log.info("group %s: fencing %s postponed: %s", self.group_id, member_id, error)
+                group.postpone_expiry(member_id, now + FENCE_RETRY_MS)
+        self.schedule_expiry()
+
+
+class ConsumerGroupAdapter(ModernGroupAdapter):
     """A KIP-848 consumer group in a shard: the shard's hooks answered by the `ConsumerGroup`
     (`self.group`), plus its deadlines on the shard's timer."""
 
     TYPE = "consumer"
+    EXPIRY_TIMER = "consumer-expiry"
 
     def __init__(self, group: ConsumerGroup, ctx: ShardServices) -> None:
-        super().__init__(group.group_id)
+        super().__init__(group, ctx)
         self.group = group
-        self.ctx = ctx
-        self._timer_at: int | None = None  # the wall-clock ms the expiry timer fires at
 
     # -- identity and listing ---------------------------------------------------------------
 
     @property
-    def state_name(self) -> str:
-        return self.group.state_name
-
-    @property
     def protocol_type_name(self) -> str:
         return PROTOCOL_TYPE
-
-    def is_empty(self) -> bool:
-        return self.group.is_empty
 
     def describe(self) -> ClassicDescribedGroup:
         # DescribeGroups (v0-v5) describes classic groups only: Kafka answers "Dead" for a
@@ -125,66 +223,8 @@ class ConsumerGroupAdapter(Group):
 
     # -- deletion ---------------------------------------------------------------------------
 
-    def validate_delete(self) -> ErrorCode:
-        try:
-            self.group.validate_delete()
-        except KafkaError as e:
-            return e.code
-        return ErrorCode.none
-
     def validate_offset_delete(self) -> ErrorCode:
         return ErrorCode.none  # subscribed topics are refused per partition by the shard
-
-    def tombstones(self) -> list[tuple[bytes, bytes | None]]:
-        return self.group.tombstones()
-
-    # -- loading and deadlines --------------------------------------------------------------
-
-    def on_loaded(self) -> None:
-        self.group.on_loaded(self.ctx.now_ms())
-        self.schedule_expiry()
-
-    def unload(self) -> None:
-        self.ctx.timer.cancel(_expiry_key(self.group_id))
-        self._timer_at = None
-
-    def schedule_expiry(self) -> None:
-        """Set the shard timer to the group's earliest member deadline (a later one is left
-        alone: the timer fires, finds nobody expired and moves on to the next deadline)."""
-        key = _expiry_key(self.group_id)
-        deadline = self.group.next_deadline_ms()
-        timer = self.ctx.timer
-        if deadline is None:
-            if self._timer_at is not None:
-                timer.cancel(key)
-                self._timer_at = None
-            return
-        if self._timer_at is not None and self._timer_at <= deadline and timer.is_scheduled(key):
-            return
-        self._timer_at = deadline
-        timer.schedule(key, deadline - self.ctx.now_ms(), self._expire)
-
-    def _expire(self) -> None:
-        self._timer_at = None
-        if self.group.deleted:
-            return
-        now = self.ctx.now_ms()
-        for member_id in self.group.expired_members(now):
-            if member_id not in self.group.members:
-                continue
-            member = self.group.members[member_id]
-            records = self.group.fence_member(member_id, now, self.ctx.topics())
-            log.info(
-                "group %s: member %s (epoch %d) fenced: session or rebalance timeout expired",
-                self.group_id,
-                member_id,
-                member.member_epoch,
-            )
-            error = self.ctx.write(self.group_id, records, replay=True)
-            if error is not None:
-                log.info("group %s: fencing %s postponed: %s", self.group_id, member_id, error)
-                self.group.postpone_expiry(member_id, now + FENCE_RETRY_MS)
-        self.schedule_expiry()
 
 
 # ---------------------------------------------------------------- ConsumerGroupHeartbeat

@@ -32,6 +32,7 @@ from dataplane.coordinator.consumer_group import ConsumerGroupConfig
 from dataplane.coordinator.offsets import CommitPartition
 from dataplane.coordinator.runtime import CoordinatorRuntime, InternalTopic, next_sequence
 from dataplane.coordinator.shard import GroupShard
+from dataplane.coordinator.share_group import ShareGroupConfig
 from dataplane.coordinator.timer import monotonic_ms, wall_ms
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.client import MetaError
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from dataplane.config import BrokerConfig
     from dataplane.metadata_cache import MetadataCache, TopicInfo
     from dataplane.replica.manager import ReplicaManager
+    from dataplane.share.group_settings import GroupConfigs
     from meta.client import MetaClient
 
 log = logging.getLogger("rafka.coordinator")
@@ -62,6 +64,11 @@ def group_config(config: BrokerConfig) -> GroupConfig:
             heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
             max_size=config.group_consumer_max_size,
             assignors=consumer_assignors(config.group_consumer_assignors),
+        ),
+        share=ShareGroupConfig(
+            session_timeout_ms=config.group_share_session_timeout_ms,
+            heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
+            max_size=config.group_share_max_size,
         ),
     )
 
@@ -118,6 +125,7 @@ class _Services(ShardServices):
     def __init__(self, coordinator: GroupCoordinator, index: int) -> None:
         self._coordinator = coordinator
         super().__init__(coordinator.config)
+        self.group_settings = coordinator.group_settings
         self.shard = GroupShard(index, self)
 
     def clock_ms(self) -> int:
@@ -229,9 +237,12 @@ class GroupCoordinator:
         replicas: ReplicaManager,
         topic: InternalTopic,
         meta: MetaClient,
+        *,
+        group_settings: GroupConfigs | None = None,
     ) -> None:
         self.config = config
         self.meta = meta
+        self.group_settings = group_settings
         self.topics = ClusterTopics(cache)
         self.runtime: CoordinatorRuntime[GroupShard] = CoordinatorRuntime(
             replicas, topic, self.new_shard

@@ -15,8 +15,9 @@ Transactional offsets (TxnOffsetCommit) arrive in transactional batches and are 
 transaction markers: the runtime hands those to `replay_transactional` and
 `replay_end_transaction` (a `runtime.TransactionalShard`).
 
-Group types: classic groups (`classic_group.ClassicGroup`, record types 0-2) and KIP-848
-consumer groups (`consumer_group_adapter.ConsumerGroupAdapter`, record types 3-8 and 16) share
+Group types: classic groups (`classic_group.ClassicGroup`, record types 0-2), KIP-848
+consumer groups (`consumer_group_adapter.ConsumerGroupAdapter`, record types 3-8 and 16) and
+KIP-932 share groups (`share_group_adapter.ShareGroupAdapter`, record types 10-15) share
 `groups`, one group per id; the committed offsets are the shard's whatever the group's type.
 """
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
-from dataplane.coordinator import consumer_group_adapter
+from dataplane.coordinator import consumer_group_adapter, share_group_adapter
 from dataplane.coordinator.base import (
     DescribedGroup,
     Group,
@@ -54,8 +55,12 @@ from dataplane.coordinator.records import (
     group_metadata_record,
     record_type,
 )
+from dataplane.coordinator.share_group import DescribedGroup as ShareDescribedGroup
+from dataplane.coordinator.share_group import HeartbeatRequest as ShareHeartbeatRequest
+from dataplane.coordinator.share_group import HeartbeatResponse as ShareHeartbeatResponse
+from dataplane.coordinator.share_group_records import SHARE_GROUP_RECORD_TYPES
 from dataplane.log.records import Record
-from dataplane.protocol.errors import ErrorCode
+from dataplane.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("rafka.coordinator.shard")
 
@@ -82,6 +87,8 @@ class GroupShard:
         }
         for type_id in CONSUMER_GROUP_RECORD_TYPES:
             self.replayers[type_id] = self._replay_consumer_group
+        for type_id in SHARE_GROUP_RECORD_TYPES:
+            self.replayers[type_id] = self._replay_share_group
         self.loaded = False
         self.unloaded = False
         self.skipped_records = 0
@@ -159,6 +166,9 @@ class GroupShard:
     def _replay_consumer_group(self, record: Record) -> None:
         consumer_group_adapter.replay_record(self, record)
 
+    def _replay_share_group(self, record: Record) -> None:
+        share_group_adapter.replay_record(self, record)
+
     # ==================================================================== classic group APIs
 
     def add_group(self, group: Group) -> None:
@@ -178,7 +188,11 @@ class GroupShard:
     def join_group(self, req: JoinRequest) -> Reply[JoinResult]:
         reply: Reply[JoinResult] = Reply()
         group = self.groups.get(req.group_id)
-        if group is not None and not isinstance(group, ClassicGroup) and group.is_empty():
+        if (
+            group is not None
+            and not isinstance(group, ClassicGroup | share_group_adapter.ShareGroupAdapter)
+            and group.is_empty()
+        ):
             # an empty group of another type becomes a classic group (Kafka's
             # maybeDeleteEmptyConsumerGroup): its records go, its offsets stay
             error = self.services.write(group.group_id, group.tombstones(), replay=True)
@@ -264,6 +278,21 @@ class GroupShard:
 
     def consumer_group_describe(self, group_ids: Sequence[str]) -> list[ConsumerDescribedGroup]:
         return consumer_group_adapter.describe(self, group_ids)
+
+    # ==================================================================== share group APIs
+
+    def share_group_heartbeat(
+        self, req: ShareHeartbeatRequest, client_id: str, client_host: str
+    ) -> Reply[ShareHeartbeatResponse]:
+        """ShareGroupHeartbeat (KIP-932): completes once its records are replicated."""
+        return share_group_adapter.heartbeat(
+            self, req, client_id=client_id, client_host=client_host
+        )
+
+    def share_group_describe(
+        self, group_ids: Sequence[str]
+    ) -> list[ShareDescribedGroup | KafkaError]:
+        return share_group_adapter.describe(self, group_ids)
 
     # ==================================================================== offsets
 

@@ -21,11 +21,17 @@ if TYPE_CHECKING:
     from dataplane.config import BrokerConfig
     from dataplane.coordinator.runtime import InternalTopic
     from dataplane.coordinator.service import GroupCoordinator
+    from dataplane.fetch_session import FetchSessionCache
     from dataplane.metadata_cache import MetadataCache
     from dataplane.producer_ids import ProducerIdManager
+    from dataplane.quota.manager import QuotaManagers
     from dataplane.replica.manager import ReplicaManager
     from dataplane.security.authorizer import Authorizer
     from dataplane.security.sasl import SaslAuthenticator, SaslSession
+    from dataplane.share.group_settings import GroupConfigs
+    from dataplane.share.manager import SharePartitionManager
+    from dataplane.share.model import Persister
+    from dataplane.telemetry.subscriptions import ClientMetricsManager
     from dataplane.topic_admin import TopicAdmin
     from dataplane.transaction.coordinator import TransactionCoordinator
     from dataplane.transaction.verification import TxnVerifier
@@ -49,6 +55,12 @@ class BrokerServices:
     meta: MetaClient  # for the cluster state handlers change directly (ACLs, SCRAM, tokens)
     authorizer: Authorizer
     sasl: SaslAuthenticator
+    telemetry: ClientMetricsManager  # KIP-714 client metrics subscriptions and pushes
+    group_settings: GroupConfigs  # groups' GROUP configs over the group.* defaults
+    share_persister: Persister  # share-partition state, through the share coordinator
+    share_partitions: SharePartitionManager  # the share-partitions this broker leads
+    quotas: QuotaManagers  # client quotas (dataplane/quota): each type's `enabled` flag
+    fetch_sessions: FetchSessionCache  # incremental fetch sessions (KIP-227)
 
 
 @dataclass(slots=True)
@@ -63,6 +75,8 @@ class Connection:
     host: str = ""  # the client's IP address, as ACLs name hosts
     principal: str = "User:ANONYMOUS"  # set by TLS client authentication or SASL
     sasl: SaslSession | None = None  # on SASL listeners: the authentication state
+    # KIP-219: while throttled for a quota, no request is read before this time.monotonic()
+    muted_until: float = 0.0
 
 
 @dataclass(slots=True)
@@ -71,6 +85,10 @@ class RequestContext:
     header: RequestHeader
     conn: Connection
     supported: Mapping[int, tuple[int, int]]  # API key -> (min, max) version served
+    # Set by quota enforcement: how long this request's client is throttled (ms); the server
+    # records it as the request's ThrottleTimeMs (dataplane/metrics/requests.py).
+    throttle_ms: float = 0.0
+    size: int = 0  # bytes of the request frame (producer_byte_rate counts them)
 
 
 Request: TypeAlias = Any

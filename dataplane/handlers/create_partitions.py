@@ -23,6 +23,7 @@ from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.quota import throttle as quota
 from meta.acl import AclOperation, ResourceType
 from meta.client import MetaError
 
@@ -30,6 +31,7 @@ log = logging.getLogger("rafka.topics")
 
 API_KEY = 37
 VERSIONS = (0, 3)
+_STRICT_QUOTA_VERSION = 3  # KIP-599: from v3 a mutation over the quota is refused
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
@@ -50,6 +52,10 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             results[t.name] = _result(
                 b, t.name, ErrorCode.topic_authorization_failed, "Authorization failed."
             )
+        elif not _within_mutation_quota(ctx, t.name, t.count, req.validate_only):
+            results[t.name] = _result(
+                b, t.name, ErrorCode.throttling_quota_exceeded, quota.THROTTLED
+            )
         else:
             assignments = (
                 None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
@@ -59,6 +65,18 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             )
             results[t.name] = _result(b, t.name, code, message)
     return b.CreatePartitionsResponse(throttle_time=0, results=tuple(results.values()))
+
+
+def _within_mutation_quota(
+    ctx: RequestContext, topic: str, count: int, validate_only: bool
+) -> bool:
+    """controller_mutation_rate: the partitions added are mutations (an unknown topic or a
+    count not above the current one is refused by the meta service, and costs nothing)."""
+    if not ctx.services.quotas.mutation.enabled or validate_only:
+        return True
+    info = ctx.services.cache.topics.get(topic)
+    added = count - len(info.partitions) if info is not None else 0
+    return added <= 0 or quota.mutations(ctx, added, _STRICT_QUOTA_VERSION)
 
 
 async def _create(

@@ -14,12 +14,14 @@ from dataplane.config_catalog import ConfigLayers
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.quota import throttle as quota
 from dataplane.topic_admin import NewTopic
 from dataplane.topic_configs import effective_topic_configs
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 19
 VERSIONS = (2, 7)
+_STRICT_QUOTA_VERSION = 6  # KIP-599: from v6 a mutation over the quota is refused
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
@@ -51,6 +53,14 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                 topic_id=None,
                 error_code=ErrorCode.invalid_config,
                 error_message="Null value not supported for topic configs",
+                configs=None,
+            )
+        elif not _within_mutation_quota(ctx, req, t):
+            results[t.name] = b.CreatableTopicResult(
+                name=t.name,
+                topic_id=None,
+                error_code=ErrorCode.throttling_quota_exceeded,
+                error_message=quota.THROTTLED,
                 configs=None,
             )
         else:
@@ -95,6 +105,17 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         throttle_time=0,
         topics=tuple(results[name] for name in dict.fromkeys(t.name for t in req.topics)),
     )
+
+
+def _within_mutation_quota(ctx: RequestContext, req: Any, t: Any) -> bool:
+    """controller_mutation_rate: the topic's partitions are mutations (none for
+    validate_only, which creates nothing)."""
+    if not ctx.services.quotas.mutation.enabled or req.validate_only:
+        return True
+    count = len(t.assignments) or t.num_partitions
+    if count < 0:
+        count = ctx.services.config.num_partitions
+    return quota.mutations(ctx, count, _STRICT_QUOTA_VERSION)
 
 
 def _refusals(ctx: RequestContext, names: list[str]) -> tuple[frozenset[str], frozenset[str]]:

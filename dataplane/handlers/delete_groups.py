@@ -1,21 +1,27 @@
 """DeleteGroups (42) v0-v2: delete empty groups (NON_EMPTY_GROUP otherwise) with their
 offsets: tombstones appended to `__consumer_offsets`, answered once replicated; the group
-leaves the meta service's registry. DELETE on each group is needed (GROUP_AUTHORIZATION_FAILED)."""
+leaves the meta service's registry and its GROUP configs are removed. A share group's
+share-partition state is deleted first (share coordinator), as Kafka does: a failure there keeps
+the group. DELETE on each group is needed (GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dataplane.coordinator.base import map_append_error
 from dataplane.coordinator.shard import GroupShard
+from dataplane.coordinator.share_group_adapter import ShareGroupAdapter
+from dataplane.coordinator.share_group_offsets import delete_group_state
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import AclOperation, ResourceType
+from meta.client import MetaError
+from meta.resource_configs import GROUP, ResourceConfigAlteration
 
-if TYPE_CHECKING:
-    from dataplane.coordinator.service import GroupCoordinator
+log = logging.getLogger("rafka.coordinator")
 
 API_KEY = 42
 VERSIONS = (0, 2)
@@ -43,8 +49,18 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             results[group_id] = e.code
             continue
         by_shard.setdefault(shard.partition_index, (shard, []))[1].append(group_id)
+    for shard, group_ids in by_shard.values():
+        for group_id in list(group_ids):
+            group = shard.groups.get(group_id)
+            if isinstance(group, ShareGroupAdapter) and group.validate_delete() == ErrorCode.none:
+                error = await delete_group_state(ctx.services.share_persister.delete, group)
+                if error != ErrorCode.none:
+                    results[group_id] = error
+                    group_ids.remove(group_id)
     writes: list[tuple[list[str], Awaitable[None]]] = []
     for shard, group_ids in by_shard.values():
+        if not group_ids:
+            continue
         errors, records = shard.delete_groups(group_ids)
         results |= errors
         deleted = [g for g in group_ids if errors[g] == ErrorCode.none]
@@ -56,16 +72,17 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             results |= dict.fromkeys(deleted, map_append_error(e.code))
     if not writes:
         return _response(b, order, results)
-    return _replicated(b, coordinator, order, results, writes)
+    return _replicated(ctx, b, order, results, writes)
 
 
 async def _replicated(
+    ctx: RequestContext,
     b: EntityBuilder,
-    coordinator: GroupCoordinator,
     order: list[str],
     results: dict[str, ErrorCode],
     writes: list[tuple[list[str], Awaitable[None]]],
 ) -> Any:
+    coordinator = ctx.services.group_coordinator
     for deleted, waiter in writes:
         try:
             await waiter
@@ -73,7 +90,27 @@ async def _replicated(
             results |= dict.fromkeys(deleted, map_append_error(e.code))
             continue
         coordinator.registry.remove(deleted)
+        await _delete_configs(ctx, deleted)
     return _response(b, order, results)
+
+
+async def _delete_configs(ctx: RequestContext, group_ids: list[str]) -> None:
+    """Remove the GROUP configs of deleted groups (a new group of the id starts afresh)."""
+    cache, meta = ctx.services.cache, ctx.services.meta
+    with_configs = [g for g in group_ids if cache.resource_configs(GROUP, g)]
+    if not with_configs:
+        return
+    try:
+        await meta.alter_resource_configs(
+            [ResourceConfigAlteration(GROUP, g, replace=True) for g in with_configs]
+        )
+    except MetaError as e:
+        log.warning(
+            "the configs of deleted group(s) %s could not be removed (%s): remove them with "
+            "IncrementalAlterConfigs (DELETE) on the GROUP resource",
+            ", ".join(with_configs),
+            e,
+        )
 
 
 def _response(b: EntityBuilder, order: list[str], results: dict[str, ErrorCode]) -> Any:

@@ -11,10 +11,12 @@ from typing import Any
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.quota import throttle as quota
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 20
 VERSIONS = (1, 6)
+_STRICT_QUOTA_VERSION = 5  # KIP-599: from v5 a mutation over the quota is refused
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
@@ -27,6 +29,9 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     refused: list[Any] = []
     if ctx.services.authorizer.enabled:
         names, ids, refused = _authorized(ctx, b, names, ids)
+    if ctx.services.quotas.mutation.enabled:
+        names, ids, throttled = _within_mutation_quota(ctx, b, names, ids)
+        refused += throttled
     results = await ctx.services.topic_admin.delete_topics(names, ids) if names or ids else []
     return b.DeleteTopicsResponse(
         throttle_time=0,
@@ -63,10 +68,39 @@ def _authorized(
     )
 
 
-def _refused(b: EntityBuilder, name: str | None, topic_id: bytes | None) -> Any:
+def _within_mutation_quota(
+    ctx: RequestContext, b: EntityBuilder, names: list[str], ids: list[bytes]
+) -> tuple[list[str], list[bytes], list[Any]]:
+    """controller_mutation_rate: a topic's partitions are mutations; the names and ids
+    within the quota, and THROTTLING_QUOTA_EXCEEDED for the others (unknown topics cost
+    nothing: the meta service refuses them)."""
+    cache, kept_names, kept_ids, throttled = ctx.services.cache, [], [], []
+    for name in dict.fromkeys(names):
+        info = cache.topics.get(name)
+        if info is None or quota.mutations(ctx, len(info.partitions), _STRICT_QUOTA_VERSION):
+            kept_names.append(name)
+        else:
+            throttled.append(_refused(b, name, info.topic_id, ErrorCode.throttling_quota_exceeded))
+    for topic_id in dict.fromkeys(ids):
+        info = cache.topics_by_id.get(topic_id)
+        if info is None or quota.mutations(ctx, len(info.partitions), _STRICT_QUOTA_VERSION):
+            kept_ids.append(topic_id)
+        else:
+            throttled.append(_refused(b, info.name, topic_id, ErrorCode.throttling_quota_exceeded))
+    return kept_names, kept_ids, throttled
+
+
+def _refused(
+    b: EntityBuilder,
+    name: str | None,
+    topic_id: bytes | None,
+    code: ErrorCode = ErrorCode.topic_authorization_failed,
+) -> Any:
     return b.DeletableTopicResult(
         name=name,
         topic_id=topic_id,
-        error_code=ErrorCode.topic_authorization_failed,
-        error_message="The topic authorization is failed.",
+        error_code=code,
+        error_message="The topic authorization is failed."
+        if code == ErrorCode.topic_authorization_failed
+        else quota.THROTTLED,
     )

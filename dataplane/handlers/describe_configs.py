@@ -5,7 +5,8 @@ type and documentation (Kafka's ConfigHelper). v0, which Kafka 4 removed (its sc
 
 Sensitive settings (passwords, keys, sasl.jaas.config) are described without their value.
 Authorization as Kafka's: DESCRIBE_CONFIGS on the topic, or on the cluster for broker and logger
-resources.
+resources. GROUP resources (and the other types of dataplane/config_resources.py) list every
+config of their catalog, set or defaulted, guarded as their catalog says.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from dataplane import log_levels
-from dataplane.config_catalog import ConfigEntry, ConfigLayers, ConfigSource
+from dataplane.config_catalog import ConfigEntry, ConfigLayers, ConfigSource, Synonym
+from dataplane.config_resources import CATALOGS
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
@@ -22,7 +24,7 @@ from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 API_KEY = 32
 VERSIONS = (0, 4)
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
@@ -66,6 +68,8 @@ def _describe(
             raise KafkaError(ErrorCode.unknown_topic_or_partition, None)
         entries = _layers(ctx).topic_entries(topic.configs)
         return _entries(b, entries, wanted, synonyms, docs, read_only=False)
+    if kind in CATALOGS:
+        return _entries(b, _resource_entries(ctx, kind, name), wanted, synonyms, docs, False)
     if kind not in (BROKER, BROKER_LOGGER):
         raise KafkaError(ErrorCode.invalid_request, f"Unsupported resource type: {kind}")
     if not services.authorizer.authorize(
@@ -101,6 +105,39 @@ def _describe(
         for logger, level in log_levels.loggers().items()
         if not wanted or logger in wanted
     )
+
+
+def _resource_entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigEntry]:
+    """Kafka's ConfigHelper for GROUP (and CLIENT_METRICS) resources: every config of the
+    type, the resource's own value (source GROUP_CONFIG / CLIENT_METRICS_CONFIG) or the
+    broker's default (DEFAULT_CONFIG); the resource need not exist."""
+    catalog = CATALOGS[kind]
+    services = ctx.services
+    acl_name = name if catalog.acl_name is None else catalog.acl_name
+    if not services.authorizer.authorize(
+        ctx.conn, AclOperation.DESCRIBE_CONFIGS, catalog.acl_resource, acl_name
+    ):
+        raise KafkaError(catalog.denied, f"{catalog.label.capitalize()} authorization failed.")
+    if not name:
+        raise KafkaError(
+            ErrorCode.invalid_request, f"{catalog.label.capitalize()} name must not be empty"
+        )
+    own = services.cache.resource_configs(kind, name)
+    defaults = catalog.defaults(services.config)
+    source = ConfigSource.GROUP_CONFIG if kind == GROUP else ConfigSource.CLIENT_METRICS_CONFIG
+    out = []
+    for key in catalog.keys.values():
+        if key.name in own:
+            value: str | None = own[key.name]
+            found: tuple[Synonym, ...] = (Synonym(key.name, value, source),)
+        else:
+            value, found = defaults.get(key.name, key.default), ()
+        out.append(
+            ConfigEntry(
+                key, value, found[0].source if found else ConfigSource.DEFAULT_CONFIG, found
+            )
+        )
+    return out
 
 
 def _layers(ctx: RequestContext) -> ConfigLayers:

@@ -11,15 +11,17 @@ CREATE on the cluster or on the topic (TOPIC_AUTHORIZATION_FAILED otherwise).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
+from weakref import WeakKeyDictionary
 
 from dataplane.handlers.context import Request, RequestContext, Response
-from dataplane.metadata_cache import TopicInfo
+from dataplane.metadata_cache import MetadataCache, TopicInfo
 from dataplane.protocol.encoders import (
     MetadataBroker,
     MetadataPartition,
     MetadataTopic,
     encode_metadata_response,
+    encode_metadata_topic,
 )
 from dataplane.protocol.errors import ErrorCode
 from dataplane.topic_admin import NewTopic, valid_topic_name
@@ -32,6 +34,41 @@ _UNKNOWN_OPS = -2147483648  # "authorized operations not requested"
 _REFUSED = ErrorCode.topic_authorization_failed
 
 Wanted = list[tuple[str | None, Any]]  # (name, topic id) as asked
+
+
+class _Encoded(NamedTuple):
+    info: TopicInfo  # the cache's entry it was encoded from (entries are replaced on change)
+    live: frozenset[int]  # the live brokers then (they decide the offline replicas)
+    body: bytes
+
+
+class _TopicEncodings:
+    """Each topic's encoded part of a Metadata response, by version, kept until the topic or
+    the set of live brokers changes: encoding 5,000 partitions on every all-topics request
+    cost tens of milliseconds of the event loop."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, int], _Encoded] = {}
+
+    def get(self, cache: MetadataCache, info: TopicInfo, version: int) -> bytes:
+        live = frozenset(b.id for b in cache.brokers.values() if not b.fenced)
+        key = (info.name, version)
+        entry = self._entries.get(key)
+        if entry is None or entry.info is not info or entry.live != live:
+            if len(self._entries) > 4 * len(cache.topics) + 64:
+                self._forget_stale(cache)
+            entry = _Encoded(info, live, encode_metadata_topic(version, _described(info, live)))
+            self._entries[key] = entry
+        return entry.body
+
+    def _forget_stale(self, cache: MetadataCache) -> None:
+        """Drop the encodings of deleted or changed topics."""
+        self._entries = {
+            key: e for key, e in self._entries.items() if cache.topics.get(key[0]) is e.info
+        }
+
+
+_ENCODINGS: WeakKeyDictionary[MetadataCache, _TopicEncodings] = WeakKeyDictionary()
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
@@ -66,7 +103,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         )
 
     with_ops = getattr(req, "include_topic_authorized_operations", False)
-    topics = [_topic(ctx, name, topic_id, with_ops) for name, topic_id in wanted] + refused
+    topics = [_topic(ctx, name, topic_id, with_ops) for name, topic_id in wanted]
+    topics += refused
     live = cache.live_brokers()
     return encode_metadata_response(
         version,
@@ -127,7 +165,9 @@ def _cluster_operations(ctx: RequestContext, req: Any) -> int:
     return authorizer.authorized_operations(ctx.conn, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
-def _topic(ctx: RequestContext, name: str | None, topic_id: Any, with_ops: bool) -> MetadataTopic:
+def _topic(
+    ctx: RequestContext, name: str | None, topic_id: Any, with_ops: bool
+) -> MetadataTopic | bytes:
     cache = ctx.services.cache
     info: TopicInfo | None = cache.topics.get(name) if name is not None else None
     if info is None and topic_id is not None:
@@ -147,15 +187,24 @@ def _topic(ctx: RequestContext, name: str | None, topic_id: Any, with_ops: bool)
             )
         )
         return MetadataTopic(code, name, topic_id.bytes if topic_id else bytes(16), False, [], ops)
-    live = {b.id for b in cache.live_brokers()}
+    if not with_ops:
+        encodings = _ENCODINGS.get(cache)
+        if encodings is None:
+            encodings = _ENCODINGS[cache] = _TopicEncodings()
+        return encodings.get(cache, info, ctx.header.api_version)
+    return _described(info, frozenset(b.id for b in cache.live_brokers()), ops)
+
+
+def _described(info: TopicInfo, live: frozenset[int], ops: int = _UNKNOWN_OPS) -> MetadataTopic:
+    """A known topic as Metadata describes it, given the live brokers."""
     partitions = [
         MetadataPartition(
             ErrorCode.none if p.leader >= 0 else ErrorCode.leader_not_available,
             p.index,
             p.leader,
             p.leader_epoch,
-            list(p.replicas),
-            list(p.isr),
+            p.replicas,
+            p.isr,
             [r for r in p.replicas if r not in live],
         )
         for p in info.partitions

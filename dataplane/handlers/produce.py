@@ -30,8 +30,11 @@ import anyio
 
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.log.batch import ATTR_TRANSACTIONAL, HEADER_SIZE, header_at
+from dataplane.metrics.topics import PRODUCE_PURGATORY
+from dataplane.metrics.topics import topic as topic_stats
 from dataplane.protocol.encoders import ProducePartition, ProduceTopic, encode_produce_response
 from dataplane.protocol.errors import ConnectionClosed, ErrorCode, KafkaError
+from dataplane.quota import throttle as quota
 from dataplane.replica.producer_state import VerificationGuard
 from meta.acl import AclOperation, ResourceType
 
@@ -98,6 +101,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             code = ErrorCode.topic_authorization_failed
             results.append((topic.name, [_error(p.index, code) for p in topic.partition_data]))
             continue
+        stats = topic_stats(topic.name)
         for data in topic.partition_data:
             if refused and (answer := refused.get((topic.name, data.index))) is not None:
                 failed = True
@@ -116,6 +120,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                 failed = True
                 out.append(_error(data.index, e.code, e.message))
                 continue
+            stats.bytes_in += len(data.records or b"")
+            stats.messages_in += res.last_offset - res.base_offset + 1
             if acks == -1:
                 waits.append(
                     (partition, res.last_offset + 1, partition.leader_epoch, out, len(out))
@@ -130,6 +136,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                 )
             )
         results.append((topic.name, out))
+    # producer_byte_rate (KIP-13): one flag when the cluster has no such quota
+    throttle_ms = quota.produce(ctx) if ctx.services.quotas.produce.enabled else 0
     if acks == 0:
         if failed:  # Kafka closes the connection so the client refreshes its metadata
             raise ConnectionClosed(
@@ -138,8 +146,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         return None
     version = ctx.header.api_version
     if not waits:
-        return _encode(version, results)
-    return _await_replication(version, results, waits, req.timeout.total_seconds())
+        return _encode(version, results, throttle_ms)
+    return _await_replication(version, results, waits, req.timeout.total_seconds(), throttle_ms)
 
 
 def _is_transactional(records: Any) -> bool:
@@ -267,19 +275,29 @@ def verification_error(index: int, code: int, version: int) -> ProducePartition:
     return _error(index, code)
 
 
-async def _await_replication(version: int, results: list, waits: list, timeout: float) -> bytes:
-    """acks=all: complete once each partition's high watermark covers its batch."""
+async def _await_replication(
+    version: int, results: list, waits: list, timeout: float, throttle_ms: int
+) -> bytes:
+    """acks=all: complete once each partition's high watermark covers its batch (counted in
+    the produce purgatory while it waits)."""
     deadline = anyio.current_time() + timeout
-    for partition, offset, epoch, out, slot in waits:
-        remaining = max(0.0, deadline - anyio.current_time())
-        code = await partition.wait_for_replication(offset, epoch, remaining)
-        if code != ErrorCode.none:
-            out[slot] = _error(partition.index, code)
-    return _encode(version, results)
+    PRODUCE_PURGATORY.inc()
+    try:
+        for partition, offset, epoch, out, slot in waits:
+            remaining = max(0.0, deadline - anyio.current_time())
+            code = await partition.wait_for_replication(offset, epoch, remaining)
+            if code != ErrorCode.none:
+                out[slot] = _error(partition.index, code)
+    finally:
+        PRODUCE_PURGATORY.dec()
+    return _encode(version, results, throttle_ms)
 
 
-def _encode(version: int, results: list[tuple[str, list[ProducePartition]]]) -> bytes:
-    return encode_produce_response(version, [ProduceTopic(name, parts) for name, parts in results])
+def _encode(
+    version: int, results: list[tuple[str, list[ProducePartition]]], throttle_ms: int = 0
+) -> bytes:
+    topics = [ProduceTopic(name, parts) for name, parts in results]
+    return encode_produce_response(version, topics, throttle_ms)
 
 
 def _all_failed(ctx: RequestContext, req: Any, code: ErrorCode) -> bytes:

@@ -57,6 +57,12 @@ def _decompress(codec: int, data: bytes) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
+def decompress(codec: int, data: bytes) -> bytes:
+    """A payload compressed with one of Kafka's codecs (``codec`` = CompressionType id) in any
+    framing clients use; also for pushed client telemetry (KIP-714)."""
+    return _decompress(codec, data)
+
+
 def _xerial(data: bytes) -> bytes:
     """One block in Java's snappy framing (what Java producers send)."""
     block = bytes(cramjam.snappy.compress_raw(data))

@@ -101,6 +101,24 @@ def load_segments(
     for i, segment in enumerate(segments[:first_unsafe]):
         if not _load_trusted(segment, partition):
             txn_reset = min(txn_reset, i)
+    scanned = segments[first_unsafe:]
+    scanned_bytes = sum(s.size for s in scanned)
+    if scanned:
+        log.log(
+            logging.INFO if scanned_bytes else logging.DEBUG,
+            "%s (partition %s): recovering after an unclean shutdown: scanning %d of %d "
+            "segment(s) (%d bytes) from offset %d, after the recovery point %d; the %d "
+            "segment(s) (%d bytes) before it are trusted",
+            directory.name,
+            partition,
+            len(scanned),
+            len(segments),
+            scanned_bytes,
+            scanned[0].base_offset,
+            recovery_point,
+            first_unsafe,
+            sum(s.size for s in segments[:first_unsafe]),
+        )
     for i in range(first_unsafe, len(segments)):
         segment = segments[i]
         cut = segment.recover()

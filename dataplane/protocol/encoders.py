@@ -413,24 +413,18 @@ def _whole_partition_v7(flexible: bool, replicas: int, isr: int, offline: int) -
 def encode_metadata_response(
     version: int,
     brokers: Sequence[MetadataBroker],
-    topics: Sequence[MetadataTopic],
+    topics: Sequence[MetadataTopic | bytes],
     cluster_id: str | None,
     controller_id: int,
     throttle_time_ms: int = 0,
     cluster_authorized_operations: int = UNKNOWN_AUTHORIZED_OPERATIONS,
     error_code: int = 0,
 ) -> bytes:
-    """Encode a MetadataResponse body (v0-v13)."""
+    """Encode a MetadataResponse body (v0-v13). A topic given as bytes is already encoded
+    (`encode_metadata_topic` of the same version): a broker caches its topics' encodings
+    between metadata changes, since thousands of partitions take long to encode."""
     _check_version("Metadata", version, METADATA_VERSIONS.start, METADATA_VERSIONS.stop - 1)
     wire = COMPACT if version >= 9 else LEGACY
-    flexible = wire.flexible
-    with_offline = version >= 5
-    with_epoch = version >= 7
-    head = _METADATA_PARTITION_V7 if with_epoch else _METADATA_PARTITION_V0
-    nullable_name = version >= 12
-    int32_array = wire.int32_array
-    length_bias = 1 if flexible else 0  # compact lengths are count + 1
-
     out: list[bytes] = []
     append = out.append
     if version >= 3:
@@ -442,50 +436,66 @@ def encode_metadata_response(
         append(INT32.pack(controller_id))
     append(wire.array_length(len(topics)))
     for topic in topics:
-        append(INT16.pack(topic.error_code))
-        append(_topic_name(wire, topic.name, nullable=nullable_name))
-        if version >= 10:
-            append(uuid(topic.topic_id))
-        if version >= 1:
-            append(BOOLEAN[topic.is_internal])
-        append(wire.array_length(len(topic.partitions)))
-        for p in topic.partitions:
-            replicas, isr, offline = p.replicas, p.isr, p.offline_replicas
-            if with_epoch:
-                whole = _whole_partition_v7(flexible, len(replicas), len(isr), len(offline))
-                if whole is not None:
-                    append(
-                        whole.pack(
-                            p.error_code,
-                            p.partition_index,
-                            p.leader,
-                            p.leader_epoch,
-                            len(replicas) + length_bias,
-                            *replicas,
-                            len(isr) + length_bias,
-                            *isr,
-                            len(offline) + length_bias,
-                            *offline,
-                        )
-                    )
-                    continue
-                append(head.pack(p.error_code, p.partition_index, p.leader, p.leader_epoch))
-            else:
-                append(head.pack(p.error_code, p.partition_index, p.leader))
-            append(int32_array(replicas))
-            append(int32_array(isr))
-            if with_offline:
-                append(int32_array(offline))
-            if flexible:
-                append(EMPTY_TAGGED_FIELDS)
-        if version >= 8:
-            append(INT32.pack(topic.authorized_operations))
-        if flexible:
-            append(EMPTY_TAGGED_FIELDS)
+        append(topic if isinstance(topic, bytes) else encode_metadata_topic(version, topic))
     if 8 <= version <= 10:
         append(INT32.pack(cluster_authorized_operations))
     if version >= 13:
         append(INT16.pack(error_code))
+    if wire.flexible:
+        append(EMPTY_TAGGED_FIELDS)
+    return b"".join(out)
+
+
+def encode_metadata_topic(version: int, topic: MetadataTopic) -> bytes:
+    """One topic of a MetadataResponse body (v0-v13), its partitions included."""
+    wire = COMPACT if version >= 9 else LEGACY
+    flexible = wire.flexible
+    with_offline = version >= 5
+    with_epoch = version >= 7
+    head = _METADATA_PARTITION_V7 if with_epoch else _METADATA_PARTITION_V0
+    int32_array = wire.int32_array
+    length_bias = 1 if flexible else 0  # compact lengths are count + 1
+
+    out: list[bytes] = []
+    append = out.append
+    append(INT16.pack(topic.error_code))
+    append(_topic_name(wire, topic.name, nullable=version >= 12))
+    if version >= 10:
+        append(uuid(topic.topic_id))
+    if version >= 1:
+        append(BOOLEAN[topic.is_internal])
+    append(wire.array_length(len(topic.partitions)))
+    for p in topic.partitions:
+        replicas, isr, offline = p.replicas, p.isr, p.offline_replicas
+        if with_epoch:
+            whole = _whole_partition_v7(flexible, len(replicas), len(isr), len(offline))
+            if whole is not None:
+                append(
+                    whole.pack(
+                        p.error_code,
+                        p.partition_index,
+                        p.leader,
+                        p.leader_epoch,
+                        len(replicas) + length_bias,
+                        *replicas,
+                        len(isr) + length_bias,
+                        *isr,
+                        len(offline) + length_bias,
+                        *offline,
+                    )
+                )
+                continue
+            append(head.pack(p.error_code, p.partition_index, p.leader, p.leader_epoch))
+        else:
+            append(head.pack(p.error_code, p.partition_index, p.leader))
+        append(int32_array(replicas))
+        append(int32_array(isr))
+        if with_offline:
+            append(int32_array(offline))
+        if flexible:
+            append(EMPTY_TAGGED_FIELDS)
+    if version >= 8:
+        append(INT32.pack(topic.authorized_operations))
     if flexible:
         append(EMPTY_TAGGED_FIELDS)
     return b"".join(out)

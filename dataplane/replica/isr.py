@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import anyio
 
-from dataplane import metrics
 from dataplane.metadata_cache import partition_info
+from dataplane.metrics.replicas import isr_changed
 from dataplane.protocol.errors import ErrorCode
 from dataplane.replica.partition import Partition, now_ms
 from meta.client import MetaClient, MetaError
@@ -73,8 +73,7 @@ class IsrManager:
             result = results[i] if i < len(results) else None
             if result is not None and result.error_code == 0:
                 log.info("%r: ISR %s -> %s", partition, list(partition.isr), list(isr))
-                change = "expand" if len(isr) > len(partition.isr) else "shrink"
-                metrics.ISR_CHANGES.labels(change=change).inc()
+                isr_changed(len(partition.isr), len(isr))
                 partition.update(partition_info(result.partition))
                 continue
             if result is not None and result.error_code == ErrorCode.new_leader_elected:

@@ -5,7 +5,8 @@ the follower's ISR standing); the answer carries the batches that follow, exactl
 or the point where the follower's log diverged from ours after a leader change.
 
 The same server, behind the same internal credentials, serves the brokers' transaction RPCs
-(`Transactions`: WriteTxnMarkers, AddPartitionsToTxn; see dataplane/transaction/markers.py).
+(`Transactions`: WriteTxnMarkers, AddPartitionsToTxn; see dataplane/transaction/markers.py)
+and their share coordinator calls (`ShareState`; see dataplane/share/state_rpc.py).
 """
 
 from __future__ import annotations
@@ -159,9 +160,11 @@ async def serve_replication(
     address: str,
     security: InternalSecurity,
     txn_handlers: replication_pb2_grpc.TransactionsServicer | None = None,
+    share_state_handlers: replication_pb2_grpc.ShareStateServicer | None = None,
 ) -> grpc.aio.Server:
     """Serve the followers of the cluster, and no one else (``security``); with
-    ``txn_handlers``, the other brokers' transaction RPCs too."""
+    ``txn_handlers``, the other brokers' transaction RPCs too; with ``share_state_handlers``,
+    their share coordinator calls (`ShareState`)."""
     server = grpc.aio.server(
         options=wire.OPTIONS, interceptors=security.server_interceptors(asynchronous=True)
     )
@@ -175,6 +178,8 @@ async def serve_replication(
     )
     if txn_handlers is not None:
         replication_pb2_grpc.add_TransactionsServicer_to_server(txn_handlers, server)
+    if share_state_handlers is not None:
+        replication_pb2_grpc.add_ShareStateServicer_to_server(share_state_handlers, server)
     if security.add_port(server, address) == 0:
         raise OSError(f"cannot bind the replication listener {address}: is the port in use?")
     await server.start()

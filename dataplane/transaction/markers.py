@@ -25,7 +25,7 @@ import grpc
 
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.partition import now_ms
-from dataplane.transaction.peers import PeerChannels
+from dataplane.replica.peers import PeerChannels
 from proto import replication_pb2, replication_pb2_grpc
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class GrpcMarkerTransport:
     async def write_txn_markers(
         self, broker_id: int, request: replication_pb2.WriteTxnMarkersRequest
     ) -> replication_pb2.WriteTxnMarkersResponse:
-        stub = self._peers.stub(broker_id)
+        stub = self._peers.stub(broker_id, replication_pb2_grpc.TransactionsStub)
         response: replication_pb2.WriteTxnMarkersResponse = await stub.WriteTxnMarkers(
             request, timeout=_RPC_TIMEOUT_S
         )

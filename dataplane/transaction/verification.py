@@ -20,8 +20,8 @@ import anyio
 import grpc
 
 from dataplane.protocol.errors import ErrorCode, KafkaError
-from dataplane.transaction.peers import PeerChannels
-from proto import replication_pb2
+from dataplane.replica.peers import PeerChannels
+from proto import replication_pb2, replication_pb2_grpc
 
 if TYPE_CHECKING:
     from cluster.internal_security import InternalSecurity
@@ -65,7 +65,7 @@ class GrpcVerifyTransport:
     async def add_partitions_to_txn(
         self, broker_id: int, request: replication_pb2.AddPartitionsToTxnRequest
     ) -> replication_pb2.AddPartitionsToTxnResponse:
-        stub = self._peers.stub(broker_id)
+        stub = self._peers.stub(broker_id, replication_pb2_grpc.TransactionsStub)
         response: replication_pb2.AddPartitionsToTxnResponse = await stub.AddPartitionsToTxn(
             request, timeout=_RPC_TIMEOUT_S
         )

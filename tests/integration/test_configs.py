@@ -271,6 +271,13 @@ def test_rafka_configs_and_broker_logger(cluster: LocalCluster) -> None:
     rafka(cluster, "alter", "--broker-logger", "2", "--add-config", "rafka.replicas=DEBUG")
     loggers = rafka(cluster, "describe", "--broker-logger", "2")
     assert any(line.split()[:2] == ["rafka.replicas", "DEBUG"] for line in loggers.splitlines())
+    # a group's configs (kafka-configs.sh --entity-type groups)
+    rafka(cluster, "alter", "--group", "cli-g", "--add-config", "share.auto.offset.reset=earliest")
+    group = rafka(cluster, "describe", "--group", "cli-g").splitlines()
+    assert any(
+        line.split()[:3] == ["share.auto.offset.reset", "earliest", "GROUP_CONFIG"]
+        for line in group
+    ), group
     r = subprocess.run(
         [
             sys.executable,

@@ -61,6 +61,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--topic")
     ap.add_argument("--broker")
     ap.add_argument("--broker-logger")
+    ap.add_argument("--group")  # a GROUP config resource (share.* / consumer.* group configs)
     ap.add_argument("--brokers")
     ap.add_argument("--count", type=int)
     ap.add_argument("--assignments")
@@ -120,11 +121,12 @@ def key_value(spec: str) -> tuple[str, str]:
 
 
 def resource(a: argparse.Namespace) -> tuple[str, str]:
-    """(kind, name): --topic T | --broker ID ("" = the cluster-wide default) | --broker-logger."""
-    for kind in ("topic", "broker", "broker_logger"):
+    """(kind, name): --topic T | --broker ID ("" = the cluster-wide default) | --broker-logger
+    | --group G."""
+    for kind in ("topic", "broker", "broker_logger", "group"):
         if getattr(a, kind) is not None:
             return kind.replace("_", "-"), getattr(a, kind)
-    fail("needs --topic, --broker or --broker-logger")
+    fail("needs --topic, --broker, --broker-logger or --group")
     raise AssertionError
 
 
@@ -271,7 +273,9 @@ class ConfluentAdmin:
             unsupported("confluent-kafka has no BROKER_LOGGER config resource")
         if name == "":
             unsupported("confluent-kafka refuses the empty name of the cluster-wide broker default")
-        restype = ResourceType.TOPIC if kind == "topic" else ResourceType.BROKER
+        restype = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP}.get(
+            kind, ResourceType.BROKER
+        )
         return ConfigResource(restype, name, **kwargs)  # type: ignore[arg-type]
 
     def describe_configs(self) -> None:

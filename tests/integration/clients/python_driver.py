@@ -534,6 +534,7 @@ def client_logging() -> None:
 def main() -> None:
     client_logging()
     import python_groups  # the consumer-group commands (python_groups.py)
+    import python_share  # the share-group commands (python_share.py)
     import python_txn  # the transactions commands (python_txn.py)
 
     if sys.argv[2:3] == ["admin"]:  # admin actions have their own options (python_admin.py)
@@ -553,6 +554,7 @@ def main() -> None:
             "offsets-for-times",
             *GROUP_COMMANDS,
             *python_txn.TXN_COMMANDS,
+            *python_share.SHARE_COMMANDS,
         ],
     )
     ap.add_argument("--bootstrap", required=True)
@@ -605,6 +607,10 @@ def main() -> None:
     ap.add_argument("--offsets", default=None)
     ap.add_argument("--member-id", default=None)
     ap.add_argument("--generation", type=int, default=None)
+    # share groups (README.md, "Share groups")
+    ap.add_argument("--ack", default="accept", choices=python_share.ACKS)
+    ap.add_argument("--release", default=None)
+    ap.add_argument("--reject", default=None)
     a = ap.parse_args()
     COMMAND[0] = a.command
     if a.start_ts is None:
@@ -623,6 +629,7 @@ def main() -> None:
         "describe-group": ("group",),
         "committed": ("topic", "group"),
         "commit": ("topic", "group", "offsets"),
+        "share-consume": ("topic", "group"),
     }
     missing = [
         n.replace("_", "-") for n in needs.get(a.command, ("topic",)) if getattr(a, n) is None
@@ -639,6 +646,10 @@ def main() -> None:
             fail(f"group-consume: {e!r}")
     elif a.command in GROUP_COMMANDS:
         python_groups.GROUP_CLIENTS[a.client](a.command, a)
+    elif a.command in python_share.SHARE_COMMANDS:
+        if a.client not in python_share.SHARE_CLIENTS:
+            unsupported(f"{a.command}: {a.client} has no share consumer")
+        python_share.SHARE_CLIENTS[a.client](a)
     elif a.command in python_txn.TXN_COMMANDS:
         if a.client not in python_txn.TXN_CLIENTS:
             unsupported(f"{a.command}: the driver has no {a.client} transactions")

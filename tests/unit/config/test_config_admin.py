@@ -202,7 +202,7 @@ def test_legacy_alter_configs_replaces_the_set() -> None:
             ErrorCode.invalid_request,
             "Unknown resource type 8",
         ),
-        (Change(16, "x", ()), ErrorCode.invalid_request, "Unknown resource type 16"),
+        (Change(64, "x", ()), ErrorCode.invalid_request, "Unknown resource type 64"),
     ],
 )
 def test_refusals_name_the_setting_and_why(change: Change, code: int, message: str) -> None:

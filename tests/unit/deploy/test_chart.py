@@ -272,6 +272,7 @@ def test_default_render(tools: tuple[str, str], tmp_path: Path) -> None:
     assert {p["name"]: p["containerPort"] for p in bc["ports"]} == {
         "kafka": 9092,
         "replication": 9392,
+        "metrics": 9404,
     }
 
     # -- both: security, resources, config, PDB -------------------------------------------
@@ -327,6 +328,42 @@ def test_external_services(tools: tuple[str, str], tmp_path: Path) -> None:
     svc = objs[("Service", "rafka-broker-2-external")]["spec"]
     assert svc["type"] == "LoadBalancer" and "nodePort" not in svc["ports"][0]
     assert svc["loadBalancerSourceRanges"] == ["10.0.0.0/8"]
+
+
+def test_metrics_ports_annotations_and_service_monitor(
+    tools: tuple[str, str], tmp_path: Path
+) -> None:
+    objs = objects(load(tools, render(tools, [], tmp_path)))
+    for component, port, env in (
+        ("broker", 9404, "RAFKA_METRICS_PORT"),
+        ("meta", 9405, "RAFKA_META_METRICS_PORT"),
+    ):
+        template = objs[("StatefulSet", f"rafka-{component}")]["spec"]["template"]
+        annotations = template["metadata"]["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true"
+        assert annotations["prometheus.io/port"] == str(port)
+        assert annotations["prometheus.io/path"] == "/metrics"
+        (container,) = template["spec"]["containers"]
+        assert env_of(container)[env] == str(port)
+        assert {"name": "metrics", "containerPort": port} in container["ports"]
+        service = objs[("Service", f"rafka-{component}-headless")]["spec"]
+        assert {"name": "metrics", "port": port, "targetPort": "metrics"} in service["ports"]
+    assert not any(kind == "ServiceMonitor" for kind, _ in objs)
+
+    sets = ["metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.labels.release=prom"]
+    objs = objects(load(tools, render(tools, sets, tmp_path)))
+    monitor = objs[("ServiceMonitor", "rafka")]
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    assert monitor["spec"]["selector"]["matchExpressions"][0]["values"] == ["broker", "meta"]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] == "metrics" and endpoint["path"] == "/metrics"
+
+    objs = objects(load(tools, render(tools, ["metrics.enabled=false"], tmp_path)))
+    broker = objs[("StatefulSet", "rafka-broker")]["spec"]["template"]
+    assert "prometheus.io/scrape" not in broker["metadata"]["annotations"]
+    (container,) = broker["spec"]["containers"]
+    assert "RAFKA_METRICS_PORT" not in env_of(container)
 
 
 def test_non_default_values_reach_the_objects(tools: tuple[str, str], tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from dataplane.log.batch import ATTR_TRANSACTIONAL, encode_batch
 from dataplane.metadata_cache import PartitionInfo
 from dataplane.protocol.encoders import AbortedTransaction
 from dataplane.protocol.errors import ConnectionClosed, ErrorCode, KafkaError
+from dataplane.quota import QuotaManagers, WindowConfig
 from dataplane.replica.partition import Partition, now_ms
 from dataplane.replica.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
 from tests.unit.replica.producers import NEVER, idem
@@ -123,6 +124,7 @@ def context(version: int, replicas: Any, authorizer: Any = None, verifier: Any =
         txn_verifier=verifier or FakeVerifier(),
         cache=replicas.cache,
         config=SimpleNamespace(replica_selector_class=""),
+        quotas=QuotaManagers(WindowConfig(), WindowConfig()),  # none set: every flag off
     )
     header = SimpleNamespace(api_version=version, client_id="test")
     return RequestContext(services, header, Connection(peer="1.2.3.4:5"), {})  # type: ignore[arg-type]

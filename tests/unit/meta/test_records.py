@@ -17,6 +17,7 @@ from meta.acl import (
     ResourceType,
 )
 from meta.model import ConfigAlteration, DelegationToken, Endpoint, ScramCredential
+from meta.quotas import CLIENT_ID, IP, USER, AlterClientQuotas, QuotaAlteration
 from meta.records import (
     RECORD_VERSION,
     RecordError,
@@ -25,6 +26,7 @@ from meta.records import (
     encode_command,
     encode_state,
 )
+from meta.resource_configs import GROUP, AlterResourceConfigs, ResourceConfigAlteration
 from meta.state import (
     AlterConfigs,
     AlterReassignments,
@@ -145,6 +147,22 @@ ADMIN_STEPS: list[Step] = [
     lambda s: UpdateFeatures((("group.version", 5, 1),)),  # refused: unsupported level
     lambda s: OfflineReplicas(1, s.brokers[1].epoch, (("orders", 2),), False),
     lambda s: OfflineReplicas(1, s.brokers[1].epoch - 1, (("orders", 2),), False),  # stale
+    lambda s: AlterResourceConfigs(
+        (
+            ResourceConfigAlteration(GROUP, "g1", {"share.record.lock.duration.ms": "20000"}),
+            ResourceConfigAlteration(GROUP, "g2", {"share.isolation.level": "read_committed"}),
+            ResourceConfigAlteration(GROUP, "g2", replace=True),  # a deleted group's configs
+            ResourceConfigAlteration(GROUP, ""),  # refused: no name
+            ResourceConfigAlteration(99, "x"),  # refused: no such type
+        )
+    ),
+    lambda s: AlterClientQuotas(
+        (
+            QuotaAlteration(((CLIENT_ID, None), (USER, "alice")), (("producer_byte_rate", 2e6),)),
+            QuotaAlteration(((IP, None),), (("connection_creation_rate", 10.0),)),
+            QuotaAlteration(((IP, "no-ip"),), (("connection_creation_rate", 1.0),)),  # refused
+        )
+    ),
 ]
 
 
@@ -172,6 +190,11 @@ def test_every_command_kind_and_its_result_round_trip() -> None:
     }
     assert state.features == {"transaction.version": 1, "group.version": 1}
     assert state.features_initialized
+    assert state.resource_configs == {(GROUP, "g1"): {"share.record.lock.duration.ms": "20000"}}
+    assert state.client_quotas == {
+        ((CLIENT_ID, None), (USER, "alice")): {"producer_byte_rate": 2e6},
+        ((IP, None),): {"connection_creation_rate": 10.0},
+    }
     assert state.topics["orders"].partitions[0].adding_replicas == (4,)
     assert len(state.topics["orders"].partitions) == 3
 

@@ -33,12 +33,14 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -148,6 +150,9 @@ public final class RafkaDriver {
                 break;
             case "commit":
                 rc = commit(bootstrap, topic, o, timeoutMs);
+                break;
+            case "share-consume":
+                rc = shareConsume(bootstrap, topic, o, timeoutMs);
                 break;
             default:
                 usage("unknown command " + argv[0]);
@@ -687,6 +692,122 @@ public final class RafkaDriver {
         }
     }
 
+    // ---- share groups (KIP-932) ------------------------------------------------------------
+    // share-consume runs one member of a share group (KafkaShareConsumer, explicit
+    // acknowledgement) and prints each record with its delivery count, and which
+    // acknowledgements the broker confirmed. Contract: ../README.md ("Share groups").
+    // kafka-clients 3.9 has only KIP-932's early-access share consumer (its first protocol,
+    // no delivery counts): the 3.9.1 build compiles the same code and exits 3.
+
+    static int shareConsume(String bootstrap, String topic, Map<String, String> o, long timeoutMs)
+            throws Exception {
+        java.lang.reflect.Method deliveryCount;
+        try {
+            deliveryCount = ConsumerRecord.class.getMethod("deliveryCount");
+        } catch (NoSuchMethodException e) {
+            System.err.println("share-consume: this kafka-clients has only the early-access "
+                    + "share consumer (KIP-932 needs 4.x)");
+            return EXIT_UNSUPPORTED;
+        }
+        String ackDefault = o.getOrDefault("ack", "accept");
+        String commit = o.getOrDefault("commit", "auto");
+        if (!List.of("accept", "release", "reject").contains(ackDefault)
+                || !List.of("auto", "sync", "async").contains(commit))
+            usage("share-consume: --ack accept|release|reject, --commit auto|sync|async");
+        Set<Long> release = offsetSet(o.get("release")), reject = offsetSet(o.get("reject"));
+        int maxRecords = Integer.parseInt(o.getOrDefault("max-records", "0"));
+        boolean hold = flag(o, "hold");
+        String group = required(o, "group");
+        AtomicBoolean stop = new AtomicBoolean();
+        java.util.concurrent.BlockingQueue<String> lines =
+                new java.util.concurrent.LinkedBlockingQueue<>();
+        Thread stdin = new Thread(() -> { // "stop" or the end stops; other lines end a hold
+            try {
+                java.io.BufferedReader in = new java.io.BufferedReader(
+                        new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
+                for (String line; (line = in.readLine()) != null && !line.trim().equals("stop"); )
+                    lines.add(line.trim());
+            } catch (java.io.IOException e) { /* closed */ }
+            stop.set(true);
+            lines.add("");
+        }, "stdin");
+        stdin.setDaemon(true);
+        stdin.start();
+
+        Properties p = clientProperties(bootstrap);
+        p.put("group.id", group);
+        p.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        p.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        p.put("share.acknowledgement.mode", "explicit");
+        int records = 0;
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        boolean timedOut = false;
+        KafkaShareConsumer<byte[], byte[]> c = new KafkaShareConsumer<>(p);
+        try {
+            c.setAcknowledgementCommitCallback((offsets, err) -> offsets.forEach((tip, offs) ->
+                    event("acked", "\"partition\":" + tip.partition() + ",\"offsets\":"
+                            + json(new TreeSet<>(offs)) + ",\"error\":"
+                            + (err == null ? "null" : js(errorName(err))))));
+            c.subscribe(List.of(topic));
+            event("subscribed", "\"group\":" + js(group));
+            while (!stop.get() && !(maxRecords > 0 && records >= maxRecords)) {
+                if (System.currentTimeMillis() > deadline) {
+                    timedOut = true;
+                    break;
+                }
+                ConsumerRecords<byte[], byte[]> recs = c.poll(Duration.ofMillis(200));
+                if (recs.isEmpty()) continue;
+                Map<ConsumerRecord<byte[], byte[]>, AcknowledgeType> acks =
+                        new java.util.LinkedHashMap<>();
+                for (ConsumerRecord<byte[], byte[]> r : recs) {
+                    String ack = release.contains(r.offset()) ? "release"
+                            : reject.contains(r.offset()) ? "reject" : ackDefault;
+                    Optional<?> count = (Optional<?>) deliveryCount.invoke(r);
+                    event("record", "\"key\":" + bin(r.key()) + ",\"partition\":" + r.partition()
+                            + ",\"offset\":" + r.offset() + ",\"delivery_count\":"
+                            + count.map(String::valueOf).orElse("null") + ",\"ack\":" + js(ack));
+                    acks.put(r, AcknowledgeType.valueOf(ack.toUpperCase()));
+                }
+                records += acks.size();
+                if (hold) { // the first records stay acquired until stdin says go
+                    event("hold", "\"records\":" + records);
+                    lines.take();
+                    hold = false;
+                }
+                acks.forEach(c::acknowledge);
+                if (commit.equals("sync")) {
+                    Map<String, Object> parts = new TreeMap<>();
+                    c.commitSync(Duration.ofMillis(timeoutMs)).forEach((tip, err) ->
+                            parts.put(String.valueOf(tip.partition()),
+                                    err.map(RafkaDriver::errorName).orElse(null)));
+                    if (!parts.isEmpty()) event("commit", "\"partitions\":" + json(parts));
+                } else if (commit.equals("async")) {
+                    c.commitAsync();
+                }
+            }
+        } catch (Exception e) {
+            event("error", "\"error\":" + js(errorName(e)) + ",\"message\":"
+                    + js(String.valueOf(e.getMessage())) + ",\"fatal\":true");
+            throw e;
+        } finally {
+            c.close(); // commits what is still pending, leaves the group
+            event("closed", "\"records\":" + records);
+        }
+        if (timedOut) {
+            printLine("{\"error\":\"TIMEOUT\",\"message\":\"share-consume: still running after "
+                    + timeoutMs + " ms\"}");
+            return EXIT_FAILED;
+        }
+        return 0;
+    }
+
+    static Set<Long> offsetSet(String spec) {
+        Set<Long> out = new TreeSet<>();
+        if (spec != null)
+            for (String x : spec.split(",")) if (!x.isBlank()) out.add(Long.parseLong(x.trim()));
+        return out;
+    }
+
     static Admin admin(String bootstrap, long timeoutMs) {
         Properties p = clientProperties(bootstrap);
         p.put("default.api.timeout.ms", (int) timeoutMs);
@@ -1033,6 +1154,8 @@ public final class RafkaDriver {
                 case "alter-log-dir": return alterLogDir(admin, o);
                 case "describe-features": return describeFeatures(admin);
                 case "update-features": return updateFeatures(admin, o);
+                case "describe-client-quotas": return describeClientQuotas(admin, o);
+                case "alter-client-quotas": return alterClientQuotas(admin, o, many);
                 default:
                     usage("unknown admin action " + action);
                     return EXIT_USAGE;
@@ -1213,13 +1336,34 @@ public final class RafkaDriver {
                     "broker", org.apache.kafka.common.config.ConfigResource.Type.BROKER,
                     "broker-logger", org.apache.kafka.common.config.ConfigResource.Type.BROKER_LOGGER);
 
-    /** --topic T | --broker ID ("" = the cluster-wide default) | --broker-logger ID. */
+    /** --topic T | --broker ID ("" = the cluster-wide default) | --broker-logger ID | --group G
+     *  (GROUP, by name: kafka-clients 3.x has no such type and exits 3). */
     static org.apache.kafka.common.config.ConfigResource resource(Map<String, String> o) {
+        if (o.containsKey("client-metrics")) { // KIP-714 subscription (kafka-clients 3.7+)
+            try {
+                return new org.apache.kafka.common.config.ConfigResource(
+                        org.apache.kafka.common.config.ConfigResource.Type.valueOf("CLIENT_METRICS"),
+                        o.get("client-metrics"));
+            } catch (IllegalArgumentException e) {
+                System.err.println("admin: this kafka-clients has no CLIENT_METRICS config resource");
+                System.exit(EXIT_UNSUPPORTED);
+            }
+        }
+        if (o.containsKey("group")) {
+            try {
+                return new org.apache.kafka.common.config.ConfigResource(
+                        org.apache.kafka.common.config.ConfigResource.Type.valueOf("GROUP"),
+                        o.get("group"));
+            } catch (IllegalArgumentException e) {
+                System.err.println("admin: this kafka-clients has no GROUP config resource");
+                System.exit(EXIT_UNSUPPORTED);
+            }
+        }
         for (String kind : List.of("topic", "broker", "broker-logger"))
             if (o.containsKey(kind))
                 return new org.apache.kafka.common.config.ConfigResource(RESOURCE_TYPES.get(kind),
                         o.get(kind));
-        usage("admin: needs --topic, --broker or --broker-logger");
+        usage("admin: needs --topic, --broker, --broker-logger, --group or --client-metrics");
         return null;
     }
 
@@ -1471,6 +1615,53 @@ public final class RafkaDriver {
         return 0;
     }
 
+    /** The quota entity of --user / --client-id / --ip ("<default>": the default entity). */
+    static Map<String, String> quotaEntity(Map<String, String> o) {
+        Map<String, String> entity = new TreeMap<>();
+        for (String type : List.of("user", "client-id", "ip")) {
+            String name = o.get(type);
+            if (name != null) entity.put(type, name.equals("<default>") ? null : name);
+        }
+        return entity;
+    }
+
+    /** Admin.describeClientQuotas of the entity named (none: every entity), --strict true. */
+    static int describeClientQuotas(Admin admin, Map<String, String> o) throws Exception {
+        var components = new ArrayList<org.apache.kafka.common.quota.ClientQuotaFilterComponent>();
+        quotaEntity(o).forEach((type, name) -> components.add(name == null
+                ? org.apache.kafka.common.quota.ClientQuotaFilterComponent.ofDefaultEntity(type)
+                : org.apache.kafka.common.quota.ClientQuotaFilterComponent.ofEntity(type, name)));
+        var filter = flag(o, "strict")
+                ? org.apache.kafka.common.quota.ClientQuotaFilter.containsOnly(components)
+                : org.apache.kafka.common.quota.ClientQuotaFilter.contains(components);
+        var entities = admin.describeClientQuotas(filter).entities().get();
+        List<Object> entries = new ArrayList<>();
+        entities.forEach((entity, values) -> entries.add(obj(
+                "entity", new TreeMap<>(entity.entries()), "values", new TreeMap<>(values))));
+        printLine(json(obj("error", null, "entries", entries)));
+        return 0;
+    }
+
+    /** Admin.alterClientQuotas of one entity: --set k=v and --delete k (repeatable). */
+    static int alterClientQuotas(Admin admin, Map<String, String> o, Map<String, List<String>> many)
+            throws Exception {
+        var ops = new ArrayList<org.apache.kafka.common.quota.ClientQuotaAlteration.Op>();
+        for (String kv : many.getOrDefault("set", List.of())) {
+            String[] x = keyValue(kv);
+            ops.add(new org.apache.kafka.common.quota.ClientQuotaAlteration.Op(
+                    x[0], Double.parseDouble(x[1])));
+        }
+        for (String key : many.getOrDefault("delete", List.of()))
+            ops.add(new org.apache.kafka.common.quota.ClientQuotaAlteration.Op(key, null));
+        var entity = new org.apache.kafka.common.quota.ClientQuotaEntity(quotaEntity(o));
+        var res = admin.alterClientQuotas(
+                List.of(new org.apache.kafka.common.quota.ClientQuotaAlteration(entity, ops)),
+                new org.apache.kafka.clients.admin.AlterClientQuotasOptions()
+                        .validateOnly(flag(o, "validate-only"))).values();
+        printLine(json(obj("error", outcome(res.get(entity)))));
+        return 0;
+    }
+
     // ---- helpers --------------------------------------------------------------------
 
     /** The contract's error line: Kafka's error name (or the class) and the message. */
@@ -1684,7 +1875,7 @@ public final class RafkaDriver {
     static void usage(String why) {
         System.err.println("usage: java-driver.sh <4.3.0|3.9.1> <create-topic|produce|consume|"
                 + "offsets-for-times|produce-stream|group-consume|describe-group|committed|commit|"
-                + "txn-produce|txn-copy|txn-fence|admin <action>>"
+                + "txn-produce|txn-copy|txn-fence|share-consume|admin <action>>"
                 + " --bootstrap B --topic T ...  (" + why + ")");
         System.exit(EXIT_USAGE);
     }

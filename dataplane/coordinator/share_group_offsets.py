@@ -1,0 +1,124 @@
+"""What the share group offsets APIs (DescribeShareGroupOffsets 90, AlterShareGroupOffsets 91,
+DeleteShareGroupOffsets 92) and DeleteGroups do with the share-partition state: the group's
+checks in its shard, the persister calls (`dataplane.share.model.Persister`, the share
+coordinator's), and the group's record of which share-partitions have state.
+
+A share-partition's *start offset* is the first offset not yet done (acknowledged or archived);
+its *lag* (Kafka's KIP-1226) the records still to deliver: the high watermark (the last stable
+offset for a read_committed group) minus the start offset minus the records already done
+inside the in-flight window.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+import anyio
+
+from dataplane.coordinator.base import Reply, map_append_error
+from dataplane.coordinator.share_group_adapter import ShareGroupAdapter, share_group
+from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.share.model import DeliveryState, SharePartitionKey, ShareState
+
+if TYPE_CHECKING:
+    from dataplane.coordinator.shard import GroupShard
+    from dataplane.replica.manager import ReplicaManager
+
+log = logging.getLogger("rafka.coordinator.share_group")
+
+T = TypeVar("T")
+_DONE = (DeliveryState.ACKNOWLEDGED, DeliveryState.ARCHIVED)
+
+
+def lag(state: ShareState, end_offset: int) -> int:
+    """Records of [start offset, end_offset) not yet done."""
+    done = 0
+    for batch in state.batches:
+        if batch.delivery_state in _DONE:
+            first = max(batch.first_offset, state.start_offset)
+            last = min(batch.last_offset, end_offset - 1)
+            done += max(0, last - first + 1)
+    return max(0, end_offset - state.start_offset - done)
+
+
+def end_offset(replicas: ReplicaManager, topic: str, partition: int, read_committed: bool) -> int:
+    """The high watermark (last stable offset) of the local replica; -1 when this broker has
+    no replica of the partition (its lag is then unknown)."""
+    replica = replicas.partitions.get((topic, partition))
+    if replica is None:
+        return -1
+    return replica.last_stable_offset if read_committed else replica.high_watermark
+
+
+async def gather(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T | KafkaError]:
+    """Run the calls concurrently: each one's result or the KafkaError it raised."""
+    results: list[T | KafkaError] = [KafkaError(ErrorCode.unknown_server_error)] * len(calls)
+
+    async def run(i: int) -> None:
+        try:
+            results[i] = await calls[i]()
+        except KafkaError as e:
+            results[i] = e
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(calls)):
+            tg.start_soon(run, i)
+    return results
+
+
+def empty_share_group(shard: GroupShard, group_id: str) -> ShareGroupAdapter:
+    """The share group, which must have no member (NON_EMPTY_GROUP): offsets are altered or
+    deleted only while nobody consumes (Kafka's GROUP_NOT_EMPTY check)."""
+    group = share_group(shard, group_id)
+    if not group.group.is_empty:
+        raise KafkaError(
+            ErrorCode.non_empty_group,
+            f"The share group {group_id} has active members: stop its consumers first.",
+        )
+    return group
+
+
+async def record_state_partitions(
+    shard: GroupShard, group: ShareGroupAdapter, partitions: dict[bytes, tuple[str, frozenset[int]]]
+) -> None:
+    """Make `partitions` the group's share-partitions with state (replicated record)."""
+    if partitions == group.group.state_partitions:
+        return
+    reply: Reply[ErrorCode] = Reply()
+    record = group.group.state_partitions_record(partitions)
+
+    def done(error: ErrorCode) -> None:
+        reply.complete(error)
+
+    refused = shard.services.write(group.group_id, [record], replay=True, done=done)
+    error = refused if refused is not None else await reply.wait()
+    if error != ErrorCode.none:
+        raise KafkaError(map_append_error(error))
+
+
+def key(group_id: str, topic_id: bytes, partition: int) -> SharePartitionKey:
+    return SharePartitionKey(group_id, uuid.UUID(bytes=topic_id), partition)
+
+
+async def delete_group_state(
+    delete: Callable[[SharePartitionKey], Awaitable[None]], group: ShareGroupAdapter
+) -> ErrorCode:
+    """Before a share group's deletion: forget the state of its share-partitions (as Kafka's
+    deleteShareGroups asks the persister first, so a failure leaves the group whole)."""
+    keys = group.state_keys()
+    results = await gather([lambda k=k: delete(k) for k in keys])  # type: ignore[misc]
+    for k, result in zip(keys, results, strict=True):
+        if isinstance(result, KafkaError):
+            log.warning(
+                "share group %s: deleting the state of %s-%d failed (%s); the group is kept, "
+                "retry DeleteGroups",
+                group.group_id,
+                k.topic_id,
+                k.partition,
+                result,
+            )
+            return result.code
+    return ErrorCode.none

@@ -1,0 +1,68 @@
+"""Share sessions: epochs, forgotten topics, the cache bound (Kafka's ShareSessionCache)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.share.sessions import ShareSessionCache, next_epoch
+
+T1, T2 = b"\x01" * 16, b"\x02" * 16
+
+
+def codes(fn, *args) -> ErrorCode:
+    with pytest.raises(KafkaError) as e:
+        fn(*args)
+    return e.value.code
+
+
+def test_open_update_close():
+    cache = ShareSessionCache(10, 1000)
+    session, previous = cache.open("g", "m", [(T1, 0)], now_ms=0)
+    assert previous is None and session.epoch == 1 and list(session.partitions) == [(T1, 0)]
+    session = cache.update("g", "m", 1, [(T2, 0)], [], now_ms=1)
+    assert session.epoch == 2 and list(session.partitions) == [(T1, 0), (T2, 0)]
+    session = cache.update("g", "m", 2, [], [(T1, 0)], now_ms=2)
+    assert list(session.partitions) == [(T2, 0)]
+    assert cache.close("g", "m") is session
+    assert len(cache) == 0
+
+
+def test_epochs_must_follow():
+    cache = ShareSessionCache(10, 1000)
+    cache.open("g", "m", [], 0)
+    assert codes(cache.update, "g", "m", 5, [], [], 0) == ErrorCode.invalid_share_session_epoch
+    assert codes(cache.update, "g", "x", 1, [], [], 0) == ErrorCode.share_session_not_found
+    assert codes(cache.close, "g", "x") == ErrorCode.share_session_not_found
+
+
+def test_acknowledge_cannot_open_and_advances_the_epoch():
+    cache = ShareSessionCache(10, 1000)
+    assert codes(cache.acknowledged, "g", "m", 0, 0) == ErrorCode.invalid_share_session_epoch
+    cache.open("g", "m", [], 0)
+    cache.acknowledged("g", "m", 1, 0)
+    session = cache.get("g", "m")
+    assert session is not None and session.epoch == 2
+
+
+def test_reopening_replaces_the_session():
+    cache = ShareSessionCache(10, 1000)
+    first, _ = cache.open("g", "m", [(T1, 0)], 0)
+    cache.update("g", "m", 1, [], [], 0)
+    second, previous = cache.open("g", "m", [(T2, 1)], 0)
+    assert previous is first and second.epoch == 1 and list(second.partitions) == [(T2, 1)]
+
+
+def test_limit_reached_unless_an_idle_session_can_go():
+    cache = ShareSessionCache(2, idle_eviction_ms=100)
+    cache.open("g", "a", [], 0)
+    cache.open("g", "b", [], 50)
+    assert codes(cache.open, "g", "c", [], 100) == ErrorCode.share_session_limit_reached
+    cache.open("g", "c", [], 101)  # "a" idle for 101 ms: evicted
+    assert cache.get("g", "a") is None and cache.get("g", "c") is not None
+    # a member reopening its own session is never refused
+    cache.open("g", "b", [], 102)
+
+
+def test_epoch_wraps_past_max_int():
+    assert next_epoch(0x7FFFFFFF) == 1 and next_epoch(5) == 6
