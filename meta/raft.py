@@ -33,6 +33,8 @@ from meta.state import Body, Command, MetaState, apply
 
 log = logging.getLogger("rafka.meta.raft")
 
+_MAX_ENTRY_BYTES = 64 * 1024 * 1024
+
 _RETRY_PAUSE_S = 0.05
 # Outcomes after which the command may or may not have been applied: resubmitting it is safe,
 # since the state remembers request ids and does not apply one twice.
@@ -196,6 +198,11 @@ class MetaRaft:
             commandsWaitLeader=False,  # fail fast (MISSING_LEADER); submit() retries until timeout
             useFork=False,  # forking next to gRPC threads is unsafe; the state is small
             appendEntriesUseBatch=False,  # replicate each command at once: low write latency
+            # One message per command, however large (a topic of thousands of partitions is
+            # hundreds of KiB): pysyncobj's chunked transmission of entries over this size marks
+            # the second-to-last chunk as the last when the pickled entry just crosses a chunk
+            # boundary, and the followers fail to unpickle it ("pickle data was truncated").
+            appendEntriesBatchSizeBytes=_MAX_ENTRY_BYTES,
             connectionRetryTime=1.0,  # reconnect to a restarted peer quickly
             # A restarted peer may come back with a new address (every Kubernetes pod restart
             # does): resolve peer names again after seconds, not pysyncobj's 10 minutes.

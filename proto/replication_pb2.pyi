@@ -27,18 +27,30 @@ class FetchPartition(_message.Message):
     def __init__(self, topic_id: _Optional[bytes] = ..., partition: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ..., max_bytes: _Optional[int] = ..., log_start_offset: _Optional[int] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("replica_id", "broker_epoch", "max_wait_ms", "max_bytes", "partitions")
+    __slots__ = ("replica_id", "broker_epoch", "max_wait_ms", "max_bytes", "partitions", "incremental", "removed")
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    INCREMENTAL_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
     replica_id: int
     broker_epoch: int
     max_wait_ms: int
     max_bytes: int
     partitions: _containers.RepeatedCompositeFieldContainer[FetchPartition]
-    def __init__(self, replica_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[FetchPartition, _Mapping]]] = ...) -> None: ...
+    incremental: bool
+    removed: _containers.RepeatedCompositeFieldContainer[PartitionKey]
+    def __init__(self, replica_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[FetchPartition, _Mapping]]] = ..., incremental: _Optional[bool] = ..., removed: _Optional[_Iterable[_Union[PartitionKey, _Mapping]]] = ...) -> None: ...
+
+class PartitionKey(_message.Message):
+    __slots__ = ("topic_id", "partition")
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    topic_id: bytes
+    partition: int
+    def __init__(self, topic_id: _Optional[bytes] = ..., partition: _Optional[int] = ...) -> None: ...
 
 class PartitionData(_message.Message):
     __slots__ = ("topic_id", "partition", "error_code", "high_watermark", "log_start_offset", "log_end_offset", "diverged", "diverging_epoch", "diverging_end_offset", "records_size")
@@ -65,10 +77,14 @@ class PartitionData(_message.Message):
     def __init__(self, topic_id: _Optional[bytes] = ..., partition: _Optional[int] = ..., error_code: _Optional[int] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., diverged: _Optional[bool] = ..., diverging_epoch: _Optional[int] = ..., diverging_end_offset: _Optional[int] = ..., records_size: _Optional[int] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
-    __slots__ = ("partitions",)
+    __slots__ = ("partitions", "incremental_supported", "error_code")
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    INCREMENTAL_SUPPORTED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionData]
-    def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionData, _Mapping]]] = ...) -> None: ...
+    incremental_supported: bool
+    error_code: int
+    def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionData, _Mapping]]] = ..., incremental_supported: _Optional[bool] = ..., error_code: _Optional[int] = ...) -> None: ...
 
 class TxnMarkerTopic(_message.Message):
     __slots__ = ("name", "partitions")

@@ -7,11 +7,16 @@ never had), the follower truncates to where the logs agree and fetches again.
 
 The follower's log start follows the leader's (records deleted there by DeleteRecords or
 retention go here too), and each fetch reports it: the leader's DeleteRecords waits for it.
+
+The stream is a fetch session (replication_session.py): once the leader keeps one, a request
+carries only the partitions whose state changed (or that retry an unusable answer) and those
+dropped, and the leader answers only the partitions with something new.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 import anyio
@@ -23,6 +28,7 @@ from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode
 from dataplane.replica import wire
 from dataplane.replica.partition import Partition
+from dataplane.replica.replication_session import FetchState, FollowerSession, Key
 from dataplane.replica.throttle import ReplicationThrottle
 from proto import replication_pb2
 
@@ -105,15 +111,23 @@ class LeaderFetcher:
         self.leader = leader
         self._security = security
         self._throttle = throttle
-        self.partitions: dict[tuple[bytes, int], Partition] = {}
+        self.partitions: dict[Key, Partition] = {}
         self._changed = anyio.Event()
+        self._session: FollowerSession | None = None  # of the open stream
+        self._refused = False  # the leader's last answer: our broker epoch is stale
 
     def add(self, partition: Partition) -> None:
-        self.partitions[(partition.topic_id, partition.index)] = partition
+        """Fetch `partition` here (again: its epoch may have changed)."""
+        key = (partition.topic_id, partition.index)
+        self.partitions[key] = partition
+        if self._session is not None:
+            self._session.changed(key)
         self._changed.set()
 
     def remove(self, partition: Partition) -> None:
-        self.partitions.pop((partition.topic_id, partition.index), None)
+        key = (partition.topic_id, partition.index)
+        if self.partitions.pop(key, None) is not None and self._session is not None:
+            self._session.changed(key)
 
     async def run(self) -> None:
         while True:
@@ -142,10 +156,12 @@ class LeaderFetcher:
     async def _stream(self, endpoint: str) -> None:
         async with self._security.channel(endpoint, wire.OPTIONS) as channel:
             call = wire.fetch_stream(channel)()
+            session = self._session = FollowerSession()  # a new stream: a new session
             try:
                 while self.partitions:
-                    request, sent = self._request()
-                    if not request.partitions:  # all held back by the follower throttle
+                    request = self._request(session)
+                    if not request.incremental and not request.partitions:
+                        # all held back by the follower throttle (and no session to wait in)
                         await anyio.sleep(min(self._throttle.delay_s(), _MAX_WAIT_MS / 1000))
                         continue
                     await call.write(request)
@@ -153,74 +169,129 @@ class LeaderFetcher:
                     if response is grpc.aio.EOF:
                         return
                     message, batches = response
-                    try:
-                        applied = self._apply(message, batches, sent)
-                    except LogError as e:
-                        if e.code != ErrorCode.kafka_storage_error:
-                            raise
-                        # A log directory failed: the replica manager took its replicas off
-                        # this fetcher; the others are fetched again.
-                        log.warning("replica fetch from broker %d: %s", self.leader, e)
+                    if message.error_code == ErrorCode.stale_broker_epoch:
+                        self._on_refused(session)
+                        await anyio.sleep(_RETRY_S)
                         continue
-                    if not applied:
+                    self._refused = False
+                    session.confirm(message.incremental_supported)
+                    if not self._apply(message, batches, session) and not session.incremental:
                         await anyio.sleep(_RETRY_S)  # nothing usable: wait for new metadata
             finally:
+                self._session = None
                 call.cancel()
 
-    def _request(self) -> tuple[replication_pb2.FetchRequest, dict[tuple[bytes, int], int]]:
-        """The next fetch, and the leader epoch each partition was fetched under."""
+    def _on_refused(self, session: FollowerSession) -> None:
+        """The leader refused our broker epoch and dropped the session."""
+        session.reset()
+        if not self._refused:
+            self._refused = True
+            log.warning(
+                "leader %d says our broker epoch is stale; waiting to re-register", self.leader
+            )
+
+    def _state(self, key: Key) -> FetchState | None:
+        """What a fetch says of the partition (None: not fetched from this leader)."""
+        partition = self.partitions.get(key)
+        if partition is None:
+            return None
+        plog = partition.log
+        return FetchState(
+            partition.leader_epoch,
+            plog.log_end_offset,
+            plog.latest_epoch,
+            plog.log_start_offset,
+            _PARTITION_MAX_BYTES,
+        )
+
+    def _held_back(self, key: Key) -> bool:
+        partition = self.partitions[key]
+        in_sync = self._node_id in partition.isr
+        return self._throttle.holds_back(partition.topic_id, partition.index, in_sync)
+
+    def _request(self, session: FollowerSession) -> replication_pb2.FetchRequest:
+        """The next fetch: every partition (a full request) or the session's changes."""
+        send, removed, full = session.next_request(
+            self.partitions, self._state, self._held_back, time.monotonic()
+        )
+        max_wait_ms = _MAX_WAIT_MS
+        if session.holds_back:  # come back when the follower throttle may let them go
+            max_wait_ms = max(1, min(max_wait_ms, int(self._throttle.delay_s() * 1000)))
         request = replication_pb2.FetchRequest(
             replica_id=self._node_id,
             broker_epoch=self._broker_epoch(),
-            max_wait_ms=_MAX_WAIT_MS,
+            max_wait_ms=max_wait_ms,
             max_bytes=_RESPONSE_MAX_BYTES,
+            incremental=not full,
         )
-        sent = {}
-        for key, partition in self.partitions.items():
-            in_sync = self._node_id in partition.isr
-            if self._throttle.holds_back(partition.topic_id, partition.index, in_sync):
-                continue
+        for (topic_id, index), state in send:
             request.partitions.add(
-                topic_id=partition.topic_id,
-                partition=partition.index,
-                current_leader_epoch=partition.leader_epoch,
-                fetch_offset=partition.log.log_end_offset,
-                last_fetched_epoch=partition.log.latest_epoch,
-                max_bytes=_PARTITION_MAX_BYTES,
-                log_start_offset=partition.log.log_start_offset,
+                topic_id=topic_id,
+                partition=index,
+                current_leader_epoch=state.leader_epoch,
+                fetch_offset=state.fetch_offset,
+                last_fetched_epoch=state.last_fetched_epoch,
+                max_bytes=state.max_bytes,
+                log_start_offset=state.log_start_offset,
             )
-            sent[key] = partition.leader_epoch
-        return request, sent
+        for topic_id, index in removed:
+            request.removed.add(topic_id=topic_id, partition=index)
+        return request
 
     def _apply(
-        self, response: replication_pb2.FetchResponse, batches: list[memoryview], sent: dict
+        self,
+        response: replication_pb2.FetchResponse,
+        batches: list[memoryview],
+        session: FollowerSession,
     ) -> bool:
-        """Apply a response; False if no partition made progress (all errors)."""
+        """Apply a response; False if no partition made progress (all errors). A partition
+        whose answer left its state as it was (an error, records that do not continue the
+        log) is sent again after a pause: the leader answers it only when asked or when it
+        changes there."""
         progress = False
         for data, records in zip(response.partitions, batches, strict=True):
             key = (data.topic_id, data.partition)
             partition = self.partitions.get(key)
-            if partition is None or partition.leader_epoch != sent.get(key):
-                continue  # moved to another leader meanwhile: this answer is stale
-            if data.error_code != ErrorCode.none:
-                self._on_error(partition, data)
+            if partition is None or partition.leader_epoch != session.expected_epoch(key):
+                session.changed(key)  # moved meanwhile: this answer is stale
                 continue
-            progress = True
-            if data.diverged:
-                self._truncate_diverged(partition, data)
-                continue
-            if records:
-                try:
-                    partition.append_as_follower(records)
-                    self._throttle.record(partition.topic_id, partition.index, len(records))
-                except UnexpectedAppendOffsetError as e:
-                    log.warning(
-                        "%r: leader sent batches that do not continue our log: %s", partition, e
-                    )
-                    continue
-            partition.follow_high_watermark(data.high_watermark)
-            partition.follow_log_start(data.log_start_offset)
+            before = self._state(key)
+            try:
+                progress = self._apply_partition(partition, data, records) or progress
+            except LogError as e:
+                if e.code != ErrorCode.kafka_storage_error:
+                    raise
+                # A log directory failed: the replica manager takes its replicas off this
+                # fetcher; the others go on.
+                log.warning("replica fetch of %r from broker %d: %s", partition, self.leader, e)
+            if (data.error_code or data.diverged or records) and self._state(key) == before:
+                session.retry(key, time.monotonic() + _RETRY_S)
+            else:
+                session.changed(key)
         return progress
+
+    def _apply_partition(
+        self, partition: Partition, data: replication_pb2.PartitionData, records: memoryview
+    ) -> bool:
+        """Apply one partition's answer; False for an error."""
+        if data.error_code != ErrorCode.none:
+            self._on_error(partition, data)
+            return False
+        if data.diverged:
+            self._truncate_diverged(partition, data)
+            return True
+        if records:
+            try:
+                partition.append_as_follower(records)
+                self._throttle.record(partition.topic_id, partition.index, len(records))
+            except UnexpectedAppendOffsetError as e:
+                log.warning(
+                    "%r: leader sent batches that do not continue our log: %s", partition, e
+                )
+                return True
+        partition.follow_high_watermark(data.high_watermark)
+        partition.follow_log_start(data.log_start_offset)
+        return True
 
     def _truncate_diverged(self, partition: Partition, data: replication_pb2.PartitionData) -> None:
         """Truncate to where both logs agree: the smaller of the two ends of the epoch."""

@@ -377,6 +377,7 @@ class ReplicaManager:
                     continue
                 if deleted:
                     log.info("%r: retention deleted %d segment(s)", partition, deleted)
+                    partition.log_start_moved()
                 partition.producers.remove_expired(now)
 
     async def clean_logs(self) -> None:

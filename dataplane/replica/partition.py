@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import anyio
 
@@ -41,6 +42,15 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+class FetchSession(Protocol):
+    """A follower's replication stream that holds its last fetch open as a standing fetch
+    (dataplane/replica/replication_session.py): told of every change that may concern it."""
+
+    last_request_ms: int  # the follower's last request on the stream: its liveness
+
+    def partition_changed(self, partition: Partition, urgent: bool) -> None: ...
+
+
 @dataclass(slots=True)
 class FollowerState:
     """What the leader knows of one follower, from its fetches (Kafka's Replica state)."""
@@ -50,6 +60,16 @@ class FollowerState:
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
     leader_end_at_last_fetch: int = -1
+    # The session whose standing fetch reported `log_end_offset`: the follower re-asks for
+    # that offset at each of its requests, so it is caught up as of its last request for as
+    # long as the leader's log ends there (Kafka's followers re-send every fetch instead).
+    session: FetchSession | None = None
+
+    def caught_up_ms(self, leader_end: int) -> int:
+        """When it was last caught up, counting a standing fetch at the log end."""
+        if self.session is not None and self.log_end_offset >= leader_end:
+            return max(self.last_caught_up_ms, self.session.last_request_ms)
+        return self.last_caught_up_ms
 
 
 IsrSubmit = Callable[["Partition", tuple[int, ...]], None]
@@ -87,8 +107,8 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         self._epoch_start_offset = 0  # log end when this leader epoch began
         self._hw_waiters: set[anyio.Event] = set()
-        self._append_waiters: set[anyio.Event] = set()
         self._start_waiters: set[anyio.Event] = set()  # DeleteRecords: a log start moved
+        self._sessions: set[FetchSession] = set()  # followers' standing fetches of it
 
     @property
     def is_leader(self) -> bool:
@@ -114,8 +134,8 @@ class Partition:
         if became_leader:
             self._become_leader()
         self._wake(self._hw_waiters)  # acks=all waiters re-check leadership and ISR
-        self._wake(self._append_waiters)
         self._wake(self._start_waiters)
+        self._notify(urgent=True)  # standing fetches: leadership, epoch or ISR changed
         self._maybe_advance_high_watermark()
 
     def _become_leader(self) -> None:
@@ -176,9 +196,10 @@ class Partition:
         if duplicate is not None:
             append_time = duplicate.timestamp if self.log.config.log_append_time else -1
             return AppendResult(duplicate.first_offset, duplicate.last_offset, append_time, [])
+        self._note_standing_fetches()
         result = self.log.append_as_leader(records, self.leader_epoch, now, validated=infos)
         self.producers.update(result.batches)
-        self._wake(self._append_waiters)
+        self._notify(urgent=True)
         self._maybe_advance_high_watermark()
         return result
 
@@ -198,9 +219,10 @@ class Partition:
         self.check_leader()
         self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
         batch = build_marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        self._note_standing_fetches()
         result = self.log.append_as_leader(batch, self.leader_epoch, now_ms, from_client=False)
         self.producers.update(result.batches)
-        self._wake(self._append_waiters)
+        self._notify(urgent=True)
         self._maybe_advance_high_watermark()
         self._wake(self._hw_waiters)  # read_committed polls: the LSO may have moved
         return result
@@ -280,8 +302,8 @@ class Partition:
         start = self.delete_records_before(target)
         if start > before:
             log.info("%r: records before %d deleted (log start was %d)", self, start, before)
-            self._wake(self._append_waiters)  # parked follower fetches carry the new start now
             self._wake(self._start_waiters)
+            self._notify(urgent=True)  # parked follower fetches carry the new start now
         if start < target:
             log.info(
                 "%r: records deleted only up to %d, not %d: an open transaction starts there",
@@ -320,17 +342,25 @@ class Partition:
         return ErrorCode.request_timed_out, self.low_watermark(alive)
 
     def record_follower_fetch(
-        self, replica_id: int, fetch_offset: int, now: int, log_start_offset: int = -1
+        self,
+        replica_id: int,
+        fetch_offset: int,
+        now: int,
+        log_start_offset: int = -1,
+        session: FetchSession | None = None,
     ) -> None:
         """A follower fetched from `fetch_offset`: it has everything below it; its log
-        starts at `log_start_offset` (-1: not said)."""
+        starts at `log_start_offset` (-1: not said). With `session`, the fetch stands until
+        the session says otherwise (`end_standing_fetch`)."""
         state = self.followers.setdefault(replica_id, FollowerState())
+        state.last_caught_up_ms = state.caught_up_ms(self.log.log_end_offset)
+        state.session = session
         if log_start_offset != state.log_start_offset:
             state.log_start_offset = log_start_offset
             self._wake(self._start_waiters)
         leader_end = self.log.log_end_offset
         if fetch_offset >= leader_end:
-            state.last_caught_up_ms = now
+            state.last_caught_up_ms = max(state.last_caught_up_ms, now)
         elif fetch_offset >= state.leader_end_at_last_fetch >= 0:
             # It has what we had at its previous fetch: it was caught up then.
             state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
@@ -338,6 +368,28 @@ class Partition:
         state.log_end_offset = fetch_offset
         self._maybe_expand_isr(replica_id, state)
         self._maybe_advance_high_watermark()
+
+    def has_standing_fetch(self, replica_id: int, session: FetchSession) -> bool:
+        """Whether the follower's progress as known here came from `session`'s standing fetch
+        (not when a new leader epoch reset what the leader knows of its followers)."""
+        state = self.followers.get(replica_id)
+        return state is not None and state.session is session
+
+    def end_standing_fetch(self, replica_id: int, session: FetchSession) -> None:
+        """The follower's session dropped this partition or closed: it was caught up until its
+        last request if it was at the log end; from now on only new fetches count."""
+        state = self.followers.get(replica_id)
+        if state is not None and state.session is session:
+            state.last_caught_up_ms = state.caught_up_ms(self.log.log_end_offset)
+            state.session = None
+
+    def _note_standing_fetches(self) -> None:
+        """Before an append moves the log end: followers standing at it were caught up as of
+        their last request (Kafka's lastCaughtUpTime = the fetch time of a fetch at the end)."""
+        end = self.log.log_end_offset
+        for state in self.followers.values():
+            if state.session is not None:
+                state.last_caught_up_ms = state.caught_up_ms(end)
 
     def _maybe_expand_isr(self, replica_id: int, state: FollowerState) -> None:
         """A follower that reached the high watermark within this epoch rejoins the ISR."""
@@ -351,11 +403,12 @@ class Partition:
 
     def lagging_followers(self, now: int, lag_ms: int) -> list[int]:
         """ISR members that have not caught up for longer than replica.lag.time.max.ms."""
+        end = self.log.log_end_offset
         return [
             r
             for r in self.isr
             if r != self.node_id
-            and now - self.followers.setdefault(r, FollowerState()).last_caught_up_ms > lag_ms
+            and now - self.followers.setdefault(r, FollowerState()).caught_up_ms(end) > lag_ms
         ]
 
     def maybe_shrink_isr(self, now: int, lag_ms: int) -> None:
@@ -381,6 +434,7 @@ class Partition:
         self.high_watermark = hw
         self.producers.on_high_watermark(hw)
         self._wake(self._hw_waiters)
+        self._notify(urgent=False)  # followers learn it with their next answer
 
     def replication_error(self) -> ErrorCode:
         """Why an acks=all append cannot complete now (NONE if it can)."""
@@ -413,7 +467,6 @@ class Partition:
     def append_as_follower(self, records: bytes | memoryview) -> AppendResult:
         result = self.log.append_as_follower(records)
         self.producers.update(result.batches)  # so a failover keeps deduplicating retries
-        self._wake(self._append_waiters)
         return result
 
     def follow_high_watermark(self, leader_high_watermark: int) -> None:
@@ -453,12 +506,22 @@ class Partition:
     def unwatch(self, event: anyio.Event) -> None:
         self._hw_waiters.discard(event)
 
-    def watch_appends(self, event: anyio.Event) -> None:
-        """Set `event` on the next append (a follower's fetch long poll)."""
-        self._append_waiters.add(event)
+    def subscribe(self, session: FetchSession) -> None:
+        """Tell `session` of every change a follower's standing fetch may need to answer:
+        urgent (appends, log start, leadership) or not (high watermark: the next answer)."""
+        self._sessions.add(session)
 
-    def unwatch_appends(self, event: anyio.Event) -> None:
-        self._append_waiters.discard(event)
+    def unsubscribe(self, session: FetchSession) -> None:
+        self._sessions.discard(session)
+
+    def log_start_moved(self) -> None:
+        """Retention moved the log start: followers take it with their next answer."""
+        self._notify(urgent=False)
+
+    def _notify(self, urgent: bool) -> None:
+        if self._sessions:
+            for session in list(self._sessions):
+                session.partition_changed(self, urgent)
 
     @staticmethod
     async def _wait(waiters: set[anyio.Event]) -> None:
@@ -478,7 +541,7 @@ class Partition:
 
     def close(self) -> None:
         self._wake(self._hw_waiters)
-        self._wake(self._append_waiters)
         self._wake(self._start_waiters)
+        self._notify(urgent=True)  # sessions find it gone
         self.producers.snapshot()
         self.log.close()

@@ -2,7 +2,9 @@
 
 Each fetch tells the leader how far the follower has got (which moves the high watermark and
 the follower's ISR standing); the answer carries the batches that follow, exactly as stored,
-or the point where the follower's log diverged from ours after a leader change.
+or the point where the follower's log diverged from ours after a leader change. Each stream is a
+fetch session (replication_session.py): only changed partitions come in, only partitions with
+something new go out, and the long poll waits on the session's one event.
 
 The same server, behind the same internal credentials, serves the brokers' transaction RPCs
 (`Transactions`: WriteTxnMarkers, AddPartitionsToTxn; see dataplane/transaction/markers.py)
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 
 import anyio
 import grpc
@@ -23,12 +26,60 @@ from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica import wire
 from dataplane.replica.manager import ReplicaManager
 from dataplane.replica.partition import Partition, now_ms
+from dataplane.replica.replication_session import FetchState, Key, LeaderSession, SessionPartition
 from dataplane.replica.throttle import ReplicationThrottle
 from proto import replication_pb2, replication_pb2_grpc
 
 log = logging.getLogger("rafka.replication")
 
 Response = tuple[replication_pb2.FetchResponse, list[bytes]]  # see wire.py
+
+
+def _state(p: replication_pb2.FetchPartition) -> FetchState:
+    return FetchState(
+        p.current_leader_epoch,
+        p.fetch_offset,
+        p.last_fetched_epoch,
+        p.log_start_offset,
+        p.max_bytes,
+    )
+
+
+@dataclass
+class _Answer:
+    """A response being built, and what it means for the session once sent (`commit`)."""
+
+    message: replication_pb2.FetchResponse
+    batches: list[bytes] = field(default_factory=list)
+    size: int = 0
+    urgent: bool = False  # send it now rather than at the end of the long poll
+    held: bool = False  # the leader throttle held back records
+    sent: list[tuple[Key, replication_pb2.PartitionData, bool]] = field(default_factory=list)
+    settled: list[Key] = field(default_factory=list)  # nothing new
+
+    def add(
+        self,
+        key: Key,
+        out: replication_pb2.PartitionData,
+        records: bytes,
+        urgent: bool,
+        keep: bool = False,
+    ) -> None:
+        self.message.partitions.append(out)
+        self.batches.append(records)
+        self.size += len(records)
+        self.urgent = self.urgent or urgent
+        self.sent.append((key, out, keep))
+
+    def commit(self, session: LeaderSession) -> Response:
+        for key, out, keep in self.sent:
+            if key in session.entries:
+                session.answered(
+                    key, out.high_watermark, out.log_start_offset, out.log_end_offset, keep
+                )
+        for key in self.settled:
+            session.settled(key)
+        return self.message, self.batches
 
 
 class ReplicationService:
@@ -43,25 +94,50 @@ class ReplicationService:
         request_iterator: AsyncIterator[replication_pb2.FetchRequest],
         context: grpc.aio.ServicerContext,
     ) -> AsyncIterator[Response]:
-        async for request in request_iterator:
-            yield await self._fetch(request)
+        """One follower's stream, and its fetch session (replication_session.py)."""
+        session: LeaderSession | None = None
+        try:
+            async for request in request_iterator:
+                if session is None or session.replica_id != request.replica_id:
+                    if session is not None:
+                        session.close()
+                    session = LeaderSession(request.replica_id)
+                yield await self._fetch(request, session)
+        finally:
+            if session is not None:
+                session.close()
 
-    async def _fetch(self, req: replication_pb2.FetchRequest) -> Response:
-        stale = self._stale_broker_epoch(req)
-        response, partitions, size, held = self._read(req, stale, record=True)
-        if size or not (partitions or held) or req.max_wait_ms <= 0:
-            return response
+    async def _fetch(self, req: replication_pb2.FetchRequest, session: LeaderSession) -> Response:
+        if self._stale_broker_epoch(req):
+            session.close()
+            return self._refused(req)
+        full = not req.incremental
+        session.receive(
+            (
+                ((p.topic_id, p.partition), _state(p))
+                for p in req.partitions  # the follower's new states
+            ),
+            ((k.topic_id, k.partition) for k in req.removed),
+            full,
+            now_ms(),
+        )
+        answer = self._answer(session, full, req.max_bytes)
+        if answer.urgent or req.max_wait_ms <= 0:
+            return answer.commit(session)
         wait_s = req.max_wait_ms / 1000
-        if held:  # throttled partitions may go again once the leader throttle allows
+        if answer.held:  # throttled partitions may go again once the leader throttle allows
             wait_s = min(wait_s, self._throttle.delay_s())
-        event = anyio.Event()  # long poll: park until one of the partitions gets an append
-        for partition in partitions:
-            partition.watch_appends(event)
-        with anyio.move_on_after(wait_s):
-            await event.wait()
-        for partition in partitions:
-            partition.unwatch_appends(event)
-        return self._read(req, stale, record=False)[0]
+        with anyio.move_on_after(wait_s):  # long poll: until an urgent change of the session
+            await session.event.wait()
+        return self._answer(session, full, req.max_bytes).commit(session)
+
+    def _refused(self, req: replication_pb2.FetchRequest) -> Response:
+        response = replication_pb2.FetchResponse(error_code=ErrorCode.stale_broker_epoch)
+        for p in req.partitions:  # older followers read it per partition
+            response.partitions.add(
+                topic_id=p.topic_id, partition=p.partition, error_code=ErrorCode.stale_broker_epoch
+            )
+        return response, []
 
     def _stale_broker_epoch(self, req: replication_pb2.FetchRequest) -> bool:
         known = self._cache.brokers.get(req.replica_id)
@@ -76,72 +152,92 @@ class ReplicationService:
         )
         return True
 
-    def _read(
-        self, req: replication_pb2.FetchRequest, stale: bool, record: bool
-    ) -> tuple[Response, list[Partition], int, bool]:
-        """One pass over the requested partitions; `record` the follower's progress once.
-        Also returns whether the leader throttle held back a partition (sent without records)."""
-        response = replication_pb2.FetchResponse()
-        held = False
-        batches: list[bytes] = []
-        watched: list[Partition] = []
-        budget, size, now = req.max_bytes, 0, now_ms()
-        for p in req.partitions:
-            out = response.partitions.add(topic_id=p.topic_id, partition=p.partition)
+    def _answer(self, session: LeaderSession, full: bool, max_bytes: int) -> _Answer:
+        """One pass over the partitions to answer (the dirty ones; all of them when `full`).
+        Records, divergences, log start moves and (in a session) errors are urgent: they end
+        the long poll; a moved high watermark waits for it."""
+        answer = _Answer(replication_pb2.FetchResponse(incremental_supported=True))
+        budget, replica_id = max_bytes, session.replica_id
+        for key in session.to_evaluate(full):
+            entry = session.entries[key]
+            out = replication_pb2.PartitionData(topic_id=key[0], partition=key[1])
+            state = entry.state
             try:
-                if stale:
-                    raise KafkaError(ErrorCode.stale_broker_epoch)
-                partition = self._leader(p, req.replica_id)
-                if record:
+                partition = self._leader(key, entry, session)
+                if entry.fresh or not partition.has_standing_fetch(replica_id, session):
                     partition.record_follower_fetch(
-                        req.replica_id, p.fetch_offset, now, p.log_start_offset
+                        replica_id,
+                        state.fetch_offset,
+                        session.last_request_ms,
+                        state.log_start_offset,
+                        session,
                     )
+                    entry.fresh = False
+                session.set_in_sync(key, replica_id in partition.isr)
                 out.high_watermark = partition.high_watermark
                 out.log_start_offset = partition.log.log_start_offset
                 out.log_end_offset = partition.log.log_end_offset
-                if self._diverged(partition, p, out):
+                if self._diverged(partition, state, out):
+                    answer.add(key, out, b"", urgent=True)
                     continue
-                in_sync = req.replica_id in partition.isr
-                if self._throttle.holds_back(p.topic_id, p.partition, in_sync):
-                    held = True
-                    continue
-                records = partition.log.read(
-                    p.fetch_offset, min(p.max_bytes, budget), out.log_end_offset, size == 0
-                )
+                behind = state.fetch_offset < out.log_end_offset
+                if behind and self._throttle.holds_back(
+                    key[0], key[1], replica_id in partition.isr
+                ):
+                    answer.held = True
+                    records = b""
+                elif behind or state.fetch_offset > out.log_end_offset:
+                    records = partition.log.read(
+                        state.fetch_offset,
+                        min(state.max_bytes, budget),
+                        out.log_end_offset,
+                        answer.size == 0,
+                    )
+                else:
+                    records = b""
             except KafkaError as e:  # includes the log's OFFSET_OUT_OF_RANGE
                 out.error_code = e.code
+                answer.add(key, out, b"", urgent=not full)
                 continue
-            self._throttle.record(p.topic_id, p.partition, len(records))
-            out.records_size = len(records)
-            batches.append(records)
-            size += len(records)
-            budget = max(0, budget - len(records))
-            watched.append(partition)
-        return (response, batches), watched, size, held
+            if records:
+                self._throttle.record(key[0], key[1], len(records))
+                out.records_size = len(records)
+                budget = max(0, budget - len(records))
+            moved = out.log_start_offset != entry.log_start_offset
+            if records or moved or full or entry.answer:
+                urgent = bool(records) or moved
+                answer.add(key, out, records, urgent, keep=behind and not records)
+            elif out.high_watermark != entry.high_watermark:
+                answer.add(key, out, b"", urgent=False, keep=behind)
+            elif not behind:  # (behind: held back or out of room; stays dirty)
+                answer.settled.append(key)
+        return answer
 
-    def _leader(self, p: replication_pb2.FetchPartition, replica_id: int) -> Partition:
-        info = self._cache.topics_by_id.get(p.topic_id)
-        partition = info and self._replicas.partitions.get((info.name, p.partition))
+    def _leader(self, key: Key, entry: SessionPartition, session: LeaderSession) -> Partition:
+        """The leader's replica of a session partition, subscribed to, that the follower's
+        state may fetch from (else the `KafkaError` to answer)."""
+        info = self._cache.topics_by_id.get(key[0])
+        partition = info and self._replicas.partitions.get((info.name, key[1]))
+        session.bind(entry, partition or None)
         if not partition:
             raise KafkaError(ErrorCode.unknown_topic_id)
         partition.check_leader(-1)
+        replica_id, epoch = session.replica_id, entry.state.leader_epoch
         if replica_id not in partition.replicas:
             raise KafkaError(ErrorCode.not_leader_or_follower)
-        if p.current_leader_epoch != partition.leader_epoch:
+        if epoch != partition.leader_epoch:
             log.warning(
                 "%r: replica %d fetches for leader epoch %d, current is %d; refused",
                 partition,
                 replica_id,
-                p.current_leader_epoch,
+                epoch,
                 partition.leader_epoch,
             )
-        partition.check_epoch(p.current_leader_epoch)
+        partition.check_epoch(epoch)
         return partition
 
     @staticmethod
-    def _diverged(
-        partition: Partition, p: replication_pb2.FetchPartition, out: replication_pb2.PartitionData
-    ) -> bool:
+    def _diverged(partition: Partition, p: FetchState, out: replication_pb2.PartitionData) -> bool:
         """KIP-320 through fetch: does the follower's last epoch end where ours does?"""
         if p.last_fetched_epoch < 0:
             return False

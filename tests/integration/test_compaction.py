@@ -5,6 +5,7 @@ coordinator."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,12 +57,14 @@ def _partition_dir(cluster: LocalCluster, broker: int, topic: str) -> Path:
 
 
 def _segments(cluster: LocalCluster, broker: int, topic: str) -> dict[int, int]:
-    """Base offset -> size of each segment of the broker's replica."""
-    return {
-        int(p.stem): p.stat().st_size
-        for p in _partition_dir(cluster, broker, topic).glob("*.log")
-        if p.stem.isdigit()
-    }
+    """Base offset -> size of each segment of the broker's replica (a segment the cleaner or
+    retention removes while it is listed is left out)."""
+    sizes = {}
+    for p in _partition_dir(cluster, broker, topic).glob("*.log"):
+        if p.stem.isdigit():
+            with contextlib.suppress(FileNotFoundError):
+                sizes[int(p.stem)] = p.stat().st_size
+    return sizes
 
 
 def _read_from_earliest(cluster: LocalCluster, topic: str) -> list[Record]:
