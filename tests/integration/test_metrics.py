@@ -13,6 +13,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from cluster.polling import wait_for
 from tests.integration.conftest import running_cluster
 
 RECORDS = 2000
@@ -80,14 +81,13 @@ def _value(text: str, sample: str) -> float:
 
 
 def _poll(port: int, check: Callable[[str], bool], what: str, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
+    """The first scrape that passes `check`."""
+
+    def passing() -> str:
         text = _scrape(port)
-        if check(text):
-            return text
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not seen within {timeout:g}s")
-        time.sleep(0.2)
+        return text if check(text) else ""
+
+    return wait_for(passing, timeout, what, 0.2)
 
 
 def _consume(consumer: Consumer, count: int) -> None:

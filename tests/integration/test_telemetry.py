@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 
@@ -17,6 +16,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.local import LocalCluster
+from cluster.polling import wait_for
 from tests.integration.clients.drivers import Running, ensure_setup, run_driver
 from tests.integration.conftest import running_cluster
 
@@ -66,13 +66,7 @@ def _scrape(port: int) -> str:
 def _poll(
     port: int, check: Callable[[str], list[str]], what: str, timeout: float = 60
 ) -> list[str]:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check(_scrape(port))
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"{what} not on /metrics within {timeout:g}s"
-        time.sleep(0.5)
+    return wait_for(lambda: check(_scrape(port)), timeout, f"{what} on /metrics", 0.5)
 
 
 def _pushed(client_id_prefix: str) -> Callable[[str], list[str]]:
