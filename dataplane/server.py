@@ -12,6 +12,7 @@ only negotiate versions and authenticate until its SASL session is authenticated
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import ssl
@@ -52,6 +53,7 @@ from dataplane.security.tls_stream import ServerTlsStream
 log = logging.getLogger("rafka.server")
 
 _SIZE = struct.Struct(">i")
+_WRITE_BATCH_BYTES = 1 << 20  # answers gathered for one write at most
 _MAX_IN_FLIGHT = 64  # queued responses per connection before the reader waits (back-pressure)
 _RECV = 1 << 20
 _TLS_HANDSHAKE_TIMEOUT_S = 10.0
@@ -393,9 +395,15 @@ def _discard_queued(queue: Any) -> None:
 
 
 async def _write_all(stream: ByteStream, queue: Any) -> None:
-    """Send each queued answer in request order, awaiting the deferred ones."""
-    async for correlation_id, flexible, result, stamp in queue:
+    """Send each queued answer in request order, awaiting the deferred ones. Answers that are
+    ready together go out in one write: a client that pipelines (librdkafka sends a Produce per
+    partition) gets one syscall and one wake-up for them instead of one per answer."""
+    batch = _Batch()
+    while (item := await _next_answer(queue, batch, stream)) is not None:
+        correlation_id, flexible, result, stamp = item
         if inspect.isawaitable(result):
+            if not getattr(result, "ready", False):
+                await batch.send(stream)  # ready answers do not wait behind this one
             try:
                 result = await result
             except Exception as e:
@@ -405,24 +413,68 @@ async def _write_all(stream: ByteStream, queue: Any) -> None:
         except Exception as e:
             raise _internal_error(None, e) from e
         if correlation_id is None:  # a bare SASL token (bytes): no response header
-            data = _SIZE.pack(len(body)) + bytes(body)
+            batch.add([_SIZE.pack(len(body)), body], None)
         else:
-            data = b"".join(frame_response(correlation_id, flexible, body))
+            batch.add(frame_response(correlation_id, flexible, body), stamp)
+        if batch.size >= _WRITE_BATCH_BYTES:
+            await batch.send(stream)
+    await batch.send(stream)
+
+
+async def _next_answer(queue: Any, batch: _Batch, stream: ByteStream) -> Any:
+    """The next queued answer, None once the reader is done. The batch goes out before
+    waiting for one, after the reader had a turn to queue the answers of requests it has
+    read already."""
+    try:
+        if batch.parts:
+            with contextlib.suppress(anyio.WouldBlock):
+                return queue.receive_nowait()
+            await anyio.lowlevel.checkpoint()
+        with contextlib.suppress(anyio.WouldBlock):
+            return queue.receive_nowait()
+        await batch.send(stream)
+        return await queue.receive()
+    except anyio.EndOfStream:
+        return None
+
+
+class _Batch:
+    """Framed answers waiting for one write, with the stamps to observe once it is out."""
+
+    __slots__ = ("parts", "size", "stamps")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.stamps: list[tuple[RequestStamp, float]] = []
+        self.size = 0
+
+    def add(self, parts: list, stamp: RequestStamp | None) -> None:
+        self.parts.extend(parts)
+        self.size += sum(len(p) for p in parts)
+        if stamp is not None:
+            self.stamps.append((stamp, time.monotonic()))
+
+    async def send(self, stream: ByteStream) -> None:
+        if not self.parts:
+            return
+        data = b"".join(self.parts)
         metrics.BYTES_OUT.inc(len(data))
-        if stamp is None:
-            await stream.send(data)
-            continue
-        ready = time.monotonic()
+        started = time.monotonic()
+        self.parts, self.size = [], 0
         await stream.send(data)
-        stamp.api.observe(
-            stamp.received,
-            stamp.started,
-            stamp.answered,
-            ready,
-            time.monotonic(),
-            ready,
-            stamp.throttle_ms,
-        )
+        if self.stamps:
+            sent = time.monotonic()
+            for stamp, ready in self.stamps:
+                stamp.api.observe(
+                    stamp.received,
+                    stamp.started,
+                    stamp.answered,
+                    ready,
+                    sent,
+                    started,
+                    stamp.throttle_ms,
+                )
+            self.stamps = []
 
 
 def _internal_error(header: RequestHeader | None, e: Exception) -> ConnectionClosed:

@@ -102,7 +102,8 @@ response object the server encodes."""
 Response: TypeAlias = Body | Awaitable[Body] | None
 """What a handler returns: the body; an awaitable of it when the answer must wait (acks=all,
 a fetch long poll), while the server goes on reading the connection and keeps answers in
-request order; None for no answer at all (acks=0)."""
+request order (an awaitable whose `ready` attribute is true would not wait: the server writes
+it with the answers beside it); None for no answer at all (acks=0)."""
 
 Handler: TypeAlias = Callable[[RequestContext, Request], Awaitable[Response]]
 

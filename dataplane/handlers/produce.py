@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Generator
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,6 +35,7 @@ from dataplane.metrics.topics import topic as topic_stats
 from dataplane.protocol.encoders import ProducePartition, ProduceTopic, encode_produce_response
 from dataplane.protocol.errors import ConnectionClosed, ErrorCode, KafkaError
 from dataplane.quota import throttle as quota
+from dataplane.replica.acks import ReplicationWait
 from dataplane.replica.producer_state import VerificationGuard
 from meta.acl import AclOperation, ResourceType
 
@@ -147,7 +148,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     if not waits:
         return _encode(version, results, throttle_ms)
-    return _await_replication(version, results, waits, req.timeout.total_seconds(), throttle_ms)
+    return _Replicated(version, results, waits, req.timeout.total_seconds(), throttle_ms)
 
 
 def _is_transactional(records: Any) -> bool:
@@ -275,22 +276,43 @@ def verification_error(index: int, code: int, version: int) -> ProducePartition:
     return _error(index, code)
 
 
-async def _await_replication(
-    version: int, results: list, waits: list, timeout: float, throttle_ms: int
-) -> bytes:
-    """acks=all: complete once each partition's high watermark covers its batch (counted in
-    the produce purgatory while it waits)."""
-    deadline = anyio.current_time() + timeout
-    PRODUCE_PURGATORY.inc()
-    try:
-        for partition, offset, epoch, out, slot in waits:
-            remaining = max(0.0, deadline - anyio.current_time())
-            code = await partition.wait_for_replication(offset, epoch, remaining)
+class _Replicated:
+    """An acks=all answer (Kafka's DelayedProduce): ready once every partition's high
+    watermark covers its batch, or at the request's timeout. `ready` tells the server it
+    would not wait, so the answer goes out in one write with those beside it."""
+
+    __slots__ = ("_deadline", "_results", "_throttle_ms", "_version", "_wait", "_waits")
+
+    def __init__(
+        self, version: int, results: list, waits: list, timeout: float, throttle_ms: int
+    ) -> None:
+        self._version, self._results, self._waits = version, results, waits
+        self._throttle_ms = throttle_ms
+        self._deadline = anyio.current_time() + timeout
+        self._wait = ReplicationWait(len(waits))
+        for slot, (partition, offset, epoch, _, _) in enumerate(waits):
+            partition.await_replication(offset, epoch, self._wait, slot)
+
+    @property
+    def ready(self) -> bool:
+        return self._wait.done
+
+    def __await__(self) -> Generator[Any, None, bytes]:
+        return self._answer().__await__()
+
+    async def _answer(self) -> bytes:
+        waiting = not self._wait.done
+        if waiting:
+            PRODUCE_PURGATORY.inc()  # counted while it waits
+        try:
+            codes = await self._wait.codes(max(0.0, self._deadline - anyio.current_time()))
+        finally:
+            if waiting:
+                PRODUCE_PURGATORY.dec()
+        for (partition, _, _, out, slot), code in zip(self._waits, codes, strict=True):
             if code != ErrorCode.none:
                 out[slot] = _error(partition.index, code)
-    finally:
-        PRODUCE_PURGATORY.dec()
-    return _encode(version, results, throttle_ms)
+        return _encode(self._version, self._results, self._throttle_ms)
 
 
 def _encode(

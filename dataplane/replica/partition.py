@@ -31,6 +31,7 @@ from dataplane.log import AppendResult, PartitionLog
 from dataplane.log.control import build_marker_batch
 from dataplane.metadata_cache import PartitionInfo
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.replica.acks import PendingAcks, ReplicationWait
 from dataplane.replica.producer_state import ProducerStateManager, VerificationGuard
 
 log = logging.getLogger("rafka.partition")
@@ -106,7 +107,8 @@ class Partition:
         self.pending_isr: tuple[int, ...] | None = None  # an AlterPartition in flight
         self.followers: dict[int, FollowerState] = {}
         self._epoch_start_offset = 0  # log end when this leader epoch began
-        self._hw_waiters: set[anyio.Event] = set()
+        self._hw_waiters: set[anyio.Event] = set()  # fetch long polls
+        self._acks = PendingAcks()  # acks=all produces and internal writes
         self._start_waiters: set[anyio.Event] = set()  # DeleteRecords: a log start moved
         self._sessions: set[FetchSession] = set()  # followers' standing fetches of it
 
@@ -133,7 +135,8 @@ class Partition:
         self.isr = info.isr
         if became_leader:
             self._become_leader()
-        self._wake(self._hw_waiters)  # acks=all waiters re-check leadership and ISR
+        self._wake(self._hw_waiters)
+        self._acks.settle(self)  # acks=all waits: leadership or ISR moved
         self._wake(self._start_waiters)
         self._notify(urgent=True)  # standing fetches: leadership, epoch or ISR changed
         self._maybe_advance_high_watermark()
@@ -433,6 +436,7 @@ class Partition:
     def _set_high_watermark(self, hw: int) -> None:
         self.high_watermark = hw
         self.producers.on_high_watermark(hw)
+        self._acks.settle(self)
         self._wake(self._hw_waiters)
         self._notify(urgent=False)  # followers learn it with their next answer
 
@@ -444,23 +448,22 @@ class Partition:
             return ErrorCode.not_enough_replicas
         return ErrorCode.none
 
+    def await_replication(
+        self, offset: int, leader_epoch: int, wait: ReplicationWait, slot: int
+    ) -> None:
+        """acks=all: settle `wait`'s `slot` once the high watermark reaches `offset` (see
+        acks.py for the codes)."""
+        self._acks.add(self, offset, leader_epoch, wait, slot)
+
     async def wait_for_replication(
         self, offset: int, leader_epoch: int, timeout: float
     ) -> ErrorCode:
-        """acks=all: wait until the high watermark reaches `offset` (Kafka's
-        checkEnoughReplicasReachOffset): NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR
-        shrank below min.insync.replicas, NOT_LEADER_OR_FOLLOWER when leadership moved,
-        REQUEST_TIMED_OUT."""
-        with anyio.move_on_after(timeout):
-            while True:
-                if not self.is_leader or self.leader_epoch != leader_epoch:
-                    return ErrorCode.not_leader_or_follower
-                if self.high_watermark >= offset:
-                    if len(self.isr) < self.min_insync_replicas:
-                        return ErrorCode.not_enough_replicas_after_append
-                    return ErrorCode.none
-                await self._wait(self._hw_waiters)
-        return ErrorCode.request_timed_out
+        """One write's acks=all wait: NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        NOT_LEADER_OR_FOLLOWER or REQUEST_TIMED_OUT."""
+        wait = ReplicationWait(1)
+        self.await_replication(offset, leader_epoch, wait, 0)
+        (code,) = await wait.codes(timeout)
+        return code
 
     # -- follower --------------------------------------------------------------------------
 
@@ -540,6 +543,7 @@ class Partition:
             waiters.clear()
 
     def close(self) -> None:
+        self._acks.fail_all()
         self._wake(self._hw_waiters)
         self._wake(self._start_waiters)
         self._notify(urgent=True)  # sessions find it gone
