@@ -157,7 +157,7 @@ def _one_failover(cluster: LocalCluster, producer: Producer, leader: str) -> flo
     return None if acked.first is None else acked.first - acked.t_kill
 
 
-def _median(runs: list[float | str]) -> float | None:
+def median_runs(runs: list[float | str]) -> float | None:
     """The median of the runs that completed (a failed run says why, once)."""
     for run in runs:
         if isinstance(run, str):
@@ -210,7 +210,7 @@ def main() -> None:
                         run = measure(partial(produce, bootstrap, "bench", args.mb, acks))
                         runs[acks].append(run)
                         print(f"  {run:.1f} MB/s" if isinstance(run, float) else f"  {run}")
-                acks1, acks_all = _median(runs["1"]), _median(runs["all"])
+                acks1, acks_all = median_runs(runs["1"]), median_runs(runs["all"])
                 ratios = [
                     b / a
                     for a, b in zip(runs["1"], runs["all"], strict=True)

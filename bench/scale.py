@@ -7,10 +7,13 @@ Prints one table, every figure beside its bound and the step it is compared with
 6-partition, 100-connection, 10-group or 1 GB figure of the same run):
 
 - partitions per broker (3 brokers, RF 3, min.insync.replicas=2, a fresh cluster per step):
-  acks=all produce MB/s of 1 KiB records spread at random over all the partitions (at 1,000
-  partitions a batch holds a record or two: what keyed records cost), beside the same with
-  librdkafka's default sticky partitioner (full batches, one partition at a time; no bound),
-  and MB/s of one consumer reading them all back (assign, librdkafka); broker RSS per
+  acks=all produce MB/s of 1 KiB records spread at random over all the partitions (what keyed
+  records cost: librdkafka sends a Produce request per partition, at 1,000 partitions of 25-30
+  records where 6 partitions get about 500), beside the same with librdkafka's default sticky
+  partitioner (full batches, one partition at a time); the median of 3 runs of each,
+  interleaved (the runs are printed too: on a 2-core machine shared by the client and three
+  brokers one run can land in a slow phase); MB/s of one consumer reading them all back
+  (assign, librdkafka); broker RSS per
   partition (RSS growth since the cluster started, over the partitions each broker holds) and
   idle CPU % of the busiest broker, both before any traffic; Metadata v12 (all topics)
   latency p99 over raw requests, with p50 and the broker's CPU per request (all threads);
@@ -42,6 +45,7 @@ import argparse
 import contextlib
 import os
 import resource
+import shutil
 import statistics
 import sys
 import threading
@@ -60,7 +64,7 @@ from bench import scale_wire as wire
 from bench.common import QUIET, start_cluster, work_dir
 from bench.groups import create_topic
 from bench.produce_consume import bench_producer, consume, measure, produce, try_or_say
-from bench.replication import latency
+from bench.replication import latency, median_runs
 from bench.scale_proc import CpuMeter, Profiler, broker_pids, idle_cpu, rss_kb
 from bench.scale_table import Table
 from cluster.local import LocalCluster
@@ -72,7 +76,7 @@ SPREAD = {"sticky.partitioning.linger.ms": 0}  # key-less records: a random part
 @dataclass(frozen=True)
 class Plan:
     partitions: list[int]
-    mb: int  # produced (and consumed) per partition step
+    mb: int  # produced per produce run (and consumed) in a partition step
     connections: list[int]
     groups: list[int]
     log_gb: list[int]
@@ -83,11 +87,12 @@ class Plan:
     fetch_s: float
     fetch_partitions: int = 1000
     trickle_per_s: int = 20
+    rounds: int = 3  # produce runs per partition step (the median is the figure)
 
 
 QUICK = Plan([6, 100, 1000], 200, [100, 1000], [10, 100], [1, 2], 5, 100, 5, 5, 8)
 FULL = Plan(
-    [6, 100, 1000, 5000], 1000, [100, 1000, 5000], [10, 100, 500], [1, 5, 20], 10, 300, 10, 10, 15
+    [6, 100, 1000, 5000], 500, [100, 1000, 5000], [10, 100, 500], [1, 5, 20], 10, 300, 10, 10, 15
 )
 
 
@@ -98,6 +103,7 @@ class Run:
     plan: Plan
     overrides: dict[str, str]
     profiler: Profiler | None
+    keep: bool = False  # --dir: the clusters' data stays for a look afterwards
     partitions: dict[int, dict[str, float | str]] = field(default_factory=dict)
     failover: dict[str, float | str] = field(default_factory=dict)
     connections: dict[int, dict[str, float]] = field(default_factory=dict)
@@ -140,16 +146,33 @@ def create_replicated(bootstrap: str, topic: str, partitions: int) -> AdminClien
     return admin
 
 
+def wait_replicas_open(cluster: LocalCluster, topic: str, partitions: int) -> None:
+    """Until every broker has opened its replica of each partition (the ISR of a new topic is
+    complete at once, while the brokers still create the logs): idle means idle after this."""
+    first_segment = f"{0:020d}.log"
+
+    def opened() -> bool:
+        return all(
+            sum(1 for _ in _log_dir(cluster, node).glob(f"{topic}-*/{first_segment}")) >= partitions
+            for node in broker_pids(cluster)
+        )
+
+    wait_for(opened, 60 + partitions / 20, f"{topic}: replicas opened", interval=0.5)
+
+
 def partition_step(work: Path, n: int, run: Run, with_failover: bool) -> None:
     """One fresh 3-broker cluster with one topic of ``n`` partitions: memory and idle CPU
     first (before any traffic grows the buffers), then Metadata, produce, consume, failover."""
     plan = run.plan
     print(f"partitions: {n} ...", flush=True)
     with contextlib.ExitStack() as stack:
+        if not run.keep:  # the next steps need the disk space (3 copies of every run)
+            stack.callback(shutil.rmtree, work / f"partitions-{n}", True)
         cluster = start_cluster(work / f"partitions-{n}", 3, 3, run.overrides, stack)
         pids = broker_pids(cluster)
         before = {name: rss_kb(pid) for name, pid in pids.items()}
         admin = create_replicated(cluster.bootstrap, "scale", n)
+        wait_replicas_open(cluster, "scale", n)
         out = run.partitions[n] = {}
         cpu = idle_cpu(pids, plan.idle_s, run.profile(f"idle-{n}p", pids))
         out["idle_cpu"] = max(cpu.percent.values())
@@ -162,13 +185,22 @@ def partition_step(work: Path, n: int, run: Run, with_failover: bool) -> None:
         out["metadata_cpu_ms"] = 1000 * meter.stop().seconds["broker-1"] / len(lat)
         out["metadata_p99"] = wire.p99(lat)
         out["metadata_p50"] = statistics.median(lat)
-        with run.profile(f"produce-{n}p", pids):
-            out["produce"] = measure(
-                lambda: produce(cluster.bootstrap, "scale", plan.mb, "all", logger=QUIET, **SPREAD)
+        runs: dict[str, list[float | str]] = {"produce": [], "produce_sticky": []}
+        for _ in range(plan.rounds):  # interleaved: both see the same machine
+            for key, conf in (("produce", SPREAD), ("produce_sticky", {})):
+                with run.profile(f"{key}-{n}p", pids):
+                    runs[key].append(
+                        measure(
+                            lambda conf=conf: produce(
+                                cluster.bootstrap, "scale", plan.mb, "all", logger=QUIET, **conf
+                            )
+                        )
+                    )
+        for key, figures in runs.items():  # the median: one run can land in a bad phase
+            out[key] = median_runs(figures)
+            out[f"{key}_runs"] = " ".join(
+                f"{f:.0f}" if isinstance(f, float) else "n/a" for f in figures
             )
-        out["produce_sticky"] = measure(
-            lambda: produce(cluster.bootstrap, "scale", plan.mb, "all", logger=QUIET)
-        )
         with run.profile(f"consume-{n}p", pids):
             out["consume"] = measure(lambda: consume(cluster.bootstrap, "scale", n, plan.mb))
         print(f"  {_brief(out)}", flush=True)
@@ -325,14 +357,18 @@ def fetch_sessions(cluster: LocalCluster, run: Run) -> None:
 # -- log size and restart ------------------------------------------------------------------------
 
 
-def _partition_bytes(cluster: LocalCluster, topic: str) -> int:
-    log_dir = Path(
+def _log_dir(cluster: LocalCluster, node: str) -> Path:
+    return Path(
         next(
             line.split("=", 1)[1]
-            for line in cluster.nodes["broker-1"].config_file.read_text().splitlines()
+            for line in cluster.nodes[node].config_file.read_text().splitlines()
             if line.startswith("log.dirs=")
         )
     )
+
+
+def _partition_bytes(cluster: LocalCluster, topic: str) -> int:
+    log_dir = _log_dir(cluster, "broker-1")
     return sum(f.stat().st_size for f in (log_dir / f"{topic}-0").iterdir() if f.is_file())
 
 
@@ -427,7 +463,8 @@ def main() -> None:
         plan = replace(plan, partitions=sorted(int(n) for n in args.partitions.split(",")))
     raise_fd_limit(max(plan.connections))
     overrides = dict(kv.split("=", 1) for kv in args.o)
-    run = Run(plan, overrides, Profiler(args.profile) if args.profile else None)
+    profiler = Profiler(args.profile) if args.profile else None
+    run = Run(plan, overrides, profiler, keep=args.dir is not None)
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         work = work_dir(stack, args.dir)

@@ -93,12 +93,14 @@ class Table:
                 shown = _num(value) + (f" ({ratio:.0%} of 6)" if ratio is not None else "")
                 if isinstance(value, str):
                     shown = value
+                if runs := f.get(f"{key}_runs"):
+                    shown += f", runs {runs}"
                 self.add(
                     "partitions/broker",
                     step,
                     what,
                     shown,
-                    ">= 70% of 6-partition" if n == 1000 and key != "produce_sticky" else "",
+                    ">= 70% of 6-partition" if n == 1000 else "",
                     None if ratio is None else ratio >= 0.7,
                 )
             rss = f.get("rss_kb")
