@@ -413,7 +413,7 @@ async def _write_all(stream: ByteStream, queue: Any) -> None:
         except Exception as e:
             raise _internal_error(None, e) from e
         if correlation_id is None:  # a bare SASL token (bytes): no response header
-            batch.add([_SIZE.pack(len(body)), body], None)
+            batch.add([_SIZE.pack(len(body)), bytes(body)], None)
         else:
             batch.add(frame_response(correlation_id, flexible, body), stamp)
         if batch.size >= _WRITE_BATCH_BYTES:
