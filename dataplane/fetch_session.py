@@ -9,12 +9,11 @@ changed high watermark / last stable offset / log start (Kafka's FetchSession.up
 CachedPartition.maybeUpdateResponseData).
 
 Cost: an unchanged partition must cost nothing. Each cached partition is its own watcher on the
-replica's high watermark (`Partition.watch`, one-shot): when the high watermark moves (new data,
-a marker, a leadership change, the replica closing) it puts itself in the session's `dirty` set
-and wakes the session's long poll. A fetch reads only the dirty partitions and those the request
-lists; a partition with records not yet sent, an error or a preferred read replica stays dirty.
-What moves without waking (the log start, by retention) is picked up by a sweep of the whole
-session every `LOG_START_REFRESH_MS`.
+replica's high watermark (`Partition.watch`, one-shot): when the high watermark or the log start
+moves (new data, a marker, a leadership change, retention, DeleteRecords, the replica closing)
+it puts itself in the session's `dirty` set and wakes the session's long poll. A fetch reads
+only the dirty partitions and those the request lists; a partition with records not yet sent, an
+error or a preferred read replica stays dirty.
 
 The cache (Kafka's FetchSessionCache / FetchSessionCacheShard) holds at most
 max.incremental.fetch.session.cache.slots sessions; a new session may evict one that was unused
@@ -43,7 +42,6 @@ INVALID_SESSION_ID = 0  # a sessionless fetch, or "no session was created"
 INITIAL_EPOCH = 0  # a full fetch that asks for a new session
 FINAL_EPOCH = -1  # a full fetch that wants no session
 _MAX_EPOCH = 2**31 - 1
-LOG_START_REFRESH_MS = 30_000  # every session partition re-read at least this often
 _EVICTION_LOG_INTERVAL_S = 60.0
 
 _CACHE = "kafka_server_fetch_session_cache"
@@ -153,7 +151,6 @@ class FetchSession:
         self.uses_topic_ids = uses_topic_ids
         self.creation_ms = now
         self.last_used_ms = now
-        self.refreshed_ms = now  # the last time every partition was read
         self.epoch = next_epoch(INITIAL_EPOCH)
         self.cached_size = -1  # the size the cache counts (-1: not in the cache)
         self.partitions: dict[Key, CachedPartition] = {}
@@ -202,14 +199,6 @@ class FetchSession:
         it to the end of the session's partition map), so a small max_bytes serves all in turn."""
         self.dirty.pop(key, None)
         self.dirty[key] = None
-
-    def refresh_due(self, now: int) -> bool:
-        """Time for a read of every partition (log start moves that woke nothing)."""
-        if now - self.refreshed_ms < LOG_START_REFRESH_MS:
-            return False
-        self.refreshed_ms = now
-        self.dirty.update(dict.fromkeys(self.partitions))
-        return True
 
     def close(self) -> None:
         """Out of the cache: stop watching its replicas."""

@@ -179,6 +179,8 @@ async def _connection(
             log.error("internal error on connection from %s; closed it", peer, exc_info=group)
         finally:
             connections.dec()
+            if conn.share_sessions:
+                services.share_partitions.connection_closed(conn, conn.share_sessions)
 
 
 async def _tls_handshake(

@@ -77,6 +77,8 @@ class Connection:
     sasl: SaslSession | None = None  # on SASL listeners: the authentication state
     # KIP-219: while throttled for a quota, no request is read before this time.monotonic()
     muted_until: float = 0.0
+    # (group id, member id) of the share sessions it opened: they end when it closes
+    share_sessions: set[tuple[str, str]] = field(default_factory=set)
 
 
 @dataclass(slots=True)

@@ -360,7 +360,6 @@ def _incremental(ctx: RequestContext, req: Any, session_id: int, epoch: int) -> 
     now = now_ms()
     sessions.touch(session, now)
     session.epoch = expected = next_epoch(session.epoch)
-    session.refresh_due(now)
     read = _read_session(ctx, req, session)
     wait_s = req.max_wait.total_seconds()
     if read.bytes >= req.min_bytes or read.respond_now or wait_s <= 0:

@@ -77,7 +77,8 @@ async def _serve(
         elif epoch == INITIAL_EPOCH:
             if acks:
                 raise KafkaError(ErrorCode.invalid_request, "acknowledgements in a new session")
-            session, _ = manager.sessions.open(group_id, member, requested, now)
+            session, _ = manager.sessions.open(group_id, member, requested, now, ctx.conn)
+            ctx.conn.share_sessions.add((group_id, member))
             wanted = list(session.partitions)
         else:
             session = manager.sessions.update(group_id, member, epoch, requested, forgotten, now)

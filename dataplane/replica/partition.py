@@ -279,7 +279,11 @@ class Partition:
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords on this replica: the log start moves up to ``offset``, but never past
         the first unstable offset (open transactions keep their data). Returns the log start."""
-        return self.log.delete_records_before(offset, self.producers.first_unstable_offset)
+        before = self.log.log_start_offset
+        start = self.log.delete_records_before(offset, self.producers.first_unstable_offset)
+        if start > before:
+            self._wake(self._hw_waiters)  # consumers' fetch sessions answer the new log start
+        return start
 
     def delete_records_on_leader(self, offset: int) -> int:
         """Kafka's deleteRecordsOnLeader: move the log start to ``offset`` (-1: the high
@@ -503,7 +507,8 @@ class Partition:
     # -- waiting ---------------------------------------------------------------------------
 
     def watch(self, event: anyio.Event) -> None:
-        """Set `event` the next time the high watermark moves (fetch long poll)."""
+        """Set `event` the next time the high watermark or the log start moves (fetch long
+        polls and fetch sessions)."""
         self._hw_waiters.add(event)
 
     def unwatch(self, event: anyio.Event) -> None:
@@ -518,7 +523,9 @@ class Partition:
         self._sessions.discard(session)
 
     def log_start_moved(self) -> None:
-        """Retention moved the log start: followers take it with their next answer."""
+        """Retention moved the log start: followers take it with their next answer, consumers'
+        fetch sessions with theirs."""
+        self._wake(self._hw_waiters)
         self._notify(urgent=False)
 
     def _notify(self, urgent: bool) -> None:

@@ -331,6 +331,22 @@ class SharePartitionManager:
             return e.code, e.message
         return ErrorCode.none, None
 
+    def connection_closed(self, connection: object, keys: Iterable[tuple[str, str]]) -> None:
+        """A client connection closed: the share sessions it opened end and their members'
+        acquired records are released now, not at lock expiry (Kafka's ShareSessionCache
+        disconnect listener)."""
+        for session in self.sessions.close_connection(connection, keys):
+            log.info(
+                "share session of member %s of group %s ended with its connection; "
+                "releasing its acquired records",
+                session.member_id,
+                session.group_id,
+            )
+            if self._task_group is not None:
+                self._task_group.start_soon(
+                    self.release_member, session.group_id, session.member_id, session.partitions
+                )
+
     async def release_member(
         self, group_id: str, member: str, keys: Iterable[tuple[bytes, int]]
     ) -> None:

@@ -39,6 +39,7 @@ class ShareSession:
     epoch: int  # the epoch the member's next request must carry
     last_used_ms: int
     partitions: dict[TopicPartition, None] = field(default_factory=dict)  # ordered set
+    connection: object = None  # the client connection that opened it: it ends with it
 
 
 class ShareSessionCache:
@@ -56,7 +57,12 @@ class ShareSessionCache:
         return self._sessions.get((group_id, member_id))
 
     def open(
-        self, group_id: str, member_id: str, partitions: Iterable[TopicPartition], now_ms: int
+        self,
+        group_id: str,
+        member_id: str,
+        partitions: Iterable[TopicPartition],
+        now_ms: int,
+        connection: object = None,
     ) -> tuple[ShareSession, ShareSession | None]:
         """Epoch 0: a new full session. Returns it and the member's previous session, if any
         (its acquired records stay acquired until acknowledged or expired, as in Kafka)."""
@@ -75,6 +81,7 @@ class ShareSessionCache:
             raise KafkaError(ErrorCode.share_session_limit_reached)
         session = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH), now_ms)
         session.partitions.update(dict.fromkeys(partitions))
+        session.connection = connection
         self._sessions[key] = session
         return session, previous
 
@@ -112,6 +119,18 @@ class ShareSessionCache:
         if session is None:
             raise KafkaError(ErrorCode.share_session_not_found)
         return session
+
+    def close_connection(
+        self, connection: object, keys: Iterable[tuple[str, str]]
+    ) -> list[ShareSession]:
+        """Kafka's disconnect listener: `connection` closed; the sessions it opened among
+        `keys` (group id, member id) end (those a newer connection reopened stay)."""
+        closed = []
+        for key in keys:
+            session = self._sessions.get(key)
+            if session is not None and session.connection is connection:
+                closed.append(self._sessions.pop(key))
+        return closed
 
     def _expect(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
         session = self._sessions.get((group_id, member_id))

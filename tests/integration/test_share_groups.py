@@ -6,8 +6,9 @@ as a `share-consume` driver process in explicit acknowledgement mode.
   delivered exactly once when every member accepts;
 - a released record is redelivered to another member (delivery count 2);
 - a rejected record is never delivered again;
-- the records a member holds when it is killed (-9) are delivered to another member, with
-  delivery count 2, once their acquisition lock is gone;
+- the records a member holds without acknowledging them are delivered to another member, with
+  delivery count 2, once their acquisition lock is gone; those of a member killed (-9) as soon
+  as its connection closes;
 - a record released over and over is archived after `share.delivery.count.limit` deliveries;
 - a read_committed group gets a committed transaction's records, never an aborted one's.
 
@@ -40,7 +41,8 @@ from tests.integration.share_members import (
     wait_confirmed,
 )
 
-LOCK_MS = 2000  # share.record.lock.duration.ms of the kill test's group
+LOCK_MS = 2000  # share.record.lock.duration.ms of the hold test's group
+LONG_LOCK_MS = 60_000  # the kill test's: its records must come back long before
 DELIVERY_LIMIT = 3  # share.delivery.count.limit of the poison-record test's group
 
 
@@ -134,10 +136,32 @@ def test_rejected_records_are_never_redelivered(cluster: LocalCluster, client: s
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_killed_member_records_redelivered_after_lock(cluster: LocalCluster, client: str) -> None:
+def test_held_records_redelivered_after_their_lock(cluster: LocalCluster, client: str) -> None:
+    """A member that holds its records without acknowledging them (connected, heartbeating)
+    loses them when their acquisition lock expires."""
     n = 20
     b = cluster.bootstrap
-    topic, group = new_group(client, b, "kill", share_record_lock_duration_ms=LOCK_MS)
+    topic, group = new_group(client, b, "hold", share_record_lock_duration_ms=LOCK_MS)
+    produce(b, topic, 0, n)
+    holder = Member(client, b, topic, group, "--hold", "true")
+    with running(holder):
+        holder.wait("hold")
+        held = {r["offset"] for r in holder.records()}
+        assert held and {r["delivery_count"] for r in holder.records()} == {1}
+        taker = Member(client, b, topic, group)
+        with running(taker):
+            wait_confirmed([taker], set(range(n)), 60, "every record accepted by the taker")
+    counts = {r["offset"]: r["delivery_count"] for r in taker.records()}
+    assert {o: counts.get(o) for o in held} == dict.fromkeys(held, 2)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_killed_member_records_back_with_its_connection(cluster: LocalCluster, client: str) -> None:
+    """kill -9 of a member holding records: they come back when its connection closes (Kafka's
+    share session disconnect listener), long before their 60 s lock would expire."""
+    n = 20
+    b = cluster.bootstrap
+    topic, group = new_group(client, b, "kill", share_record_lock_duration_ms=LONG_LOCK_MS)
     produce(b, topic, 0, n)
     holder = Member(client, b, topic, group, "--hold", "true")
     try:
@@ -149,7 +173,9 @@ def test_killed_member_records_redelivered_after_lock(cluster: LocalCluster, cli
 
     taker = Member(client, b, topic, group)
     with running(taker):
-        wait_confirmed([taker], set(range(n)), 60, "every record accepted after the kill")
+        wait_confirmed(
+            [taker], set(range(n)), LONG_LOCK_MS / 2000, "every record accepted after the kill"
+        )
     got = taker.records()
     assert not duplicates(r["offset"] for r in got)
     counts = {r["offset"]: r["delivery_count"] for r in got}

@@ -9,7 +9,6 @@ from types import SimpleNamespace
 
 from dataplane.fetch_session import (
     FINAL_EPOCH,
-    LOG_START_REFRESH_MS,
     FetchSession,
     FetchSessionCache,
     next_epoch,
@@ -142,7 +141,3 @@ def test_session_marks_and_cleans_partitions() -> None:
     session.clean(("t", 2), partition)  # type: ignore[arg-type]
     session.forget(("t", 2))
     assert partition.watchers == set() and len(session) == 2
-    assert not session.refresh_due(LOG_START_REFRESH_MS - 1)
-    session.dirty.clear()
-    assert session.refresh_due(LOG_START_REFRESH_MS)
-    assert set(session.dirty) == {("t", 0), ("t", 1)}

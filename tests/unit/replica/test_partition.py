@@ -433,6 +433,29 @@ def test_delete_records_moves_the_leaders_log_start(leader: Replica) -> None:
     assert p.log.log_start_offset == 4
 
 
+class Watcher:
+    """What Partition.watch is given: a fetch long poll's event or a fetch session's entry."""
+
+    def __init__(self) -> None:
+        self.woken = 0
+
+    def set(self) -> None:
+        self.woken += 1
+
+
+def test_a_log_start_move_wakes_the_fetches_watching_the_partition(leader: Replica) -> None:
+    """Fetch sessions answer a moved log start (Kafka's FetchSession sends it) without a sweep."""
+    _caught_up(leader, 10)
+    p, deleted, retained, unmoved = leader.partition, Watcher(), Watcher(), Watcher()
+    p.watch(deleted)  # type: ignore[arg-type]
+    p.delete_records_on_leader(4)
+    p.watch(retained)  # type: ignore[arg-type]
+    p.log_start_moved()  # retention deleted segments
+    p.watch(unmoved)  # type: ignore[arg-type]
+    p.delete_records_on_leader(2)  # already below the log start: nothing moves
+    assert (deleted.woken, retained.woken, unmoved.woken) == (1, 1, 0)
+
+
 def test_delete_records_to_minus_one_is_the_high_watermark(leader: Replica) -> None:
     hw = _caught_up(leader, 5)
     leader.append(3)  # not replicated: beyond the high watermark

@@ -66,3 +66,15 @@ def test_limit_reached_unless_an_idle_session_can_go():
 
 def test_epoch_wraps_past_max_int():
     assert next_epoch(0x7FFFFFFF) == 1 and next_epoch(5) == 6
+
+
+def test_a_closed_connection_ends_the_sessions_it_opened():
+    cache = ShareSessionCache(10, 1000)
+    first, second = object(), object()
+    cache.open("g", "a", [(T1, 0)], 0, first)
+    cache.open("g", "b", [(T1, 0)], 0, first)
+    cache.open("g", "c", [(T1, 0)], 0, second)
+    cache.open("g", "b", [(T1, 0)], 1, second)  # b reopened on another connection: it stays
+    closed = cache.close_connection(first, [("g", "a"), ("g", "b"), ("g", "gone")])
+    assert [s.member_id for s in closed] == ["a"]
+    assert cache.get("g", "a") is None and cache.get("g", "b") is not None and len(cache) == 2
