@@ -13,10 +13,11 @@ Prints one table, every figure beside its bound and the step it is compared with
   partitioner (full batches, one partition at a time): the median of 3 runs of each (5 in the
   full run), interleaved, the runs printed too (on a 2-core machine shared by the client and
   three brokers one run can land in a slow phase); MB/s of one consumer reading them all back
-  (assign, librdkafka); broker RSS per partition (RSS growth since the cluster started, over
-  the partitions each broker holds) and idle CPU % of the busiest broker, both before any
-  traffic, once every broker opened its replicas; Metadata v12 (all topics) latency p99 over
-  raw requests, with p50 and the broker's CPU per request (all threads);
+  (assign, librdkafka), the median of as many runs; broker RSS per partition (RSS growth since
+  the cluster started, over the partitions each broker holds) and idle CPU % of the busiest
+  broker, both before any traffic, once every broker opened its replicas; Metadata v12 (all
+  topics) latency p99 over raw requests, with p50 and the broker's CPU per request (all
+  threads);
 - failover at the largest step: kill -9 of the broker leading the most partitions (about a
   third), then the time until every partition has acknowledged an acks=all record sent after
   the kill (records go to every partition not yet done every 200 ms);
@@ -208,13 +209,16 @@ def partition_step(work: Path, n: int, run: Run, with_failover: bool) -> None:
                             )
                         )
                     )
+        with run.profile(f"consume-{n}p", pids):
+            runs["consume"] = [
+                measure(lambda: consume(cluster.bootstrap, "scale", n, plan.mb))
+                for _ in range(plan.rounds)
+            ]
         for key, figures in runs.items():  # the median: one run can land in a bad phase
             out[key] = median_runs(figures)
             out[f"{key}_runs"] = " ".join(
                 f"{f:.0f}" if isinstance(f, float) else "n/a" for f in figures
             )
-        with run.profile(f"consume-{n}p", pids):
-            out["consume"] = measure(lambda: consume(cluster.bootstrap, "scale", n, plan.mb))
         print(f"  {_brief(out)}", flush=True)
         if with_failover:
             print(f"failover: kill -9 of a broker of {n} partitions ...", flush=True)
