@@ -10,9 +10,9 @@ Prints one table, every figure beside its bound and the step it is compared with
   acks=all produce MB/s of 1 KiB records spread at random over all the partitions (what keyed
   records cost: librdkafka sends a Produce request per partition, at 1,000 partitions of 25-30
   records where 6 partitions get about 500), beside the same with librdkafka's default sticky
-  partitioner (full batches, one partition at a time): the median of 3 runs of each (5 in the
-  full run), interleaved, the runs printed too (on a 2-core machine shared by the client and
-  three brokers one run can land in a slow phase); MB/s of one consumer reading them all back
+  partitioner (full batches, one partition at a time): the median of 3 runs of each,
+  interleaved, the runs printed too (on a 2-core machine shared by the client and three
+  brokers one run can land in a slow phase); MB/s of one consumer reading them all back
   (assign, librdkafka), the median of as many runs; broker RSS per partition (RSS growth since
   the cluster started, over the partitions each broker holds) and idle CPU % of the busiest
   broker, both before any traffic, once every broker opened its replicas; Metadata v12 (all
@@ -31,7 +31,8 @@ Prints one table, every figure beside its bound and the step it is compared with
   KIP-227 session whose fetches list only the partitions that moved. "n/a" until the broker
   opens sessions;
 - log size (1 broker, 1 partition): the log grown to each size, written back to disk, kill -9,
-  then the time from the restart to the first record produced and fetched back.
+  then the time from the restart to the first record produced and fetched back (the median of
+  3 restarts).
 
 --quick (a few minutes): partitions 6/100/1,000, connections 100/1,000, groups 10/100, log
 1/2 GB. The full run (under an hour): partitions up to 5,000, connections up to 5,000, groups
@@ -88,24 +89,15 @@ class Plan:
     fetch_s: float
     fetch_partitions: int = 1000
     trickle_per_s: int = 20
-    rounds: int = 3  # produce runs of each partitioner per step (the median is the figure)
+    rounds: int = 3  # runs of each partitioner, consume runs, restarts (medians are the figures)
 
 
 QUICK = Plan([6, 100, 1000], 200, [100, 1000], [10, 100], [1, 2], 5, 100, 5, 5, 8)
-# 200 MB a produce run in both: larger runs grow the page cache into memory this VM's host
-# has not backed yet, and the later runs of a step slow down whatever the partitions.
+# 3 runs of 200 MB a produce run in both: more grows the page cache of a step past about 5 GB,
+# into memory this VM's host has not backed yet, and the later runs slow down whatever the
+# partitions.
 FULL = Plan(
-    [6, 100, 1000, 5000],
-    200,
-    [100, 1000, 5000],
-    [10, 100, 500],
-    [1, 5, 20],
-    10,
-    300,
-    10,
-    10,
-    15,
-    rounds=5,
+    [6, 100, 1000, 5000], 200, [100, 1000, 5000], [10, 100, 500], [1, 5, 20], 10, 300, 10, 10, 15
 )
 
 
@@ -417,6 +409,9 @@ def first_served(bootstrap: str, topic: str, deadline: float) -> None:
 
 
 def log_restart(work: Path, run: Run) -> None:
+    """At each log size: kill -9 and restart `rounds` times; the medians of the times to
+    listening and to serving (one restart's first produce and fetch swing with the client's
+    reconnection backoff)."""
     with contextlib.ExitStack() as stack:
         cluster = start_cluster(work / "log", 1, 1, run.overrides, stack)
         create_topic(cluster.bootstrap, "scale-log", 1, 1)
@@ -426,15 +421,18 @@ def log_restart(work: Path, run: Run) -> None:
             produce(cluster.bootstrap, "scale-log", gb * 1000 - written, "1", logger=QUIET)
             written = gb * 1000
             os.sync()  # the restart should not wait on the writeback of the fill
-            cluster.kill("broker-1")
-            t = time.monotonic()
-            cluster.start_node("broker-1")
-            cluster.wait_ready(600, names=["broker-1"])
-            ready = time.monotonic() - t
-            first_served(cluster.bootstrap, "scale-log", t + 600)
+            serving, listening = [], []
+            for _ in range(run.plan.rounds):
+                cluster.kill("broker-1")
+                t = time.monotonic()
+                cluster.start_node("broker-1")
+                cluster.wait_ready(600, names=["broker-1"])
+                listening.append(time.monotonic() - t)
+                first_served(cluster.bootstrap, "scale-log", t + 600)
+                serving.append(time.monotonic() - t)
             run.log[gb] = {
-                "serving_s": time.monotonic() - t,
-                "listening_s": ready,
+                "serving_s": statistics.median(serving),
+                "listening_s": statistics.median(listening),
                 "bytes": float(_partition_bytes(cluster, "scale-log")),
             }
             print(f"  {_brief(run.log[gb])}", flush=True)
