@@ -451,8 +451,9 @@ class _Batch:
         self.size = 0
 
     def add(self, parts: list, stamp: RequestStamp | None) -> None:
+        """One framed answer: its buffers, the first starting with the frame's length."""
         self.parts.extend(parts)
-        self.size += sum(len(p) for p in parts)
+        self.size += 4 + _SIZE.unpack_from(parts[0])[0]
         if stamp is not None:
             self.stamps.append((stamp, time.monotonic()))
 

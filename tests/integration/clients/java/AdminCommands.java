@@ -205,32 +205,28 @@ final class AdminCommands extends RafkaDriver {
     /** --topic T | --broker ID ("" = the cluster-wide default) | --broker-logger ID | --group G
      *  (GROUP, by name: kafka-clients 3.x has no such type and exits 3). */
     static org.apache.kafka.common.config.ConfigResource resource(Map<String, String> o) {
-        if (o.containsKey("client-metrics")) { // KIP-714 subscription (kafka-clients 3.7+)
-            try {
-                return new org.apache.kafka.common.config.ConfigResource(
-                        org.apache.kafka.common.config.ConfigResource.Type.valueOf("CLIENT_METRICS"),
-                        o.get("client-metrics"));
-            } catch (IllegalArgumentException e) {
-                System.err.println("admin: this kafka-clients has no CLIENT_METRICS config resource");
-                System.exit(EXIT_UNSUPPORTED);
-            }
-        }
-        if (o.containsKey("group")) {
-            try {
-                return new org.apache.kafka.common.config.ConfigResource(
-                        org.apache.kafka.common.config.ConfigResource.Type.valueOf("GROUP"),
-                        o.get("group"));
-            } catch (IllegalArgumentException e) {
-                System.err.println("admin: this kafka-clients has no GROUP config resource");
-                System.exit(EXIT_UNSUPPORTED);
-            }
-        }
+        if (o.containsKey("client-metrics")) // KIP-714 subscription (kafka-clients 3.7+)
+            return newerResource("CLIENT_METRICS", o.get("client-metrics"));
+        if (o.containsKey("group"))
+            return newerResource("GROUP", o.get("group"));
         for (String kind : List.of("topic", "broker", "broker-logger"))
             if (o.containsKey(kind))
                 return new org.apache.kafka.common.config.ConfigResource(RESOURCE_TYPES.get(kind),
                         o.get(kind));
         usage("admin: needs --topic, --broker, --broker-logger, --group or --client-metrics");
         return null;
+    }
+
+    /** A resource of a type older kafka-clients lack (looked up by name): exits 3 there. */
+    static org.apache.kafka.common.config.ConfigResource newerResource(String type, String name) {
+        try {
+            return new org.apache.kafka.common.config.ConfigResource(
+                    org.apache.kafka.common.config.ConfigResource.Type.valueOf(type), name);
+        } catch (IllegalArgumentException e) {
+            System.err.println("admin: this kafka-clients has no " + type + " config resource");
+            System.exit(EXIT_UNSUPPORTED);
+            return null;
+        }
     }
 
     static String resourceKind(org.apache.kafka.common.config.ConfigResource r) {
