@@ -123,6 +123,11 @@ class Run:
 # -- partitions per broker, and failover -------------------------------------------------------
 
 
+def produce_all(bootstrap: str, mb: int, conf: Mapping[str, object]) -> float:
+    """acks=all produce of `mb` MB to the `scale` topic, as `measure` runs it."""
+    return produce(bootstrap, "scale", mb, "all", logger=QUIET, **conf)
+
+
 def _admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap}, logger=QUIET)
 
@@ -195,11 +200,7 @@ def partition_step(work: Path, n: int, run: Run, with_failover: bool) -> None:
             for key, conf in (("produce", SPREAD), ("produce_sticky", {})):
                 with run.profile(f"{key}-{n}p", pids):
                     runs[key].append(
-                        measure(
-                            lambda conf=conf: produce(
-                                cluster.bootstrap, "scale", plan.mb, "all", logger=QUIET, **conf
-                            )
-                        )
+                        measure(partial(produce_all, cluster.bootstrap, plan.mb, conf))
                     )
         with run.profile(f"consume-{n}p", pids):
             runs["consume"] = [
@@ -207,7 +208,8 @@ def partition_step(work: Path, n: int, run: Run, with_failover: bool) -> None:
                 for _ in range(plan.rounds)
             ]
         for key, figures in runs.items():  # the median: one run can land in a bad phase
-            out[key] = median_runs(figures)
+            median = median_runs(figures)
+            out[key] = "n/a" if median is None else median
             out[f"{key}_runs"] = " ".join(
                 f"{f:.0f}" if isinstance(f, float) else "n/a" for f in figures
             )

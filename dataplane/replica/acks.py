@@ -53,11 +53,16 @@ class ReplicationWait:
 class LeaderState(Protocol):
     """What settling a wait reads of the partition."""
 
-    is_leader: bool
-    leader_epoch: int
-    high_watermark: int
-    isr: tuple[int, ...]
-    min_insync_replicas: int
+    @property
+    def is_leader(self) -> bool: ...
+    @property
+    def leader_epoch(self) -> int: ...
+    @property
+    def high_watermark(self) -> int: ...
+    @property
+    def isr(self) -> tuple[int, ...]: ...
+    @property
+    def min_insync_replicas(self) -> int: ...
 
 
 class PendingAcks:
