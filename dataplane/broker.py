@@ -224,6 +224,7 @@ class Broker:
         )
         self.incarnation_id = uuid.uuid4().bytes
         self._session_scope: anyio.CancelScope | None = None
+        self._replicas_ready = anyio.Event()
 
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT, then hand leadership away and shut down cleanly."""
@@ -249,7 +250,7 @@ class Broker:
                 tg.start_soon(self._heartbeat_loop)
                 tg.start_soon(self._session_loop)
                 tg.start_soon(self._watch_metadata)
-                await self.cache.ready.wait()
+                await self._replicas_ready.wait()  # the first snapshot's replicas are open
                 self.replicas.remove_stray_logs()
                 tg.start_soon(self.fetchers.run)
                 tg.start_soon(self.isr.run)
@@ -374,6 +375,8 @@ class Broker:
     async def _watch_metadata(self) -> None:
         async for event in self.meta.watch(self.cache.offset):
             self.cache.apply(event)
+            await self.replicas.apply_changes()
+            self._replicas_ready.set()
 
 
 def run_broker(config: BrokerConfig) -> None:

@@ -2,7 +2,10 @@
 
 A topic change from the watch stream opens (or creates) the local log of every partition this
 broker is a replica of, updates roles and epochs, and deletes the logs of partitions that moved
-away or whose topic was deleted.
+away or whose topic was deleted. Changes are queued as the cache applies them and worked off by
+`apply_changes` in slices that yield to the event loop: opening the replicas of a 5,000-partition
+topic is seconds of file work (more on a busy disk), and in one piece it would hold up every
+request and the broker's heartbeat to the meta service, which then fences the broker.
 
 Log directories (`log.dirs`, log_dirs.py): a log is opened in the directory that holds it, a
 new one created in the directory with the fewest logs. An I/O error in a log fails its whole
@@ -18,7 +21,9 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Awaitable, Callable
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -36,6 +41,8 @@ from dataplane.replica.producer_state import ProducerStateManager
 from dataplane.topic_configs import effective_topic_configs
 
 log = logging.getLogger("rafka.replicas")
+
+_SLICE_S = 0.02  # file work done between two turns of the event loop while changes apply
 
 _TOPIC_ID_FILE = "partition.metadata"  # same name and purpose as Kafka's (KIP-516)
 
@@ -65,7 +72,9 @@ class ReplicaManager:
         self._uncleanable: set[tuple[bytes, int]] = set()  # compaction failed (Kafka's too)
         # Called after every leadership change of a local replica (coordinators load/unload).
         self.leadership_listeners: list[Callable[[Partition], None]] = []
-        cache.topic_listeners.append(self._on_topic_change)
+        # (old, new, whether the first snapshot was applied before it), for apply_changes
+        self._changes: deque[tuple[TopicInfo | None, TopicInfo | None, bool]] = deque()
+        cache.topic_listeners.append(self._queue_change)
 
     # -- lookups used by handlers --------------------------------------------------------------
 
@@ -104,7 +113,24 @@ class ReplicaManager:
 
     # -- reacting to metadata ------------------------------------------------------------------
 
-    def _on_topic_change(self, old: TopicInfo | None, new: TopicInfo | None) -> None:
+    def _queue_change(self, old: TopicInfo | None, new: TopicInfo | None) -> None:
+        self._changes.append((old, new, self.cache.ready.is_set()))
+
+    async def apply_changes(self) -> None:
+        """Apply the queued topic changes in order, giving the event loop a turn after every
+        `_SLICE_S` of work (the watch stream applies no newer change meanwhile)."""
+        turn_at = time.monotonic() + _SLICE_S
+        while self._changes:
+            for _ in self._on_topic_change(*self._changes.popleft()):
+                if time.monotonic() >= turn_at:
+                    await anyio.sleep(0)
+                    turn_at = time.monotonic() + _SLICE_S
+
+    def _on_topic_change(
+        self, old: TopicInfo | None, new: TopicInfo | None, live: bool
+    ) -> Iterator[None]:
+        """The work of one change, yielding between partitions; `live`: the change
+        came after the first snapshot (a partition at epoch 0 was created since)."""
         if new is None:
             assert old is not None
             for p in old.partitions:
@@ -112,6 +138,7 @@ class ReplicaManager:
             return
         log_config, min_isr = self._log_settings(new)
         for p in new.partitions:
+            yield  # each partition's work is whole before the loop may take a turn
             key = (new.name, p.index)
             if self.node_id not in p.replicas:
                 if key in self.partitions:
@@ -123,7 +150,7 @@ class ReplicaManager:
                 continue  # its log directory failed: it stays offline here
             partition = self.partitions.get(key)
             if partition is None:
-                partition = self._open_or_offline(new, p, log_config)
+                partition = self._open_or_offline(new, p, log_config, live)
                 if partition is None:
                     continue
             partition.log.config = log_config
@@ -169,7 +196,7 @@ class ReplicaManager:
         return sum(1 for p in self.partitions.values() if p.log.directory.parent == d.path)
 
     def _open_or_offline(
-        self, topic: TopicInfo, p: PartitionInfo, log_config: LogConfig
+        self, topic: TopicInfo, p: PartitionInfo, log_config: LogConfig, live: bool
     ) -> Partition | None:
         """`_open`, or None when its log directory fails (the replica is offline here). While
         a directory is offline, the log of a partition that is not new and is in no online
@@ -177,8 +204,7 @@ class ReplicaManager:
         (Kafka's LogManager refuses to as well), so an empty replica never takes its place."""
         index = p.index
         failed = [d for d in self.log_dirs.dirs if not d.online]
-        # created since this broker started (its first snapshot is applied before `ready`)
-        is_new = self.cache.ready.is_set() and p.leader_epoch == 0 and p.partition_epoch == 0
+        is_new = live and p.leader_epoch == 0 and p.partition_epoch == 0  # created since start
         if failed and not is_new and self.log_dirs.locate(f"{topic.name}-{index}") is None:
             log.error(
                 "the log of %s-%d is in no online log directory; it may be in the failed %s: "
