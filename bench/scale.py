@@ -214,11 +214,28 @@ def partition_step(work: Path, n: int, run: Run, with_failover: bool) -> None:
                 f"{f:.0f}" if isinstance(f, float) else "n/a" for f in figures
             )
         print(f"  {_brief(out)}", flush=True)
+        fenced = lease_fencings(cluster)
+        if fenced:
+            print(
+                f"  WARNING: the meta service fenced a broker {fenced} time(s) in this step (no "
+                f"heartbeat within broker.session.timeout.ms): its figures are suspect; the "
+                f"logs are in {cluster.data_dir / 'logs'} (--dir keeps them)",
+                flush=True,
+            )
         if with_failover:
             print(f"failover: kill -9 of a broker of {n} partitions ...", flush=True)
             result = try_or_say("failover", lambda: failover(cluster, admin, "scale", n))
             if isinstance(result, dict):
                 run.failover = result
+
+
+def lease_fencings(cluster: LocalCluster) -> int:
+    """How often the meta nodes fenced a live broker for a missed heartbeat (a broker whose
+    event loop stalled that long), from their logs."""
+    return sum(
+        path.read_text(errors="replace").count("sent no heartbeat within")
+        for path in (cluster.data_dir / "logs").glob("meta-*.log")
+    )
 
 
 def _brief(figures: Mapping[str, float | str]) -> str:
