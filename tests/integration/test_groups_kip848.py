@@ -22,9 +22,9 @@ from dataplane.handlers import SUPPORTED_VERSIONS
 from tests.integration import groups
 from tests.integration.conftest import running_cluster, wait_for
 from tests.integration.groups import broker_ports, drain, produce
-from tests.integration.kafka_wire import WireClient, builder
+from tests.integration.kafka_wire import WireClient, builder, topic_metadata
 
-METADATA, COMMIT, FETCH, FIND, JOIN, API_VERSIONS, LIST = 3, 8, 9, 10, 11, 18, 16
+COMMIT, FETCH, FIND, JOIN, API_VERSIONS, LIST = 8, 9, 10, 11, 18, 16
 HEARTBEAT, DESCRIBE = 68, 69
 PARTITIONS = 6
 OFFSETS_PARTITIONS = 10
@@ -79,15 +79,7 @@ def same_coordinator(group: str, prefix: str) -> str:
 
 
 def topic_id(w: WireClient, topic: str) -> uuid.UUID:
-    b = builder(METADATA, 12)
-    r = w.call(
-        METADATA,
-        12,
-        topics=(b.MetadataRequestTopic(topic_id=None, name=topic),),
-        allow_auto_topic_creation=False,
-        include_topic_authorized_operations=False,
-    )
-    (t,) = r.topics
+    t = topic_metadata(w, topic)
     assert t.error_code == ErrorCode.none
     return t.topic_id
 
@@ -465,16 +457,9 @@ def test_member_epoch_commits_survive_kill_9_of_the_coordinator(cluster: LocalCl
             c.commit(asynchronous=False)
         node, port = coordinator(cluster, group)
         with WireClient(port) as w:  # the group's records and offsets are on 3 replicas
-            b = builder(METADATA, 12)
-            r = w.call(
-                METADATA,
-                12,
-                topics=(b.MetadataRequestTopic(topic_id=None, name="__consumer_offsets"),),
-                allow_auto_topic_creation=False,
-                include_topic_authorized_operations=False,
-            )
+            t = topic_metadata(w, "__consumer_offsets")
             index = partition_for(group, OFFSETS_PARTITIONS)
-            (p,) = [p for p in r.topics[0].partitions if p.partition_index == index]
+            (p,) = [p for p in t.partitions if p.partition_index == index]
             assert len(p.replica_nodes) == 3 and p.leader_id == node
         cluster.kill(f"broker-{node}")
         produce(cluster, topic, second)

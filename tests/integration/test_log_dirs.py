@@ -23,9 +23,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.local import LocalCluster, free_base_port
 from tests.integration.conftest import wait_for
-from tests.integration.kafka_wire import WireClient, builder
+from tests.integration.kafka_wire import WireClient, builder, topic_metadata
 
-DESCRIBE_LOG_DIRS, ALTER_REPLICA_LOG_DIRS, METADATA = 35, 34, 3
+DESCRIBE_LOG_DIRS, ALTER_REPLICA_LOG_DIRS = 35, 34
 NONE, KAFKA_STORAGE_ERROR, LOG_DIR_NOT_FOUND, REPLICA_NOT_AVAILABLE = 0, 56, 57, 9
 
 
@@ -250,16 +250,8 @@ def test_alter_replica_log_dirs_moves_a_replica_while_a_producer_writes(
 
 def metadata(cluster: LocalCluster, topic: str) -> dict[int, tuple[int, list[int]]]:
     """partition -> (leader, ISR)."""
-    b3 = builder(METADATA, 12)
     with WireClient(cluster.nodes["broker-2"].port) as c:
-        r = c.call(
-            METADATA,
-            12,
-            topics=(b3.MetadataRequestTopic(name=topic, topic_id=None),),
-            allow_auto_topic_creation=False,
-            include_topic_authorized_operations=False,
-        )
-    (t,) = r.topics
+        t = topic_metadata(c, topic)
     return {p.partition_index: (p.leader_id, list(p.isr_nodes)) for p in t.partitions}
 
 

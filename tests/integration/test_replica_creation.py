@@ -20,10 +20,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.local import LocalCluster
 from tests.integration.conftest import running_cluster, wait_for
-from tests.integration.kafka_wire import WireClient, builder
+from tests.integration.kafka_wire import WireClient, topic_metadata
 
 PARTITIONS = 5000
-METADATA, API_VERSIONS = 3, 18
+API_VERSIONS = 18
 
 
 @pytest.fixture(scope="module")
@@ -40,16 +40,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 def leader_epochs(port: int, topic: str) -> dict[int, tuple[int, int]]:
     """(leader, leader epoch) of each partition, from Metadata v12."""
-    b = builder(METADATA, 12)
     with WireClient(port) as c:
-        r = c.call(
-            METADATA,
-            12,
-            topics=(b.MetadataRequestTopic(name=topic, topic_id=None),),
-            allow_auto_topic_creation=False,
-            include_topic_authorized_operations=False,
-        )
-    (t,) = r.topics
+        t = topic_metadata(c, topic)
     return {p.partition_index: (p.leader_id, p.leader_epoch) for p in t.partitions}
 
 
