@@ -358,6 +358,7 @@ def fetch_sessions(cluster: LocalCluster, run: Run) -> None:
     port, pids = cluster.nodes["broker-1"].port, broker_pids(cluster)
     print(f"fetch sessions: {n} partitions, {plan.trickle_per_s} records/s ...", flush=True)
     create_topic(cluster.bootstrap, "scale-fetch", n, 1)
+    wait_replicas_open(cluster, "scale-fetch", n)  # opening them is CPU the base would count
     trickle = Trickle(cluster.bootstrap, "scale-fetch", plan.trickle_per_s)
     try:
         base = idle_cpu(pids, plan.fetch_s)
