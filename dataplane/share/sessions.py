@@ -79,9 +79,14 @@ class ShareSessionCache:
                 self.max_sessions,
             )
             raise KafkaError(ErrorCode.share_session_limit_reached)
-        session = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH), now_ms)
-        session.partitions.update(dict.fromkeys(partitions))
-        session.connection = connection
+        session = ShareSession(
+            group_id,
+            member_id,
+            next_epoch(INITIAL_EPOCH),
+            now_ms,
+            dict.fromkeys(partitions),
+            connection,
+        )
         self._sessions[key] = session
         return session, previous
 
