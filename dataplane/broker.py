@@ -209,6 +209,7 @@ class Broker:
             txn_verifier=self.txn_verifier,
             offsets_topic=self.offsets_topic,
             transactions_topic=self.transactions_topic,
+            share_state_topic=self.share_state_topic,
             meta=self.meta,
             authorizer=Authorizer(config, self.cache),
             sasl=SaslAuthenticator(config, self.cache),

@@ -53,7 +53,6 @@ within its rebalance timeout, is removed (`expired` + `fence_member`).
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import uuid
 from collections import Counter
@@ -93,6 +92,7 @@ from dataplane.coordinator.target_assignment import (
     update_target,
 )
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.protocol.primitives import uuid_string
 
 __all__ = [
     "ConsumerGroup",
@@ -112,8 +112,8 @@ __all__ = [
 
 
 def _default_member_id() -> str:
-    """Like Kafka's `Uuid.randomUuid().toString()`: URL-safe base64 of 16 random bytes."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """Like Kafka's `Uuid.randomUuid().toString()`."""
+    return uuid_string(uuid.uuid4().bytes)
 
 
 class ConsumerGroup(ConsumerGroupState):

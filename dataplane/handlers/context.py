@@ -52,6 +52,7 @@ class BrokerServices:
     txn_verifier: TxnVerifier  # KIP-890: partition leaders ask the coordinator before appending
     offsets_topic: InternalTopic  # __consumer_offsets: where groups are coordinated
     transactions_topic: InternalTopic  # __transaction_state: where transactional ids are
+    share_state_topic: InternalTopic  # __share_group_state: where share-partition state is
     meta: MetaClient  # for the cluster state handlers change directly (ACLs, SCRAM, tokens)
     authorizer: Authorizer
     sasl: SaslAuthenticator

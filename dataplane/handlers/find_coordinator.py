@@ -1,10 +1,13 @@
-"""FindCoordinator (10): which broker coordinates a group (or a transactional id).
+"""FindCoordinator (10): which broker coordinates a group, a transactional id or a
+share-partition's state.
 
 Any broker answers: the key hashes to a partition of the internal topic (`__consumer_offsets`
-for groups, `__transaction_state` for transactional ids), created on first use, and that
-partition's leader is the coordinator. v4+ batches several keys in one request. DESCRIBE on the
+for groups, `__transaction_state` for transactional ids, `__share_group_state` for the
+"group:topicId:partition" keys of share-partitions), created on first use, and that partition's
+leader is the coordinator. v4+ batches several keys in one request. As in Kafka, DESCRIBE on the
 group (GROUP_AUTHORIZATION_FAILED) or transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-is needed, as in Kafka.
+is needed; share keys (v6+, INVALID_REQUEST before) are for brokers and need CLUSTER_ACTION on
+the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -12,17 +15,30 @@ from __future__ import annotations
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-from meta.acl import AclOperation, ResourceType
+from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 10
 VERSIONS = (0, 6)
 
-GROUP, TRANSACTION = 0, 1
-# key type -> (the resource it names, the error when DESCRIBE on it is denied)
-_RESOURCES = {
-    GROUP: (ResourceType.GROUP, ErrorCode.group_authorization_failed),
-    TRANSACTION: (ResourceType.TRANSACTIONAL_ID, ErrorCode.transactional_id_authorization_failed),
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+# key type -> (the operation needed, on which resource (None: the key names it), the error
+# when it is denied)
+_ACCESS = {
+    GROUP: (AclOperation.DESCRIBE, ResourceType.GROUP, None, ErrorCode.group_authorization_failed),
+    TRANSACTION: (
+        AclOperation.DESCRIBE,
+        ResourceType.TRANSACTIONAL_ID,
+        None,
+        ErrorCode.transactional_id_authorization_failed,
+    ),
+    SHARE: (
+        AclOperation.CLUSTER_ACTION,
+        ResourceType.CLUSTER,
+        CLUSTER_NAME,
+        ErrorCode.cluster_authorization_failed,
+    ),
 }
+_SHARE_SINCE = 6  # the version that added share keys (KIP-932)
 
 
 async def _find(
@@ -30,13 +46,21 @@ async def _find(
 ) -> tuple[int, str, int, int, str | None]:
     """(node id, host, port, error code, error message) for one key."""
     services = ctx.services
-    topics = {GROUP: services.offsets_topic, TRANSACTION: services.transactions_topic}
+    topics = {
+        GROUP: services.offsets_topic,
+        TRANSACTION: services.transactions_topic,
+        SHARE: services.share_state_topic,
+    }
     topic = topics.get(key_type)
     authorizer = services.authorizer
     try:
-        if authorizer.enabled and key_type in _RESOURCES:
-            resource_type, denied = _RESOURCES[key_type]
-            if not authorizer.authorize(ctx.conn, AclOperation.DESCRIBE, resource_type, key):
+        if key_type == SHARE and ctx.header.api_version < _SHARE_SINCE:
+            raise KafkaError(
+                ErrorCode.invalid_request, f"share coordinator keys need v{_SHARE_SINCE}+"
+            )
+        if authorizer.enabled and key_type in _ACCESS:
+            operation, resource_type, resource, denied = _ACCESS[key_type]
+            if not authorizer.authorize(ctx.conn, operation, resource_type, resource or key):
                 raise KafkaError(denied)
         if topic is None:
             raise KafkaError(ErrorCode.invalid_request, f"unknown coordinator key type {key_type}")

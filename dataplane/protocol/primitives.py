@@ -13,6 +13,7 @@ once per response, and its loops carry no per-field version checks.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from struct import Struct
@@ -65,6 +66,12 @@ def uuid(value: bytes) -> bytes:
     if len(value) != 16:
         raise ValueError(f"a UUID is 16 bytes, got {len(value)}")
     return value
+
+
+def uuid_string(value: bytes) -> str:
+    """Kafka's `Uuid.toString()` of 16 bytes: URL-safe base64 without padding (how Kafka
+    names member ids and cluster ids, and renders topic ids in keys and logs)."""
+    return base64.urlsafe_b64encode(value).rstrip(b"=").decode()
 
 
 def tagged_fields(fields: Sequence[tuple[int, bytes]]) -> bytes:

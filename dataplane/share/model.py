@@ -9,6 +9,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Protocol
 
+from dataplane.protocol.primitives import uuid_string
+
 
 class DeliveryState(enum.IntEnum):
     """A record's state in a share-partition; the durable ones are AVAILABLE (delivered and
@@ -81,9 +83,9 @@ class SharePartitionKey:
     partition: int
 
     def coordinator_key(self) -> str:
-        """Kafka's share coordinator key "group:topicId:partition" (placement in
-        __share_group_state)."""
-        return f"{self.group_id}:{self.topic_id}:{self.partition}"
+        """Kafka's share coordinator key "group:topicId:partition", the topic id as Kafka
+        prints it: where the key's state lives in __share_group_state, as in Kafka."""
+        return f"{self.group_id}:{uuid_string(self.topic_id.bytes)}:{self.partition}"
 
 
 class Persister(Protocol):

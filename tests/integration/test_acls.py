@@ -28,7 +28,7 @@ from tests.integration.kafka_wire import WireClient, builder
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ME = "User:ANONYMOUS"
-METADATA, JOIN_GROUP, DESCRIBE_ACLS, CREATE_ACLS = 3, 11, 29, 30
+METADATA, FIND_COORDINATOR, JOIN_GROUP, DESCRIBE_ACLS, CREATE_ACLS = 3, 10, 11, 29, 30
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 LITERAL, PREFIXED = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
@@ -165,6 +165,30 @@ def test_group_read_is_checked(cluster: LocalCluster) -> None:
             protocols=(builder(JOIN_GROUP, 5).JoinGroupRequestProtocol(name="r", metadata=b""),),
         )
         assert r.error_code == ErrorCode.group_authorization_failed
+
+
+def test_share_coordinator_keys_need_cluster_action(cluster: LocalCluster) -> None:
+    """FindCoordinator's share keys are for brokers: CLUSTER_ACTION on the cluster, as in
+    Kafka; a group key needs DESCRIBE on the group only."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    cluster_action = (ResourceType.BROKER, "kafka-cluster", AclOperation.CLUSTER_ACTION)
+    deny = binding(*cluster_action, DENY)
+    for f in admin.create_acls([deny]).values():
+        f.result(30)
+    try:
+        with WireClient(cluster.nodes["broker-1"].port) as w:
+
+            def find(key_type: int, key: str) -> int:
+                r = w.call(FIND_COORDINATOR, 6, key_type=key_type, coordinator_keys=(key,))
+                return r.coordinators[0].error_code
+
+            assert find(2, "g:AAAAAAAAAAAAAAAAAAAAAA:0") == ErrorCode.cluster_authorization_failed
+            assert find(0, "g") == ErrorCode.none
+    finally:
+        rtype, name, op = cluster_action
+        undeny = AclBindingFilter(rtype, name, LITERAL, ME, "*", op, DENY)
+        (deleted,) = admin.delete_acls([undeny]).values()
+        assert deleted.result(30) == [deny]
 
 
 def test_invalid_acl_requests_are_refused(cluster: LocalCluster) -> None:

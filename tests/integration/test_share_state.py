@@ -9,11 +9,13 @@ replaces the state of a share-partition in sequence (each write acknowledged bef
 while the coordinating broker is killed with SIGKILL; the persister finds the new coordinator
 by itself. Afterwards the state read from the new coordinator is the last acknowledged one (no
 acknowledged write lost), and the leader epoch claimed before the failure still fences a
-stale share-partition leader.
+stale share-partition leader. FindCoordinator (v6, key type 2) names that coordinator for the
+key as Kafka spells it, on any broker.
 """
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Iterator
 from functools import partial
@@ -33,6 +35,7 @@ from dataplane.share.state_rpc import key_to_proto
 from dataplane.topic_admin import TopicAdmin
 from proto import replication_pb2, replication_pb2_grpc
 from tests.integration.conftest import running_cluster
+from tests.integration.kafka_wire import WireClient
 
 TOPIC = "__share_group_state"
 PARTITIONS = 3
@@ -47,6 +50,7 @@ ACK, ARCHIVED = DeliveryState.ACKNOWLEDGED, DeliveryState.ARCHIVED
 NOT_A_BROKER = -1
 CALL_TIMEOUT_S = 60.0  # the persister's deadline: covers a failover (session timeout 2 s)
 WRITES_AFTER_KILL = 20
+FIND_COORDINATOR, SHARE_KEY = 10, 2
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +104,18 @@ def _state(leader_epoch: int, start: int) -> ShareState:
     )
 
 
+def find_share_coordinator(port: int, key: SharePartitionKey, version: int = 6) -> tuple[int, int]:
+    """(error code, node id) of FindCoordinator for the share key in Kafka's spelling
+    "group:topicId:partition", the topic id as Kafka's Uuid.toString() prints it."""
+    topic_id = base64.urlsafe_b64encode(key.topic_id.bytes).rstrip(b"=").decode()
+    ck = f"{key.group_id}:{topic_id}:{key.partition}"
+    with WireClient(port) as w:
+        r = w.call(FIND_COORDINATOR, version, key_type=SHARE_KEY, coordinator_keys=(ck,))
+    (c,) = r.coordinators
+    assert c.key == ck
+    return c.error_code, c.node_id
+
+
 async def _fenced(call: object) -> ErrorCode:
     try:
         await call  # type: ignore[misc]
@@ -138,6 +154,12 @@ async def scenario(cluster: LocalCluster, tool: Tool, key: SharePartitionKey) ->
     stub = tool.peers.stub(other, replication_pb2_grpc.ShareStateStub)
     response = await stub.Summary(replication_pb2.ShareStateKeyRequest(key=key_to_proto(key)))
     assert response.error_code == ErrorCode.not_coordinator
+    # FindCoordinator names it, on any broker; share keys came with v6
+    port = cluster.nodes[f"broker-{other}"].port
+    found = await anyio.to_thread.run_sync(find_share_coordinator, port, key)
+    assert found == (ErrorCode.none, coordinator)
+    found = await anyio.to_thread.run_sync(find_share_coordinator, port, key, 5)
+    assert found == (ErrorCode.invalid_request, -1)
 
     kill_at = 30
     acknowledged = 0
