@@ -369,14 +369,14 @@ class SharePartitionManager:
 
     def _changed(self, sp: SharePartition, outcome: Outcome, persist: bool = True) -> None:
         """Count a durable change (written by the next write; in the background when
-        `persist`), wake fetches waiting for records: released ones, or room in the in-flight
-        window that acknowledged records free (as Kafka completes delayed share fetches after
-        each acknowledgement)."""
+        `persist`), wake fetches waiting for records when the change lets them acquire:
+        released records, or room in a full in-flight window. Any other acknowledgement
+        leaves them waiting for new records, which the log wakes them for."""
         if outcome.durable:
             sp.version += 1
             if persist and self._task_group is not None:
                 self._task_group.start_soon(self._persist_quietly, sp)
-        if outcome.released or outcome.durable:
+        if outcome.released or outcome.room:
             sp.wake()
 
     async def persist(self, sp: SharePartition) -> None:

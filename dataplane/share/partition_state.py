@@ -88,12 +88,14 @@ class AckBatch(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What a change did: `durable` when the persisted state changed (write it before
-    answering), `released` when records became AVAILABLE (wake waiting fetches)."""
+    answering), `released` when records became AVAILABLE, `room` when a full window got room
+    for new records (either wakes waiting fetches; nothing else can let them acquire more)."""
 
     error: ErrorCode = ErrorCode.none
     message: str | None = None
     durable: bool = False
     released: bool = False
+    room: bool = False
 
 
 def check_ack_batches(batches: Sequence[AckBatch], max_type: int) -> str | None:
@@ -189,10 +191,10 @@ class SharePartitionState:
     def can_acquire(self) -> bool:
         """Kafka's canAcquireRecords: some record of the window is AVAILABLE, or the window
         has room for new ones."""
-        return (
-            self.next_fetch_offset() < self.end_offset
-            or self.end_offset - self.start_offset < self.max_record_locks
-        )
+        return self.next_fetch_offset() < self.end_offset or self._has_room()
+
+    def _has_room(self) -> bool:
+        return self.end_offset - self.start_offset < self.max_record_locks
 
     def next_deadline(self) -> int | None:
         """The earliest acquisition lock deadline, None when nothing is acquired."""
@@ -251,6 +253,7 @@ class SharePartitionState:
             error = self._check_acquired(member, b)
             if error is not None:
                 return error
+        full = not self._has_room()
         durable = released = False
         for b in batches:
             if b.last_offset < self.start_offset:
@@ -271,28 +274,33 @@ class SharePartitionState:
                     released |= self._release(first, last, lambda run: True)
                 else:  # REJECT, GAP
                     self._transition(first, last, _ARCHIVED)
-        self._advance_start()
-        return Outcome(durable=durable, released=released)
+        return self._settled(full, durable, released)
 
     def release_member(self, member: str) -> Outcome:
         """Release every record `member` holds (its share session closed)."""
         if not any(r.state == _ACQUIRED and r.member == member for r in self._runs):
             return Outcome()
+        full = not self._has_room()
         released = self._release(
             self.start_offset, self.end_offset - 1, lambda run: run.member == member
         )
-        self._advance_start()
-        return Outcome(durable=True, released=released)
+        return self._settled(full, True, released)
 
     def expire_locks(self, now: int) -> Outcome:
         """Release the records whose acquisition lock has expired by `now`."""
         if not any(r.state == _ACQUIRED and r.deadline <= now for r in self._runs):
             return Outcome()
+        full = not self._has_room()
         released = self._release(
             self.start_offset, self.end_offset - 1, lambda run: run.deadline <= now
         )
+        return self._settled(full, True, released)
+
+    def _settled(self, was_full: bool, durable: bool, released: bool) -> Outcome:
+        """Move the start past the done prefix, then say what the change did to a window
+        that `was_full` before it."""
         self._advance_start()
-        return Outcome(durable=True, released=released)
+        return Outcome(durable=durable, released=released, room=was_full and self._has_room())
 
     def advance_log_start(self, log_start: int) -> bool:
         """The log's start moved past the window's (retention, DeleteRecords): what is before it

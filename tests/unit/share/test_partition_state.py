@@ -93,6 +93,21 @@ def test_accept_moves_the_start_offset():
     assert (sp.start_offset, sp.end_offset, sp.runs()) == (20, 20, [])
 
 
+def test_only_acks_that_free_a_full_window_make_room():
+    """Waiting fetches are woken for released records or room in a full window, not for
+    every acknowledgement (a window with room leaves them waiting for new records)."""
+    sp = new(locks=20)
+    acquire(sp, "m1", batches((0, 9)))
+    accepted = ack(sp, "m1", (0, 4, (A.ACCEPT,)))
+    assert accepted.durable and not accepted.room and not accepted.released
+    acquire(sp, "m1", batches((10, 19), (20, 29)))  # whole batches: the window is 5-29
+    assert not sp.can_acquire()
+    assert not ack(sp, "m1", (6, 9, (A.ACCEPT,))).room  # 5 is still in flight
+    assert not ack(sp, "m1", (5, 5, (A.ACCEPT,))).room  # 10-29: still 20 in flight
+    freed = ack(sp, "m1", (10, 14, (A.ACCEPT,)))
+    assert freed.room and sp.start_offset == 15 and sp.can_acquire()
+
+
 def test_release_makes_records_available_again_and_redelivers_with_a_higher_count():
     sp = new()
     acquire(sp, "m1", batches((0, 9)))
