@@ -6,7 +6,10 @@ over gRPC (proto/meta.proto) through ``meta.client.MetaClient``. Reading order:
 - ``model``        brokers, topics, partitions (frozen dataclasses)
 - ``controller``   decisions: validation, placement, leader election, ISR changes (pure)
 - ``topic_config`` Kafka's topic config names and value checks
-- ``state``        the replicated state machine: commands and ``apply`` (pure, deterministic)
+- ``commands``     the state machine's commands and their results
+- ``state``        the replicated state machine: ``MetaState`` and ``apply`` (pure, deterministic)
+- ``replication_control``, ``security_state``, ``cluster_admin``   ``apply``'s appliers by concern
+- ``records``      the stored format (Raft log, dumps): versioned records of commands and state
 - ``raft``         pysyncobj glue: replicate commands, retry until committed
 - ``feed``         recent changes, so Watch streams resume without a snapshot
 - ``leases``       broker heartbeat leases, kept by the Raft leader

@@ -1,8 +1,9 @@
 """Decisions of the metadata controller: validation, placement, leader election, ISR changes.
 
 Pure functions, modelled on Kafka's KRaft controller (``ReplicationControlManager``). They do no
-I/O and read no clock or random generator: ``meta.state`` calls them while applying a Raft
-command, on every node and on every replay, and every call must reach the same decision.
+I/O and read no clock or random generator: the state machine (``meta.state`` and its appliers)
+calls them while applying a Raft command, on every node and on every replay, and every call must
+reach the same decision.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""This node's member of the Raft quorum: pysyncobj replicating ``meta.state`` commands.
+"""This node's member of the Raft quorum: pysyncobj replicating ``meta.commands`` commands.
 
 pysyncobj runs Raft on its own thread and calls ``MetaStateMachine.apply_command`` there, in log
 order, on every node. A command submitted on a follower is forwarded by pysyncobj to the leader
@@ -27,9 +27,10 @@ from pysyncobj.tcp_connection import CONNECTION_STATE
 from pysyncobj.transport import TCPTransport
 
 from meta import records, wire
+from meta.commands import Body, Command
 from meta.feed import ChangeFeed
 from meta.journal import DurableJournal, dump_codec, open_journal
-from meta.state import Body, Command, MetaState, apply
+from meta.state import MetaState, apply
 
 log = logging.getLogger("rafka.meta.raft")
 

@@ -22,12 +22,8 @@ from typing import Any, NoReturn
 import grpc
 
 from meta import controller, quotas, resource_configs, wire
-from meta.config import MetaConfig
-from meta.feed import ChangeFeed
-from meta.leases import BrokerLeases
-from meta.protocol import LEADER_METADATA_KEY, ErrorCode
-from meta.raft import MetaRaft, NoLeaderError
-from meta.state import (
+from meta.cluster_admin import list_reassignments
+from meta.commands import (
     AclDeleteOutcome,
     AllocateProducerIds,
     AlterConfigs,
@@ -61,8 +57,12 @@ from meta.state import (
     UnfenceBroker,
     UnregisterGroups,
     UpdateFeatures,
-    list_reassignments,
 )
+from meta.config import MetaConfig
+from meta.feed import ChangeFeed
+from meta.leases import BrokerLeases
+from meta.protocol import LEADER_METADATA_KEY, ErrorCode
+from meta.raft import MetaRaft, NoLeaderError
 from proto import meta_pb2, meta_pb2_grpc
 
 log = logging.getLogger("rafka.meta.service")

@@ -17,6 +17,13 @@ from meta.acl import (
     ResourceType,
     enum_code,
 )
+from meta.commands import (
+    AlterPartitionOutcome,
+    Change,
+    DeleteOutcome,
+    ElectionOutcome,
+    ElectLeaders,
+)
 from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
 from meta.model import (
     Broker,
@@ -28,14 +35,7 @@ from meta.model import (
     ScramCredential,
     Topic,
 )
-from meta.state import (
-    AlterPartitionOutcome,
-    Change,
-    DeleteOutcome,
-    ElectionOutcome,
-    ElectLeaders,
-    MetaState,
-)
+from meta.state import MetaState
 from proto import meta_pb2
 
 _M = TypeVar("_M", bound=Message)

@@ -22,8 +22,9 @@ from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode
 from dataplane.share.group_settings import GroupConfigs
 from meta import wire
+from meta.commands import Command
 from meta.resource_configs import AlterResourceConfigs, ResourceConfigAlteration
-from meta.state import Command, MetaState, apply
+from meta.state import MetaState, apply
 
 CONFIG = BrokerConfig.load(overrides={"node.id": "1"})
 

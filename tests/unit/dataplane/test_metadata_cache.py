@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataplane.metadata_cache import MetadataCache
 from meta import wire
 from meta.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
-from meta.model import DelegationToken, Endpoint, ScramCredential
-from meta.state import (
+from meta.commands import (
     AlterScramCredentials,
     Body,
     CreateAcls,
@@ -19,6 +18,7 @@ from meta.state import (
     RegisterBroker,
     RenewDelegationToken,
 )
+from meta.model import DelegationToken, Endpoint, ScramCredential
 from tests.unit.meta.machine import NOW, Machine
 from tests.unit.meta.test_security_state import acl_filter
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from meta.controller import ElectionType, IsrChange, NewTopic
-from meta.state import (
+from meta.commands import (
     AllocateProducerIds,
     AlterPartition,
     BalanceLeaders,
@@ -21,12 +20,13 @@ from meta.state import (
     ElectLeaders,
     FenceBroker,
     InitCluster,
-    MetaState,
     RegisterBroker,
     RegisterGroups,
     UnfenceBroker,
     UnregisterGroups,
 )
+from meta.controller import ElectionType, IsrChange, NewTopic
+from meta.state import MetaState
 
 Step = Callable[[MetaState], Body]
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from meta.controller import IsrChange, NewTopic
-from meta.model import Partition, Topic
-from meta.state import (
+from meta.commands import (
     AlterPartition,
     AlterPartitionOutcome,
     Body,
@@ -15,12 +13,13 @@ from meta.state import (
     ControlledShutdown,
     CreateTopics,
     FenceBroker,
-    MetaState,
     RegisterBroker,
     ShutdownOutcome,
     UnfenceBroker,
-    apply,
 )
+from meta.controller import IsrChange, NewTopic
+from meta.model import Partition, Topic
+from meta.state import MetaState, apply
 
 NOW = 1_700_000_000_000
 

@@ -10,11 +10,8 @@ import pytest
 
 from dataplane.metadata_cache import MetadataCache
 from meta import wire
-from meta.controller import UpgradeType
-from meta.model import NO_LEADER, ConfigAlteration, Partition, ReassignmentInfo
-from meta.protocol import ErrorCode
-from meta.records import decode_command, decode_state, encode_command, encode_state
-from meta.state import (
+from meta.cluster_admin import list_reassignments
+from meta.commands import (
     AlterConfigs,
     AlterReassignments,
     Command,
@@ -25,8 +22,11 @@ from meta.state import (
     OfflineReplicas,
     Outcome,
     UpdateFeatures,
-    list_reassignments,
 )
+from meta.controller import UpgradeType
+from meta.model import NO_LEADER, ConfigAlteration, Partition, ReassignmentInfo
+from meta.protocol import ErrorCode
+from meta.records import decode_command, decode_state, encode_command, encode_state
 from meta.topic_config import validate_topic_configs
 from tests.unit.dataplane.test_metadata_cache import Fed
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import threading
 
 from meta import wire
+from meta.commands import Change
 from meta.feed import ChangeFeed
 from meta.model import Broker, Partition, Topic
-from meta.state import Change, MetaState
+from meta.state import MetaState
 from proto import meta_pb2
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pickle
 
-from meta.state import MetaState, RegisterGroups, UnregisterGroups
+from meta.commands import RegisterGroups, UnregisterGroups
+from meta.state import MetaState
 
 from .machine import Machine
 

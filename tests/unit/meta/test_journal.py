@@ -16,10 +16,10 @@ import pytest
 from pysyncobj.journal import FileJournal
 from pysyncobj.tcp_connection import TcpConnection
 
+from meta.commands import RegisterBroker
 from meta.feed import ChangeFeed
 from meta.journal import DurableJournal, open_journal, read_records
 from meta.raft import MetaRaft
-from meta.state import RegisterBroker
 from tests.integration.conftest import wait_for
 from tests.integration.meta.harness import free_ports
 

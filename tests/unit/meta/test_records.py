@@ -16,18 +16,7 @@ from meta.acl import (
     PatternType,
     ResourceType,
 )
-from meta.model import ConfigAlteration, DelegationToken, Endpoint, ScramCredential
-from meta.quotas import CLIENT_ID, IP, USER, AlterClientQuotas, QuotaAlteration
-from meta.records import (
-    RECORD_VERSION,
-    RecordError,
-    decode_command,
-    decode_state,
-    encode_command,
-    encode_state,
-)
-from meta.resource_configs import GROUP, AlterResourceConfigs, ResourceConfigAlteration
-from meta.state import (
+from meta.commands import (
     AlterConfigs,
     AlterReassignments,
     AlterScramCredentials,
@@ -39,14 +28,24 @@ from meta.state import (
     DeleteAcls,
     ExpireDelegationToken,
     InitCluster,
-    MetaState,
     OfflineReplicas,
     RegisterBroker,
     RemoveExpiredTokens,
     RenewDelegationToken,
     UpdateFeatures,
-    apply,
 )
+from meta.model import ConfigAlteration, DelegationToken, Endpoint, ScramCredential
+from meta.quotas import CLIENT_ID, IP, USER, AlterClientQuotas, QuotaAlteration
+from meta.records import (
+    RECORD_VERSION,
+    RecordError,
+    decode_command,
+    decode_state,
+    encode_command,
+    encode_state,
+)
+from meta.resource_configs import GROUP, AlterResourceConfigs, ResourceConfigAlteration
+from meta.state import MetaState, apply
 from proto import metadata_records_pb2 as pb
 
 from .legacy_steps import AFTER_DUMP, BEFORE_DUMP, Step

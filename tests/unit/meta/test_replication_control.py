@@ -7,12 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from meta.controller import ElectionType, IsrChange
-from meta.model import NO_LEADER, Partition
-from meta.protocol import ErrorCode
-from meta.records import decode_state, encode_state
-from meta.state import (
-    PRODUCER_ID_BLOCK_SIZE,
+from meta.commands import (
     AllocateProducerIds,
     AlterPartitionOutcome,
     BalanceLeaders,
@@ -22,6 +17,11 @@ from meta.state import (
     ProducerIdBlock,
     ShutdownOutcome,
 )
+from meta.controller import ElectionType, IsrChange
+from meta.model import NO_LEADER, Partition
+from meta.protocol import ErrorCode
+from meta.records import decode_state, encode_state
+from meta.replication_control import PRODUCER_ID_BLOCK_SIZE
 
 from .machine import Machine
 

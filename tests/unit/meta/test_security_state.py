@@ -18,9 +18,7 @@ from meta.acl import (
     PatternType,
     ResourceType,
 )
-from meta.model import DelegationToken, Endpoint, ScramCredential
-from meta.protocol import ErrorCode
-from meta.state import (
+from meta.commands import (
     AclDeleteOutcome,
     AlterScramCredentials,
     Body,
@@ -28,7 +26,6 @@ from meta.state import (
     CreateDelegationToken,
     DeleteAcls,
     ExpireDelegationToken,
-    MetaState,
     Outcome,
     RegisterBroker,
     RemoveExpiredTokens,
@@ -36,6 +33,9 @@ from meta.state import (
     ScramOutcome,
     TokenOutcome,
 )
+from meta.model import DelegationToken, Endpoint, ScramCredential
+from meta.protocol import ErrorCode
+from meta.state import MetaState
 
 from .machine import NOW, Machine
 

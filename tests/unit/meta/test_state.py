@@ -8,12 +8,7 @@ import uuid
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
-from meta.model import NO_LEADER
-from meta.protocol import ErrorCode
-from meta.records import decode_command, decode_state, encode_command, encode_state
-from meta.state import (
-    REQUEST_MEMORY_MS,
+from meta.commands import (
     AllocateProducerIds,
     AlterPartition,
     BalanceLeaders,
@@ -26,11 +21,14 @@ from meta.state import (
     ElectLeaders,
     FenceBroker,
     InitCluster,
-    MetaState,
     RegisterBroker,
     UnfenceBroker,
-    apply,
 )
+from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
+from meta.model import NO_LEADER
+from meta.protocol import ErrorCode
+from meta.records import decode_command, decode_state, encode_command, encode_state
+from meta.state import REQUEST_MEMORY_MS, MetaState, apply
 
 from .machine import NOW, Machine
 

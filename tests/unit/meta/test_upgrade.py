@@ -16,11 +16,12 @@ from typing import Any
 
 from pysyncobj import pickle
 
+from meta.commands import Command, RegisterGroups
 from meta.feed import ChangeFeed
 from meta.journal import read_records
 from meta.raft import MetaRaft
 from meta.records import decode_command, decode_state
-from meta.state import Command, MetaState, RegisterGroups
+from meta.state import MetaState
 from tests.integration.conftest import wait_for
 from tests.integration.meta.harness import free_ports
 

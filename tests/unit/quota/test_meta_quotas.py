@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from meta.commands import Command
 from meta.protocol import ErrorCode
 from meta.quotas import (
     CLIENT_ID,
@@ -17,7 +18,7 @@ from meta.quotas import (
     QuotaOutcome,
     entity_of,
 )
-from meta.state import Command, MetaState, apply
+from meta.state import MetaState, apply
 
 ALICE = ((USER, "alice"),)
 
