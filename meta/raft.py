@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from pysyncobj.transport import TCPTransport
 from meta import records, wire
 from meta.commands import Body, Command
 from meta.feed import ChangeFeed
-from meta.journal import DurableJournal, dump_codec, open_journal
+from meta.journal import DurableJournal, Entry, dump_codec, open_journal
 from meta.state import MetaState, apply
 
 log = logging.getLogger("rafka.meta.raft")
@@ -138,6 +138,54 @@ class ReresolvingTransport(TCPTransport):
         return super()._connectIfNecessarySingle(node)
 
 
+def trim_append_entries(log: Sequence[Entry], message: dict[str, Any]) -> dict[str, Any]:
+    """An AppendEntries ``message`` rewritten so that pysyncobj, applying it to ``log``, deletes
+    entries only from the first conflict, as Raft's receiver rules say.
+
+    pysyncobj deletes every entry after the message's ``prevLogIdx`` before it appends the
+    message's entries, those it already holds included. A follower thus un-persists entries it
+    has acknowledged (the leader counts them in a majority) whenever the leader sends from
+    further back, as it does after a stale "go back" answer: it writes them again, but a crash in
+    between loses its copy. Here the entries the log already holds (same index, same term) leave
+    the message and ``prevLogIdx`` moves past them. If nothing is left, entries after the matched
+    ones stay when all are of the sender's term (its own, sent before: they match its log), and
+    ``prevLogIdx`` moves to the log's end; entries of older terms there are cut, not re-written.
+    Other messages pass unchanged."""
+    if (
+        message.get("type") != "append_entries"
+        or "prevLogIdx" not in message
+        or "transmission" in message
+        or not log
+    ):
+        return message
+    first = log[0][1]
+
+    def term_at(index: int) -> int | None:
+        position = index - first
+        return log[position][2] if 0 <= position < len(log) else None
+
+    if term_at(message["prevLogIdx"]) != message["prevLogTerm"]:
+        return message  # pysyncobj answers that the logs differ there
+    entries = list(message.get("entries") or [])
+    held = 0
+    while held < len(entries) and term_at(entries[held][1]) == entries[held][2]:
+        held += 1
+    if held < len(entries):
+        if held == 0:
+            return message  # the first entry is new or conflicts: deleting from it is right
+        _, index, term = entries[held - 1]
+        return message | {"prevLogIdx": index, "prevLogTerm": term, "entries": entries[held:]}
+    matched = entries[-1][1] if entries else message["prevLogIdx"]
+    beyond = log[matched - first + 1 :]
+    if all(term == message["term"] for _, _, term in beyond):
+        _, index, term = log[-1]
+    else:
+        index, term = matched, term_at(matched)
+    if index == message["prevLogIdx"] and not entries:
+        return message
+    return message | {"prevLogIdx": index, "prevLogTerm": term, "entries": []}
+
+
 class DurableTransport(ReresolvingTransport):
     """Sends nothing that reflects a Raft log write before that write is on disk.
 
@@ -146,7 +194,8 @@ class DurableTransport(ReresolvingTransport):
     At the end of each Raft tick one fdatasync covers all writes of the tick, then the held
     messages go out in order. A burst of commands thus costs one sync per tick (group commit),
     and a leader counts itself in a majority only for entries it has synced (it sends them to
-    followers only after the sync)."""
+    followers only after the sync). Received AppendEntries go through ``trim_append_entries``, so
+    that what a follower acknowledged stays on its disk."""
 
     def __init__(self, syncObj: SyncObj, *args: Any, **kwargs: Any) -> None:
         journal = syncObj._SyncObj__raftLog  # type: ignore[attr-defined]  # no accessor for it
@@ -156,6 +205,11 @@ class DurableTransport(ReresolvingTransport):
         self._held: list[tuple[TCPNode, Any]] = []
         super().__init__(syncObj, *args, **kwargs)
         syncObj.addOnTickCallback(self.flush)
+
+    def _onMessageReceived(self, node: TCPNode, message: Any) -> None:
+        if isinstance(message, dict):
+            message = trim_append_entries(self._journal, message)
+        super()._onMessageReceived(node, message)
 
     def send(self, node: TCPNode, message: Any) -> bool:
         if self._held or self._journal.dirty:

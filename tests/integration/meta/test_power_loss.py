@@ -112,5 +112,8 @@ async def test_acknowledged_topics_survive_a_power_loss_of_every_meta_node(
 
             with contextlib.suppress(AssertionError):  # the assert below says what is missing
                 await eventually(lambda: not lost(), timeout=15, what="every acknowledged topic")
-            assert not lost(), f"{len(lost())} of {len(acknowledged)} acknowledged topics lost"
+            assert not lost(), (
+                f"{len(lost())} of {len(acknowledged)} acknowledged topics lost\n"
+                + "\n".join(nodes.log_tail(node_id) for node_id in nodes.ids)
+            )
         nodes.stop_all()

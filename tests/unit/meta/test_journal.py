@@ -111,6 +111,59 @@ def test_raft_entries_and_acks_go_out_only_once_synced(tmp_path: Path, os_events
     assert appends and acks
 
 
+def test_a_follower_never_deletes_entries_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two real Raft members under concurrent writes: pysyncobj's leader often sends again
+    entries the follower has already acknowledged (an older acknowledgement moves its next index
+    back), and pysyncobj's follower would delete them from disk and write them again, a window in
+    which a crash loses its copy. With one leader throughout, no log is ever truncated (a run in
+    which the leader changed, as a loaded machine may cause, proves nothing and is run again)."""
+    truncated: list[Path] = []
+    real_ftruncate = os.ftruncate
+
+    def ftruncate(fd: int, length: int) -> None:
+        truncated.append(Path(os.readlink(f"/proc/self/fd/{fd}")))
+        real_ftruncate(fd, length)
+
+    monkeypatch.setattr(os, "ftruncate", ftruncate)
+    for attempt in range(3):
+        truncated.clear()
+        if _concurrent_writes_under_one_leader(tmp_path / str(attempt)):
+            break
+    else:
+        pytest.fail("the Raft leader changed in every attempt")
+    assert not [path for path in truncated if path.name == "raft.log"], truncated
+
+
+def _concurrent_writes_under_one_leader(root: Path) -> bool:
+    """8 threads submit 15 commands each to two Raft members; False if the leader changed."""
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    rafts = []
+    for i, address in enumerate(addresses):
+        (root / str(i)).mkdir(parents=True)
+        peers = [other for other in addresses if other != address]
+        rafts.append(MetaRaft(address, peers, root / str(i), ChangeFeed(100), 10, lambda: None))
+    try:
+        wait_for(lambda: any(r.is_leader() for r in rafts), 15, "a Raft leader")
+        terms = [r.status()["raft_term"] for r in rafts]
+
+        def writer(n: int) -> None:
+            for k in range(15):
+                broker = RegisterBroker(n * 100 + k, "h", 9092, None, "", b"i", False)
+                rafts[k % 2].submit(broker)
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return [r.status()["raft_term"] for r in rafts] == terms
+    finally:
+        for raft in rafts:
+            raft.destroy()
+
+
 def test_a_burst_of_appends_costs_one_sync(tmp_path: Path, os_events: OsEvents) -> None:
     journal = DurableJournal(tmp_path / "raft.log")
     for i in range(1, 101):
