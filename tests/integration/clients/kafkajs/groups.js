@@ -48,6 +48,9 @@ const parseInts = spec =>
 // (re)joins (eager protocol) and reports the new one in GROUP_JOIN, without the generation.
 // Wrapping ConsumerGroup#joinAndSync (the same module instance the consumer uses) reports
 // both moments, with the generation and member id KafkaJS got from JoinGroup.
+// ConsumerGroup#leave is wrapped too: KafkaJS stops processing, then leaves, and only emits
+// STOP once the LeaveGroup is answered; by then the coordinator may already have handed the
+// partitions to another member, so the revocation is reported before the LeaveGroup is sent.
 let groupHooks = null
 const originalJoinAndSync = ConsumerGroup.prototype.joinAndSync
 ConsumerGroup.prototype.joinAndSync = async function (...args) {
@@ -55,6 +58,11 @@ ConsumerGroup.prototype.joinAndSync = async function (...args) {
   const result = await originalJoinAndSync.apply(this, args)
   if (groupHooks) groupHooks.afterJoin(this)
   return result
+}
+const originalLeave = ConsumerGroup.prototype.leave
+ConsumerGroup.prototype.leave = async function (...args) {
+  if (groupHooks) groupHooks.beforeLeave(this)
+  return originalLeave.apply(this, args)
 }
 
 // Thrown out of eachMessage to stop without resolving the message (it is not processed).
@@ -99,11 +107,13 @@ async function groupConsume(kafka, topic, opts) {
     maxWaitTimeInMs: 500,
     allowAutoTopicCreation: false,
   })
+  const revokeAll = () => {
+    if (owned.length) event('revoked', { partitions: owned, owned: [] })
+    owned = []
+  }
   groupHooks = {
-    beforeJoin: () => {
-      if (owned.length) event('revoked', { partitions: owned, owned: [] })
-      owned = []
-    },
+    beforeJoin: revokeAll,
+    beforeLeave: revokeAll,
     afterJoin: cg => {
       const mine = cg.assigned().find(a => a.topic === topic)
       owned = [...(mine ? mine.partitions : [])].sort((a, b) => a - b)
@@ -122,12 +132,9 @@ async function groupConsume(kafka, topic, opts) {
     }
     event('commit', { via: 'callback', offsets, error: null, partition_errors: {} })
   })
-  // The consumer stopped (after leaving the group): also after a crash, before KafkaJS restarts
-  // it (restartOnFailure) as a new member.
-  consumer.on(consumer.events.STOP, () => {
-    if (owned.length) event('revoked', { partitions: owned, owned: [] })
-    owned = []
-  })
+  // The consumer stopped (also after a crash, before KafkaJS restarts it as a new member):
+  // normally already reported by beforeLeave; this covers a stop that never reached the leave.
+  consumer.on(consumer.events.STOP, revokeAll)
   consumer.on(consumer.events.CRASH, async ({ payload }) => {
     const e = payload.error
     const error = await coordinatorError(kafka, groupId, e)
