@@ -195,7 +195,13 @@ class DurableTransport(ReresolvingTransport):
     messages go out in order. A burst of commands thus costs one sync per tick (group commit),
     and a leader counts itself in a majority only for entries it has synced (it sends them to
     followers only after the sync). Received AppendEntries go through ``trim_append_entries``, so
-    that what a follower acknowledged stays on its disk."""
+    that what a follower acknowledged stays on its disk.
+
+    pysyncobj's acknowledgement (``next_node_idx``) carries no term: one answering a leader of
+    an earlier term, arriving once the same node leads again, would count towards a majority in
+    the new term entries the follower may no longer hold. Acknowledgements are stamped with the
+    sender's term here, and one of an earlier term than the receiver's is dropped (the leader
+    asks again)."""
 
     def __init__(self, syncObj: SyncObj, *args: Any, **kwargs: Any) -> None:
         journal = syncObj._SyncObj__raftLog  # type: ignore[attr-defined]  # no accessor for it
@@ -206,12 +212,21 @@ class DurableTransport(ReresolvingTransport):
         super().__init__(syncObj, *args, **kwargs)
         syncObj.addOnTickCallback(self.flush)
 
+    def _term(self) -> int:
+        return self._syncObj._SyncObj__raftCurrentTerm  # type: ignore[attr-defined]  # no accessor
+
     def _onMessageReceived(self, node: TCPNode, message: Any) -> None:
         if isinstance(message, dict):
+            stale = message.get("term", self._term()) < self._term()  # no term: an older node
+            if message.get("type") == "next_node_idx" and stale:
+                log.debug("Dropped an acknowledgement of term %s from %s", message["term"], node)
+                return
             message = trim_append_entries(self._journal, message)
         super()._onMessageReceived(node, message)
 
     def send(self, node: TCPNode, message: Any) -> bool:
+        if isinstance(message, dict) and message.get("type") == "next_node_idx":
+            message["term"] = self._term()
         if self._held or self._journal.dirty:
             self._held.append((node, message))
             return True  # "thought to be sent": pysyncobj retries what never arrives

@@ -164,6 +164,38 @@ def _concurrent_writes_under_one_leader(root: Path) -> bool:
             raft.destroy()
 
 
+def test_acknowledgements_carry_their_term_and_stale_ones_are_dropped(
+    tmp_path: Path, os_events: OsEvents
+) -> None:
+    """pysyncobj's acknowledgement has no term; DurableTransport stamps the sender's, and a
+    leader drops one of an earlier term (it answered an earlier leadership)."""
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    rafts = []
+    for i, address in enumerate(addresses):
+        (tmp_path / str(i)).mkdir()
+        peers = [other for other in addresses if other != address]
+        rafts.append(MetaRaft(address, peers, tmp_path / str(i), ChangeFeed(100), 10, lambda: None))
+    try:
+        wait_for(lambda: any(r.is_leader() for r in rafts), 15, "a Raft leader")
+        leader = next(r for r in rafts if r.is_leader())
+        leader.submit(RegisterBroker(1, "h", 9092, None, "", b"i", False))
+        term = leader.status()["raft_term"]
+        transport = leader._sync._SyncObj__transport
+        delivered: list[dict[str, Any]] = []
+        transport._onMessageReceivedCallback = lambda node, message: delivered.append(message)
+        ack = {"type": "next_node_idx", "next_node_idx": -7, "reset": False, "success": False}
+        for sent_term in (term - 1, term, None):
+            message = ack if sent_term is None else ack | {"term": sent_term}
+            transport._onMessageReceived(None, message)
+    finally:
+        for raft in rafts:
+            raft.destroy()
+    injected = [m for m in delivered if m.get("next_node_idx") == -7]  # not the follower's own
+    assert injected == [ack | {"term": term}, ack]  # the stale one dropped; no term: let through
+    acks = [m for _, (_, m) in os_events.of("send") if isinstance(m, dict) and "next_node_idx" in m]
+    assert acks and all(m["term"] == term for m in acks), acks
+
+
 def test_a_burst_of_appends_costs_one_sync(tmp_path: Path, os_events: OsEvents) -> None:
     journal = DurableJournal(tmp_path / "raft.log")
     for i in range(1, 101):
