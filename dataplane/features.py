@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from meta.controller import SUPPORTED_FEATURES
+from meta.features import SUPPORTED_FEATURES
 
 if TYPE_CHECKING:
     from dataplane.metadata_cache import MetadataCache

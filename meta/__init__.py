@@ -4,7 +4,9 @@ One to three meta nodes replicate the cluster metadata with Raft (pysyncobj); br
 over gRPC (proto/meta.proto) through ``meta.client.MetaClient``. Reading order:
 
 - ``model``        brokers, topics, partitions (frozen dataclasses)
-- ``controller``   decisions: validation, placement, leader election, ISR changes (pure)
+- ``topic_planning``   decisions on new topics and partitions: validation, placement (pure)
+- ``partition_leadership``   decisions: leader election, ISR changes, reassignment (pure)
+- ``features``     the feature levels Rafka supports and UpdateFeatures checks (pure)
 - ``topic_config`` Kafka's topic config names and value checks
 - ``commands``     the state machine's commands and their results
 - ``state``        the replicated state machine: ``MetaState`` and ``apply`` (pure, deterministic)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from meta import controller
+from meta import features, partition_leadership, topic_planning
 from meta.commands import (
     AlterConfigs,
     AlterReassignments,
@@ -21,7 +21,6 @@ from meta.commands import (
     Outcome,
     UpdateFeatures,
 )
-from meta.controller import Rejection
 from meta.model import CLUSTER_DEFAULT, ConfigAlteration, Partition, ReassignmentInfo, Topic
 from meta.protocol import ErrorCode
 from meta.replication_control import (
@@ -30,6 +29,7 @@ from meta.replication_control import (
     stale_broker_epoch,
     unclean_allowed,
 )
+from meta.topic_planning import Rejection
 
 if TYPE_CHECKING:
     from meta.state import Changes, MetaState
@@ -122,7 +122,7 @@ def _create_partitions(state: MetaState, cmd: CreatePartitions, changes: Changes
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{cmd.topic}' does not exist."
         )
     else:
-        outcome = controller.plan_new_partitions(
+        outcome = topic_planning.plan_new_partitions(
             topic, cmd.count, cmd.assignments, state.brokers, cmd.placement_seed
         )
     if isinstance(outcome, Rejection):
@@ -163,11 +163,13 @@ def _alter_reassignments(
             )
         elif target is None:
             unclean = unclean_allowed(state, topic, cmd.unclean_election_default)
-            decided = controller.cancel_reassignment(
+            decided = partition_leadership.cancel_reassignment(
                 topic.partitions[index], state.brokers, unclean, name
             )
         else:
-            decided = controller.reassign(topic.partitions[index], target, state.brokers, name)
+            decided = partition_leadership.reassign(
+                topic.partitions[index], target, state.brokers, name
+            )
         if isinstance(decided, Rejection):
             log.warning(
                 "Unable to alter the reassignment of %s-%d: %s", name, index, decided.message
@@ -222,7 +224,7 @@ def _update_features(
     one fails the request and every feature reports its error, as Kafka answers."""
     for name, level, upgrade_type in cmd.updates:
         current = state.features.get(name, 0)
-        if problem := controller.check_feature_update(name, level, upgrade_type, current):
+        if problem := features.check_feature_update(name, level, upgrade_type, current):
             log.warning("Refused to update features: %s", problem)
             return [
                 FeatureOutcome(n, ErrorCode.INVALID_UPDATE_VERSION, problem)

@@ -52,7 +52,6 @@ from meta.commands import (
     UnregisterGroups,
     UpdateFeatures,
 )
-from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
 from meta.entity_records import (
     acl_filter_from,
     acl_filter_record,
@@ -74,7 +73,9 @@ from meta.entity_records import (
     topic_record,
 )
 from meta.model import ConfigAlteration, Topic
+from meta.partition_leadership import ElectionType, IsrChange
 from meta.protocol import ErrorCode
+from meta.topic_planning import NewTopic, Rejection
 from meta.wire import token_from_proto, token_to_proto
 from proto import metadata_records_pb2 as pb
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from meta.acl import AclBinding, AclBindingFilter
-from meta.controller import ElectionType, IsrChange, NewTopic
 from meta.model import ConfigAlteration, DelegationToken, Endpoint, Partition, ScramCredential
+from meta.partition_leadership import ElectionType, IsrChange
 from meta.protocol import ErrorCode
 from meta.quotas import AlterClientQuotas, QuotaEntity
 from meta.resource_configs import AlterResourceConfigs
+from meta.topic_planning import NewTopic
 
 # ---------------------------------------------------------------- commands
 

@@ -21,7 +21,9 @@ Schema evolution, like Kafka's metadata records:
 The format before these records, pickles of ``meta.state.Command`` (log entries, unpickled by
 pysyncobj) and of ``MetaState`` (dumps), is still read: ``meta.raft`` hands both over as
 objects. So until that format is no longer read, those classes keep their names, and
-``meta.state`` (their module then) still answers for them (``meta.state.PICKLED_CLASS_NAMES``).
+``meta.state`` (their module then) still answers for them (``meta.state.PICKLED_CLASS_NAMES``),
+as ``meta.controller`` does for the topic and partition classes they hold
+(``meta.controller.PICKLED_CLASSES``).
 A data dir holds it until the first dump after the upgrade (pysyncobj compacts its log at least
 every 5 minutes while commands come).
 """

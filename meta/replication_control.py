@@ -3,8 +3,9 @@ ClusterControlManager): topics, broker registrations and fencing, ISR changes, c
 shutdown, leader elections, producer ids and the group registry.
 
 Also the partition helpers the other appliers share (``after_fencing``, ``replace_partition``,
-``unclean_allowed``, ``stale_broker_epoch``). Decisions are ``meta.controller``'s; the appliers
-apply them to the ``MetaState`` and record what changed.
+``unclean_allowed``, ``stale_broker_epoch``). Decisions are ``meta.topic_planning``'s and
+``meta.partition_leadership``'s; the appliers apply them to the ``MetaState`` and record what
+changed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from meta import controller
+from meta import partition_leadership, topic_planning
 from meta.commands import (
     AllocateProducerIds,
     AlterPartition,
@@ -36,10 +37,11 @@ from meta.commands import (
     UnfenceBroker,
     UnregisterGroups,
 )
-from meta.controller import ElectionType, IsrChange, Rejection
 from meta.model import CLUSTER_DEFAULT, NO_LEADER, Broker, Partition, Topic
+from meta.partition_leadership import ElectionType, IsrChange
 from meta.protocol import ErrorCode
 from meta.topic_config import unclean_election_enabled
+from meta.topic_planning import Rejection
 
 if TYPE_CHECKING:
     from meta.state import Changes, MetaState
@@ -67,7 +69,7 @@ def _init_cluster(state: MetaState, cmd: InitCluster, changes: Changes) -> str:
 def _create_topics(
     state: MetaState, cmd: CreateTopics, changes: Changes
 ) -> list[Topic | Rejection]:
-    outcomes = controller.plan_topics(cmd.topics, state.topics, state.brokers)
+    outcomes = topic_planning.plan_topics(cmd.topics, state.topics, state.brokers)
     for outcome in outcomes:
         if isinstance(outcome, Topic):
             state.topics[outcome.name] = outcome
@@ -174,14 +176,14 @@ def after_fencing(
     """Move leadership and ISR membership off ``broker_id``, which is now fenced (or in a
     controlled shutdown), or only off its replicas ``only`` (which it cannot serve any more);
     return how many partitions changed."""
-    active = controller.active_brokers(state.brokers) - {broker_id}
+    active = partition_leadership.active_brokers(state.brokers) - {broker_id}
     moved, offline, left_isrs, changed = 0, [], 0, 0
 
     def decide(topic: Topic, partition: Partition) -> Partition | None:
         nonlocal moved, left_isrs, changed
         if only is not None and (topic.name, partition.index) not in only:
             return None
-        new = controller.on_broker_fenced(
+        new = partition_leadership.on_broker_fenced(
             partition, broker_id, active, unclean_allowed(state, topic, unclean_default), topic.name
         )
         if new is not None:
@@ -221,7 +223,7 @@ def _unfence_and_elect(
     _update_partitions(
         state,
         changes,
-        lambda topic, partition: controller.on_broker_unfenced(
+        lambda topic, partition: partition_leadership.on_broker_unfenced(
             partition, broker_id, unclean_allowed(state, topic, unclean_default), topic.name
         ),
     )
@@ -270,12 +272,14 @@ def _change_isr(
             f"Topic {name} has no partition {change.partition_index}.",
         )
     partition = topic.partitions[change.partition_index]
-    if rejection := controller.check_isr_change(partition, change, sender, state.brokers):
+    if rejection := partition_leadership.check_isr_change(partition, change, sender, state.brokers):
         return refused(rejection.error_code, f"{name}-{partition.index}: {rejection.message}")
-    changed = controller.change_isr(partition, change.new_isr)
+    changed = partition_leadership.change_isr(partition, change.new_isr)
     if partition.reassigning:
-        active = controller.active_brokers(state.brokers)
-        completed = controller.complete_reassignment(partition, changed or partition, active)
+        active = partition_leadership.active_brokers(state.brokers)
+        completed = partition_leadership.complete_reassignment(
+            partition, changed or partition, active
+        )
         if not completed.reassigning:
             replace_partition(state, topic, completed, changes)
             log.info(
@@ -346,7 +350,7 @@ def _controlled_shutdown(
 
 
 def _elect_leaders(state: MetaState, cmd: ElectLeaders, changes: Changes) -> list[ElectionOutcome]:
-    active = controller.active_brokers(state.brokers)
+    active = partition_leadership.active_brokers(state.brokers)
     everything = cmd.topic_partitions is None
     wanted = cmd.topic_partitions
     if wanted is None:
@@ -381,7 +385,7 @@ def _elect(
     changes: Changes,
 ) -> ElectionOutcome:
     old = topic.partitions[index]
-    decided = controller.elect_leader(old, election, active, topic.name)
+    decided = partition_leadership.elect_leader(old, election, active, topic.name)
     if isinstance(decided, Rejection):
         return ElectionOutcome(topic.name, index, decided.error_code, decided.message)
     replace_partition(state, topic, decided, changes)
@@ -398,12 +402,12 @@ def _elect(
 
 
 def _balance_leaders(state: MetaState, cmd: BalanceLeaders, changes: Changes) -> int:
-    active = controller.active_brokers(state.brokers)
+    active = partition_leadership.active_brokers(state.brokers)
     moved = 0
 
     def decide(topic: Topic, partition: Partition) -> Partition | None:
         nonlocal moved
-        elected = controller.elect_preferred(partition, active)
+        elected = partition_leadership.elect_preferred(partition, active)
         if elected is not None:
             moved += 1
             log.info(

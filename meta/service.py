@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 import grpc
 
-from meta import controller, quotas, resource_configs, wire
+from meta import partition_leadership, quotas, resource_configs, topic_planning, wire
 from meta.cluster_admin import list_reassignments
 from meta.commands import (
     AclDeleteOutcome,
@@ -242,7 +242,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         if request.validate_only:
             with self._machine.lock:
                 state = self._machine.state
-                outcomes = controller.plan_topics(new_topics, state.topics, state.brokers)
+                outcomes = topic_planning.plan_topics(new_topics, state.topics, state.brokers)
         else:
             outcomes = self._write(context, CreateTopics(new_topics), request.request_id)
         results = [
@@ -622,9 +622,9 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             return
         with self._machine.lock:
             state = self._machine.state
-            active = controller.active_brokers(state.brokers)
+            active = partition_leadership.active_brokers(state.brokers)
             imbalanced = any(
-                controller.elect_preferred(partition, active) is not None
+                partition_leadership.elect_preferred(partition, active) is not None
                 for topic in state.topics.values()
                 for partition in topic.partitions
             )

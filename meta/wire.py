@@ -24,7 +24,6 @@ from meta.commands import (
     ElectionOutcome,
     ElectLeaders,
 )
-from meta.controller import ElectionType, IsrChange, NewTopic, Rejection
 from meta.model import (
     Broker,
     ConfigAlteration,
@@ -35,7 +34,9 @@ from meta.model import (
     ScramCredential,
     Topic,
 )
+from meta.partition_leadership import ElectionType, IsrChange
 from meta.state import MetaState
+from meta.topic_planning import NewTopic, Rejection
 from proto import meta_pb2
 
 _M = TypeVar("_M", bound=Message)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from meta.commands import CreateTopics, RegisterBroker
-from meta.controller import NewTopic
 from meta.feed import ChangeFeed
 from meta.raft import MetaRaft
+from meta.topic_planning import NewTopic
 from tests.integration.conftest import wait_for
 
 from .harness import free_ports

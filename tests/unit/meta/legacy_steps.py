@@ -25,8 +25,9 @@ from meta.commands import (
     UnfenceBroker,
     UnregisterGroups,
 )
-from meta.controller import ElectionType, IsrChange, NewTopic
+from meta.partition_leadership import ElectionType, IsrChange
 from meta.state import MetaState
+from meta.topic_planning import NewTopic
 
 Step = Callable[[MetaState], Body]
 

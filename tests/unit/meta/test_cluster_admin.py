@@ -23,7 +23,7 @@ from meta.commands import (
     Outcome,
     UpdateFeatures,
 )
-from meta.controller import UpgradeType
+from meta.features import UpgradeType
 from meta.model import NO_LEADER, ConfigAlteration, Partition, ReassignmentInfo
 from meta.protocol import ErrorCode
 from meta.records import decode_command, decode_state, encode_command, encode_state

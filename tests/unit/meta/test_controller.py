@@ -7,19 +7,18 @@ from collections import Counter
 
 import pytest
 
-from meta.controller import (
+from meta.model import NO_LEADER, Broker, Partition, Topic
+from meta.partition_leadership import on_broker_fenced, on_broker_unfenced
+from meta.protocol import ErrorCode
+from meta.topic_config import unclean_election_enabled, validate_topic_configs
+from meta.topic_planning import (
     NewTopic,
     Rejection,
     assign_replicas,
-    on_broker_fenced,
-    on_broker_unfenced,
     plan_topic,
     plan_topics,
     validate_topic_name,
 )
-from meta.model import NO_LEADER, Broker, Partition, Topic
-from meta.protocol import ErrorCode
-from meta.topic_config import unclean_election_enabled, validate_topic_configs
 
 
 def broker(broker_id: int, rack: str | None = None, fenced: bool = False) -> Broker:

@@ -17,8 +17,8 @@ from meta.commands import (
     ProducerIdBlock,
     ShutdownOutcome,
 )
-from meta.controller import ElectionType, IsrChange
 from meta.model import NO_LEADER, Partition
+from meta.partition_leadership import ElectionType, IsrChange
 from meta.protocol import ErrorCode
 from meta.records import decode_state, encode_state
 from meta.replication_control import PRODUCER_ID_BLOCK_SIZE
