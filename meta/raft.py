@@ -215,10 +215,13 @@ class DurableTransport(ReresolvingTransport):
     def _term(self) -> int:
         return self._syncObj._SyncObj__raftCurrentTerm  # type: ignore[attr-defined]  # no accessor
 
+    def _stale(self, acknowledgement: dict[str, Any]) -> bool:
+        """Of an earlier term than this node's (one without a term, from an older node, is not)."""
+        return "term" in acknowledgement and acknowledgement["term"] < self._term()
+
     def _onMessageReceived(self, node: TCPNode, message: Any) -> None:
         if isinstance(message, dict):
-            stale = message.get("term", self._term()) < self._term()  # no term: an older node
-            if message.get("type") == "next_node_idx" and stale:
+            if message.get("type") == "next_node_idx" and self._stale(message):
                 log.debug("Dropped an acknowledgement of term %s from %s", message["term"], node)
                 return
             message = trim_append_entries(self._journal, message)

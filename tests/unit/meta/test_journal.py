@@ -6,6 +6,7 @@ wrapped (still called) to record what was synced, and in which order with the me
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator
@@ -70,24 +71,31 @@ def os_events(monkeypatch: pytest.MonkeyPatch) -> OsEvents:
     return OsEvents(monkeypatch)
 
 
-def test_raft_entries_and_acks_go_out_only_once_synced(tmp_path: Path, os_events: OsEvents):
-    """Two real Raft members: every AppendEntries the leader sends, and every acknowledgement
-    the follower sends, follows an fdatasync of the sender's log that covered those entries."""
+@contextlib.contextmanager
+def two_members(root: Path) -> Iterator[list[MetaRaft]]:
+    """Two real Raft members, data dirs ``root/0`` and ``root/1``, once one of them leads;
+    destroyed on the way out."""
     addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
     rafts = []
-    for i, address in enumerate(addresses):
-        (tmp_path / str(i)).mkdir()
-        peers = [other for other in addresses if other != address]
-        feed = ChangeFeed(100)
-        rafts.append(MetaRaft(address, peers, tmp_path / str(i), feed, 10, lambda: None))
     try:
+        for i, address in enumerate(addresses):
+            (root / str(i)).mkdir(parents=True)
+            peers = [other for other in addresses if other != address]
+            rafts.append(MetaRaft(address, peers, root / str(i), ChangeFeed(100), 10, lambda: None))
         wait_for(lambda: any(r.is_leader() for r in rafts), 15, "a Raft leader")
-        leader = next(i for i, r in enumerate(rafts) if r.is_leader())
-        for n in range(20):
-            rafts[n % 2].submit(RegisterBroker(n, "h", 9092, None, "", b"incarnation", False))
+        yield rafts
     finally:
         for raft in rafts:
             raft.destroy()
+
+
+def test_raft_entries_and_acks_go_out_only_once_synced(tmp_path: Path, os_events: OsEvents):
+    """Two real Raft members: every AppendEntries the leader sends, and every acknowledgement
+    the follower sends, follows an fdatasync of the sender's log that covered those entries."""
+    with two_members(tmp_path) as rafts:
+        leader = next(i for i, r in enumerate(rafts) if r.is_leader())
+        for n in range(20):
+            rafts[n % 2].submit(RegisterBroker(n, "h", 9092, None, "", b"incarnation", False))
 
     def synced_before(event_index: int, node: int, index: int) -> bool:
         """An fdatasync of ``node``'s log before the event covered its entry ``index``."""
@@ -138,14 +146,7 @@ def test_a_follower_never_deletes_entries_it_holds(
 
 def _concurrent_writes_under_one_leader(root: Path) -> bool:
     """8 threads submit 15 commands each to two Raft members; False if the leader changed."""
-    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
-    rafts = []
-    for i, address in enumerate(addresses):
-        (root / str(i)).mkdir(parents=True)
-        peers = [other for other in addresses if other != address]
-        rafts.append(MetaRaft(address, peers, root / str(i), ChangeFeed(100), 10, lambda: None))
-    try:
-        wait_for(lambda: any(r.is_leader() for r in rafts), 15, "a Raft leader")
+    with two_members(root) as rafts:
         terms = [r.status()["raft_term"] for r in rafts]
 
         def writer(n: int) -> None:
@@ -159,9 +160,6 @@ def _concurrent_writes_under_one_leader(root: Path) -> bool:
         for thread in threads:
             thread.join()
         return [r.status()["raft_term"] for r in rafts] == terms
-    finally:
-        for raft in rafts:
-            raft.destroy()
 
 
 def test_acknowledgements_carry_their_term_and_stale_ones_are_dropped(
@@ -169,14 +167,7 @@ def test_acknowledgements_carry_their_term_and_stale_ones_are_dropped(
 ) -> None:
     """pysyncobj's acknowledgement has no term; DurableTransport stamps the sender's, and a
     leader drops one of an earlier term (it answered an earlier leadership)."""
-    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
-    rafts = []
-    for i, address in enumerate(addresses):
-        (tmp_path / str(i)).mkdir()
-        peers = [other for other in addresses if other != address]
-        rafts.append(MetaRaft(address, peers, tmp_path / str(i), ChangeFeed(100), 10, lambda: None))
-    try:
-        wait_for(lambda: any(r.is_leader() for r in rafts), 15, "a Raft leader")
+    with two_members(tmp_path) as rafts:
         leader = next(r for r in rafts if r.is_leader())
         leader.submit(RegisterBroker(1, "h", 9092, None, "", b"i", False))
         term = leader.status()["raft_term"]
@@ -187,9 +178,6 @@ def test_acknowledgements_carry_their_term_and_stale_ones_are_dropped(
         for sent_term in (term - 1, term, None):
             message = ack if sent_term is None else ack | {"term": sent_term}
             transport._onMessageReceived(None, message)
-    finally:
-        for raft in rafts:
-            raft.destroy()
     injected = [m for m in delivered if m.get("next_node_idx") == -7]  # not the follower's own
     assert injected == [ack | {"term": term}, ack]  # the stale one dropped; no term: let through
     acks = [m for _, (_, m) in os_events.of("send") if isinstance(m, dict) and "next_node_idx" in m]
