@@ -325,6 +325,7 @@ class OffsetReader:
         self.retry_interval_ms = retry_interval_ms
         self.timeout_s = timeout_s
         self._admin: Any = None
+        self._retrying = False
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_admin": None}
@@ -340,6 +341,22 @@ class OffsetReader:
     def close(self) -> None:
         self._admin = None
 
+    def _retry(self, fn: Callable[[], T], what: str) -> T:
+        """retry(), once: a call made inside an `assigned` body fails to the outer retry."""
+        if self._retrying:
+            return fn()
+        self._retrying = True
+        try:
+            return retry(fn, self.retries, self.retry_interval_ms, what)
+        finally:
+            self._retrying = False
+
+    def assigned(self, strategy: Strategy, body: Callable[[list[tuple[str, int]]], T]) -> T:
+        """body(the partitions `strategy` covers), both retried together, as Spark's
+        partitionsAssignedToAdmin does: a topic deleted after its partitions were listed fails
+        ListOffsets on every retry of the same list, and is gone from the next listing."""
+        return self._retry(lambda: body(self.topic_partitions(strategy)), "offsets")
+
     def topic_partitions(self, strategy: Strategy) -> list[tuple[str, int]]:
         if strategy.kind == "assign":
             return sorted(set(strategy.partitions))
@@ -353,7 +370,7 @@ class OffsetReader:
                 out.extend((name, p) for p in topic.partitions)
             return sorted(out)
 
-        return retry(fetch, self.retries, self.retry_interval_ms, "metadata")
+        return self._retry(fetch, "metadata")
 
     def _list(self, specs: Mapping[tuple[str, int], Any]) -> dict[tuple[str, int], Any]:
         if not specs:
@@ -367,7 +384,7 @@ class OffsetReader:
             )
             return {(tp.topic, tp.partition): f.result() for tp, f in futures.items()}
 
-        return retry(fetch, self.retries, self.retry_interval_ms, "ListOffsets")
+        return self._retry(fetch, "ListOffsets")
 
     def earliest(self, tps: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         from confluent_kafka.admin import OffsetSpec as Spec

@@ -354,9 +354,15 @@ class KafkaBatchReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         try:
-            tps = self.offset_reader.topic_partitions(self.strategy)
-            start = self.offset_reader.resolve(self.start_spec, tps, True, "startingOffsets")
-            end = self.offset_reader.resolve(self.end_spec, tps, False, "endingOffsets")
+            reader = self.offset_reader
+            tps, start, end = reader.assigned(
+                self.strategy,
+                lambda tps: (
+                    tps,
+                    reader.resolve(self.start_spec, tps, True, "startingOffsets"),
+                    reader.resolve(self.end_spec, tps, False, "endingOffsets"),
+                ),
+            )
         finally:
             self.offset_reader.close()
         ranges = []
@@ -416,9 +422,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         Python source does not see its checkpoint: see `partitions` for a restart before
         batch 0 commits.)"""
         if self.initial is None:
-            tps = self.offset_reader.topic_partitions(self.strategy)
-            marked = self.offset_reader.resolve(
-                self.start_spec, tps, True, "startingOffsets", markers=True
+            marked = self.offset_reader.assigned(
+                self.strategy,
+                lambda tps: self.offset_reader.resolve(
+                    self.start_spec, tps, True, "startingOffsets", markers=True
+                ),
             )
             self.initial_latest = {tp for tp, off in marked.items() if off == opts.LATEST}
             self.initial = self.offset_reader.pin(marked)
@@ -435,8 +443,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._initial_offsets()  # a new query's start comes first, as in the official one
-        tps = self.offset_reader.topic_partitions(self.strategy)
-        self.available_now_target = self.offset_reader.latest(tps)
+        self.available_now_target = self.offset_reader.assigned(
+            self.strategy, self.offset_reader.latest
+        )
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = opts.offsets_from_json(start)
@@ -468,7 +477,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         reader = self.offset_reader
         attempt = 0
         while True:
-            latest = reader.latest(reader.topic_partitions(self.strategy))
+            latest = reader.assigned(self.strategy, reader.latest)
             behind = [tp for tp, off in begin.items() if tp in latest and latest[tp] < off]
             if not behind or attempt >= reader.retries:
                 return latest
