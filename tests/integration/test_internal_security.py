@@ -123,13 +123,22 @@ def refused_meta_calls(cluster: LocalCluster, credentials: InternalSecurity | No
     asyncio.run(calls())
 
 
+async def leader_of_partition_zero(
+    cluster: LocalCluster, topic: str
+) -> tuple[meta_pb2.Snapshot, meta_pb2.Topic, str]:
+    """The cluster's metadata, ``topic``'s, and the replication endpoint of its partition 0's
+    leader."""
+    async with cluster.meta_client() as member:
+        snapshot = (await first_event(member)).snapshot
+    [t] = [t for t in snapshot.topics if t.name == topic]
+    return snapshot, t, f"127.0.0.1:{cluster.base_port + 300 + t.partitions[0].leader - 1}"
+
+
 async def replica_fetch(
     cluster: LocalCluster, topic: str, credentials: InternalSecurity
 ) -> replication_pb2.FetchResponse:
     """A fetch of ``topic``'s partition 0 from its leader, as its follower would send it."""
-    async with cluster.meta_client() as member:
-        snapshot = (await first_event(member)).snapshot
-    [t] = [t for t in snapshot.topics if t.name == topic]
+    snapshot, t, endpoint = await leader_of_partition_zero(cluster, topic)
     partition = t.partitions[0]
     follower = next(r for r in partition.replicas if r != partition.leader)
     epoch = next(b.epoch for b in snapshot.brokers if b.id == follower)
@@ -149,13 +158,31 @@ async def replica_fetch(
             )
         ],
     )
-    endpoint = f"127.0.0.1:{cluster.base_port + 300 + partition.leader - 1}"
     async with credentials.channel(endpoint) as channel:
         call = wire.fetch_stream(channel)(timeout=5)
         await call.write(request)
         response, _batches = await call.read()
         call.cancel()
         return response
+
+
+async def refusal(
+    cluster: LocalCluster, topic: str, credentials: InternalSecurity
+) -> grpc.StatusCode:
+    """How the leader of ``topic``'s partition 0 answers a replication stream opened with
+    ``credentials`` that sends nothing. A stranger is refused as the call opens (or at the
+    TLS handshake), before any request is read; a member is answered nothing, so its call ends
+    at its deadline. (No request is written: a write racing the refusal fails on the client,
+    which then reports INTERNAL instead of the server's status.)"""
+    _snapshot, _topic, endpoint = await leader_of_partition_zero(cluster, topic)
+    async with credentials.channel(endpoint) as channel:
+        return await wire.fetch_stream(channel)(timeout=5).code()
+
+
+def refused_code(
+    cluster: LocalCluster, topic: str, credentials: InternalSecurity
+) -> grpc.StatusCode:
+    return asyncio.run(refusal(cluster, topic, credentials))
 
 
 def fetch_code(cluster: LocalCluster, topic: str, credentials: InternalSecurity) -> grpc.StatusCode:
@@ -197,8 +224,10 @@ def test_meta_grpc_refuses_strangers(
 
 def test_replication_grpc_refuses_strangers(cluster: LocalCluster) -> None:
     produce_and_consume(cluster, "replicated")
-    assert fetch_code(cluster, "replicated", InternalSecurity()) == grpc.StatusCode.UNAUTHENTICATED
-    assert fetch_code(cluster, "replicated", WRONG_SECRET) == grpc.StatusCode.UNAUTHENTICATED
+    assert (
+        refused_code(cluster, "replicated", InternalSecurity()) == grpc.StatusCode.UNAUTHENTICATED
+    )
+    assert refused_code(cluster, "replicated", WRONG_SECRET) == grpc.StatusCode.UNAUTHENTICATED
     member = security(cluster.internal_properties)
     assert fetch_code(cluster, "replicated", member) == grpc.StatusCode.OK
     logs = "".join(log_of(cluster, f"broker-{i}") for i in (1, 2, 3))
@@ -245,7 +274,7 @@ def test_tls_refuses_a_client_without_a_certificate_of_the_cluster_ca(
         refused_meta_calls(tls_cluster, credentials)
     produce_and_consume(tls_cluster, "tls-replicated")
     for credentials in (InternalSecurity(), without_certificate, foreign):
-        assert fetch_code(tls_cluster, "tls-replicated", credentials) == (
+        assert refused_code(tls_cluster, "tls-replicated", credentials) == (
             grpc.StatusCode.UNAVAILABLE  # the TLS handshake fails
         )
     member = security(tls_cluster.internal_properties)
