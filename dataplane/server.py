@@ -57,6 +57,7 @@ _WRITE_BATCH_BYTES = 1 << 20  # answers gathered for one write at most
 _MAX_IN_FLIGHT = 64  # queued responses per connection before the reader waits (back-pressure)
 _RECV = 1 << 20
 _TLS_HANDSHAKE_TIMEOUT_S = 10.0
+_FAILED_AUTH_LINGER_S = 1.0  # how long a refused client gets to read the error and close
 # What a SASL connection may send before it is authenticated, or once its session expired
 # (KIP-368): ApiVersions, SaslHandshake, SaslAuthenticate.
 _SASL_OPEN_APIS = frozenset({18, 17, 36})
@@ -170,6 +171,8 @@ async def _connection(
                 tg.start_soon(_writer, transport, receive)
                 async with send:
                     await _reader(services, conn, transport, send)
+            if conn.sasl is not None and conn.sasl.closing:
+                await _linger(transport)
         except* ConnectionClosed as group:
             metrics.CLOSED.inc()
             log.warning("closing connection from %s: %s", peer, group.exceptions[0])
@@ -302,6 +305,19 @@ async def _reader(services: BrokerServices, conn: Connection, stream: ByteStream
         await out.send((header.correlation_id, flexible, result, stamp))
         if conn.sasl is not None and conn.sasl.closing:
             return  # SASL authentication failed: close once the answer is out, as Kafka does
+
+
+async def _linger(stream: ByteStream) -> None:
+    """After a failed authentication, whose answer is out: wait for the client to close (at
+    most _FAILED_AUTH_LINGER_S), reading and dropping what it sends. Closing at once costs
+    some clients the answer: kafka-python drops bytes read together with the end of the
+    stream, and reports a bare disconnection instead of SASL_AUTHENTICATION_FAILED."""
+    with (
+        anyio.move_on_after(_FAILED_AUTH_LINGER_S),
+        contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError),
+    ):
+        while True:
+            await stream.receive()
 
 
 async def _read_frame(

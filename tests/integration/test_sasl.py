@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import select
 import socket
 import struct
 import time
@@ -422,6 +423,23 @@ def test_hostile_input(cluster: LocalCluster) -> None:
         _client(cluster, "PLAIN", **{"sasl.username": "alice", "sasl.password": "alice-secret"}),
         "after-hostile",
     )
+
+
+def test_a_refused_connection_stays_open_until_the_client_closes_it(cluster: LocalCluster) -> None:
+    """After a failed authentication the broker answers, then waits for the client to close
+    (at most 1 s) instead of closing at once: a client that reads the answer and the end of
+    the stream together may drop the answer (kafka-python's transport does, and reported a
+    bare disconnection instead of SASL_AUTHENTICATION_FAILED)."""
+    conn = _raw(cluster)
+    conn.call(SASL_HANDSHAKE, 1, mechanism="PLAIN")
+    r = conn.call(SASL_AUTHENTICATE, 2, auth_bytes=b"\x00alice\x00nope")
+    assert r.error_code == ErrorCode.sasl_authentication_failed
+    readable, _, _ = select.select([conn.sock], [], [], 0.3)
+    assert not readable, "the broker closed the connection before the client could read"
+    conn.sock.sendall(struct.pack(">i", 2) + b"hi")  # read and dropped, not a reset
+    started = time.monotonic()
+    assert _closed(conn)  # then closed by the broker
+    assert time.monotonic() - started < 5
 
 
 def test_v0_handshake_takes_bare_tokens(cluster: LocalCluster) -> None:
