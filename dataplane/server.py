@@ -248,7 +248,7 @@ async def _reader(services: BrokerServices, conn: Connection, stream: ByteStream
                 token = await services.sasl.raw_token(conn, frame)
             await out.send((None, False, token, None))
             if conn.sasl.closing:
-                return  # authentication failed: the writer sends the answer, then we close
+                return  # authentication failed: the answer goes out, then _linger and close
             continue
         try:
             header = parse_header(frame, SUPPORTED_VERSIONS)
@@ -304,7 +304,7 @@ async def _reader(services: BrokerServices, conn: Connection, stream: ByteStream
         )
         await out.send((header.correlation_id, flexible, result, stamp))
         if conn.sasl is not None and conn.sasl.closing:
-            return  # SASL authentication failed: close once the answer is out, as Kafka does
+            return  # SASL authentication failed: the answer goes out, then _linger and close
 
 
 async def _linger(stream: ByteStream) -> None:
