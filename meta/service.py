@@ -239,12 +239,28 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             wire.new_topic_from_proto(topic, uuid.uuid4().bytes, random.getrandbits(31))
             for topic in request.topics
         )
-        if request.validate_only:
+        if too_large := topic_planning.excessive_request(new_topics):
+            outcomes: list = [too_large] * len(new_topics)  # refused without a Raft write
+        elif request.validate_only:
             with self._machine.lock:
                 state = self._machine.state
                 outcomes = topic_planning.plan_topics(new_topics, state.topics, state.brokers)
         else:
             outcomes = self._write(context, CreateTopics(new_topics), request.request_id)
+        first = outcomes[0] if outcomes else None
+        if (
+            isinstance(first, topic_planning.Rejection)
+            and first.error_code == ErrorCode.POLICY_VIOLATION
+        ):
+            log.warning(
+                "Refused a CreateTopics of %d topic(s), %d partition(s) in all: %s Kafka's "
+                "controller writes at most %d records per request: create them in several "
+                "requests",
+                len(new_topics),
+                topic_planning.requested_partitions(new_topics),
+                first.message,
+                topic_planning.MAX_RECORDS_PER_USER_OP,
+            )
         results = [
             wire.create_result(topic.name, outcome)
             for topic, outcome in zip(new_topics, outcomes, strict=True)

@@ -66,16 +66,49 @@ def validate_topic_name(name: str) -> str | None:
     return None
 
 
+# Kafka's controller bounds what one user operation may write (QuorumController's
+# MAX_RECORDS_PER_USER_OP, ReplicationControlManager's MAX_PARTITIONS_PER_BATCH), so no request
+# builds an unbounded metadata change, nor a topic no broker could open. Over either bound
+# the whole request fails with POLICY_VIOLATION and these messages, as Kafka's clients see it.
+MAX_RECORDS_PER_USER_OP = 10_000
+MAX_PARTITIONS_PER_BATCH = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
+
+
+def requested_partitions(requests: Sequence[NewTopic]) -> int:
+    """The partitions a CreateTopics asks for in all (a bad count counts none)."""
+    return sum(len(r.assignments) or max(r.num_partitions, 0) for r in requests)
+
+
+def excessive_request(requests: Sequence[NewTopic]) -> Rejection | None:
+    """Kafka's validateTotalNumberOfPartitions: a CreateTopics asking for more than
+    MAX_PARTITIONS_PER_BATCH partitions in all is refused before anything else is checked."""
+    if requested_partitions(requests) > MAX_PARTITIONS_PER_BATCH:
+        return Rejection(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
+    return None
+
+
+def creation_records(request: NewTopic, topic: Topic) -> int:
+    """The metadata records Kafka writes for a new topic: its TopicRecord, a ConfigRecord per
+    config, a PartitionRecord per partition."""
+    return 1 + len(request.configs) + len(topic.partitions)
+
+
 def plan_topics(
     requests: Sequence[NewTopic], topics: Mapping[str, Topic], brokers: Mapping[int, Broker]
 ) -> list[Topic | Rejection]:
     """Validate and place every requested topic, in request order; nothing is applied.
 
-    Topics accepted earlier in the same request count as existing for the later ones.
+    Topics accepted earlier in the same request count as existing for the later ones. A request
+    over Kafka's bounds (MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP) is refused whole.
     """
+    if too_large := excessive_request(requests):
+        return [too_large] * len(requests)
     counts = Counter(request.name for request in requests)
     existing = dict(topics)
     outcomes: list[Topic | Rejection] = []
+    records = 0
     for request in requests:
         if counts[request.name] > 1:
             outcome: Topic | Rejection = Rejection(
@@ -86,7 +119,10 @@ def plan_topics(
             outcome = plan_topic(request, existing, brokers)
         if isinstance(outcome, Topic):
             existing[outcome.name] = outcome
+            records += creation_records(request, outcome)
         outcomes.append(outcome)
+    if records > MAX_RECORDS_PER_USER_OP:  # Kafka's BoundedListTooLongException
+        return [Rejection(ErrorCode.POLICY_VIOLATION, TOO_MANY_RECORDS)] * len(requests)
     return outcomes
 
 
@@ -132,9 +168,19 @@ def _new_partitions(
     return tuple(partitions)
 
 
-# Kafka's controller refuses a user operation producing more records than this (one per new
-# partition here), so one request cannot build an unbounded metadata change.
-MAX_NEW_PARTITIONS = 10_000
+def too_many_new_partitions(records: int) -> Rejection | None:
+    """CreatePartitions over MAX_RECORDS_PER_USER_OP (one PartitionRecord per new partition,
+    counted over the request's topics by the broker and over one topic here). Kafka's own
+    controller answers the topic that overflows with UNKNOWN_SERVER_ERROR after writing the
+    records that fitted; here the topic is refused whole, with CreateTopics' answer to the same
+    bound."""
+    if records <= MAX_RECORDS_PER_USER_OP:
+        return None
+    return Rejection(
+        ErrorCode.POLICY_VIOLATION,
+        f"{TOO_MANY_RECORDS} Adding {records} partition(s) in one request exceeds the "
+        f"{MAX_RECORDS_PER_USER_OP} metadata records a request may write.",
+    )
 
 
 def plan_new_partitions(
@@ -157,11 +203,8 @@ def plan_new_partitions(
             "be an increase.",
         )
     additional = count - current
-    if additional > MAX_NEW_PARTITIONS:
-        return Rejection(
-            ErrorCode.INVALID_PARTITIONS,
-            f"Cannot add {additional} partitions in one request: at most {MAX_NEW_PARTITIONS}.",
-        )
+    if problem := too_many_new_partitions(additional):
+        return problem
     if assignments is not None and len(assignments) != additional:
         return Rejection(
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,

@@ -2,10 +2,12 @@
 
 The meta service validates (UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS for a count not above
 the current one, INVALID_REPLICA_ASSIGNMENT) and places the new partitions, as Kafka's
-controller does; without validate_only the answer waits, up to the request's timeout, until
-this broker's metadata shows them with leaders, so the client's next Metadata request here
-already sees them. Producers and consumers find them in their next metadata refresh, and
-consumer groups rebalance onto them (the group coordinator follows partition counts).
+controller does. A request adds at most Kafka's MAX_RECORDS_PER_USER_OP (10,000) partitions
+over all its topics: a topic that would take it past that gets POLICY_VIOLATION. Without
+validate_only the answer waits, up to the request's timeout, until this broker's metadata shows
+them with leaders, so the client's next Metadata request here already sees them. Producers and
+consumers find them in their next metadata refresh, and consumer groups rebalance onto them
+(the group coordinator follows partition counts).
 
 Authorization as Kafka's: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED); a topic named
 twice is INVALID_REQUEST.
@@ -26,6 +28,7 @@ from dataplane.protocol.errors import ErrorCode
 from dataplane.quota import throttle as quota
 from meta.acl import AclOperation, ResourceType
 from meta.client import MetaError
+from meta.topic_planning import too_many_new_partitions
 
 log = logging.getLogger("rafka.topics")
 
@@ -43,16 +46,26 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     timeout = max(0.0, req.timeout.total_seconds())
     deadline = anyio.current_time() + timeout
     results: dict[str, Any] = {}
+    records = 0  # PartitionRecords this request writes so far (Kafka's MAX_RECORDS_PER_USER_OP)
     for t in req.topics:
         if t.name in results:
             continue
+        added = _added(ctx.services.cache, t.name, t.count)
         if counts[t.name] > 1:
             results[t.name] = _result(b, t.name, ErrorCode.invalid_request, "Duplicate topic name.")
         elif t.name in denied:
             results[t.name] = _result(
                 b, t.name, ErrorCode.topic_authorization_failed, "Authorization failed."
             )
-        elif not _within_mutation_quota(ctx, t.name, t.count, req.validate_only):
+        elif too_many := too_many_new_partitions(records + added):
+            log.warning(
+                "adding partitions to %s (to %d) refused: %s",
+                t.name,
+                t.count,
+                too_many.message,
+            )
+            results[t.name] = _result(b, t.name, too_many.error_code, too_many.message)
+        elif not _within_mutation_quota(ctx, added, req.validate_only):
             results[t.name] = _result(
                 b, t.name, ErrorCode.throttling_quota_exceeded, quota.THROTTLED
             )
@@ -64,18 +77,21 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                 ctx, t.name, t.count, assignments, req.validate_only, deadline
             )
             results[t.name] = _result(b, t.name, code, message)
+            records += added if code == ErrorCode.none else 0
     return b.CreatePartitionsResponse(throttle_time=0, results=tuple(results.values()))
 
 
-def _within_mutation_quota(
-    ctx: RequestContext, topic: str, count: int, validate_only: bool
-) -> bool:
-    """controller_mutation_rate: the partitions added are mutations (an unknown topic or a
-    count not above the current one is refused by the meta service, and costs nothing)."""
+def _added(cache: MetadataCache, topic: str, count: int) -> int:
+    """The partitions a change adds, as this broker's metadata shows the topic (an unknown
+    topic or a count not above the current one adds none: the meta service refuses it)."""
+    info = cache.topics.get(topic)
+    return max(0, count - len(info.partitions)) if info is not None else 0
+
+
+def _within_mutation_quota(ctx: RequestContext, added: int, validate_only: bool) -> bool:
+    """controller_mutation_rate: the partitions added are mutations."""
     if not ctx.services.quotas.mutation.enabled or validate_only:
         return True
-    info = ctx.services.cache.topics.get(topic)
-    added = count - len(info.partitions) if info is not None else 0
     return added <= 0 or quota.mutations(ctx, added, _STRICT_QUOTA_VERSION)
 
 

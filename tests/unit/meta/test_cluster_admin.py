@@ -192,6 +192,7 @@ def test_create_partitions_with_assignments_and_fenced_replicas() -> None:
         (4, ((1, 2, 2),), ErrorCode.INVALID_REPLICA_ASSIGNMENT, "broker 2 more than once"),
         (4, ((1, 2, 7),), ErrorCode.INVALID_REPLICA_ASSIGNMENT, "no such broker is registered"),
         (4, ((),), ErrorCode.INVALID_REPLICA_ASSIGNMENT, "an empty replica list"),
+        (10_004, None, ErrorCode.POLICY_VIOLATION, "excessively large batch operation"),
     ],
 )
 def test_create_partitions_errors(count, assignments, code, message) -> None:

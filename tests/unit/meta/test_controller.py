@@ -12,6 +12,8 @@ from meta.partition_leadership import on_broker_fenced, on_broker_unfenced
 from meta.protocol import ErrorCode
 from meta.topic_config import unclean_election_enabled, validate_topic_configs
 from meta.topic_planning import (
+    TOO_MANY_PARTITIONS,
+    TOO_MANY_RECORDS,
     NewTopic,
     Rejection,
     assign_replicas,
@@ -169,6 +171,31 @@ def test_batch_rejects_duplicates_and_sees_earlier_topics() -> None:
     )
     codes = [o.error_code if isinstance(o, Rejection) else 0 for o in outcomes]
     assert codes == [ErrorCode.INVALID_REQUEST] * 2 + [0, ErrorCode.INVALID_TOPIC_EXCEPTION]
+
+
+def test_a_request_over_kafkas_partition_bound_is_refused_whole() -> None:
+    # Kafka's validateTotalNumberOfPartitions: 10,000 partitions in all at most, counted
+    # before any other check (librdkafka lets one NewTopic ask for 100,000).
+    outcomes = plan_topics([new_topic("huge", 100_000), new_topic("ok", 1)], {}, brokers(1))
+    assert outcomes == [Rejection(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)] * 2
+    manual = new_topic("m", 0, 0, tuple((i, (1,)) for i in range(6_000)))
+    assert plan_topics([manual, new_topic("n", 4_001)], {}, brokers(1))[0] == Rejection(
+        ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS
+    )
+
+
+def test_a_request_over_kafkas_record_bound_is_refused_whole() -> None:
+    # MAX_RECORDS_PER_USER_OP: a TopicRecord, a ConfigRecord per config and a PartitionRecord
+    # per partition; 10,000 partitions pass the partition bound but make 10,001 records.
+    refused = [Rejection(ErrorCode.POLICY_VIOLATION, TOO_MANY_RECORDS)]
+    assert plan_topics([new_topic("t", 10_000)], {}, brokers(1)) == refused
+    configs = {"retention.ms": "1000"}
+    assert plan_topics([new_topic("t", 9_999, configs=configs)], {}, brokers(1)) == refused
+    fits = plan_topics([new_topic("t", 9_999)], {}, brokers(1))
+    assert isinstance(fits[0], Topic) and len(fits[0].partitions) == 9_999
+    # Only topics that would be created count: a refused one writes no record.
+    two = plan_topics([new_topic("t", 9_990, rf=2), new_topic("u", 9)], {}, brokers(1))
+    assert isinstance(two[0], Rejection) and isinstance(two[1], Topic)
 
 
 def test_topic_configs() -> None:
