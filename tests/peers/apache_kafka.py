@@ -1,0 +1,249 @@
+"""Apache Kafka 4.4 in KRaft mode on loopback ports, beside Rafka, as the judge of its answers.
+
+`ApacheKafka(data_dir, brokers=1)` runs one combined node (broker and controller in one JVM);
+`brokers=3` runs three brokers and a controller, for what replication changes. The jars come from
+`tests/peers/setup.sh` (Maven Central). Topic defaults follow `cluster.local.LocalCluster`:
+`default.replication.factor` and the internal topics' factors are min(3, brokers), and groups
+start rebalancing at once (`group.initial.rebalance.delay.ms=0`, as Rafka's default).
+
+Ports: broker i listens on base + i, the controller on base + 100 (free_kafka_port finds a base
+below Linux's ephemeral range). Each node logs to <data_dir>/logs/<node>.log.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import random
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PEERS = Path(os.environ.get("RAFKA_PEERS_CACHE", REPO / ".cache" / "peers"))
+VERSION = "4.4.0"
+_LOG4J = Path(__file__).with_name("kafka-log4j2.properties")
+# A test node does little: a small heap starts faster and leaves the 2 cores' memory to Rafka.
+_JVM = ["-Xms256m", "-Xmx768m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
+
+
+def setup() -> Path:
+    """The folder of Kafka's jars, resolved with Maven first if this checkout has none yet."""
+    subprocess.run(["bash", str(REPO / "tests" / "peers" / "setup.sh")], check=True)
+    return PEERS / "kafka"
+
+
+def free_kafka_port(brokers: int) -> int:
+    """A base port whose brokers (base + i) and controller (base + 100) are all free now."""
+    for _ in range(200):
+        base = random.randrange(10000, 32768 - 200, 10)
+        if all(_bindable(p) for p in [*range(base, base + brokers), base + 100]):
+            return base
+    raise RuntimeError("no free port range found for Apache Kafka")
+
+
+@dataclass
+class _Node:
+    name: str
+    config: Path
+    log: Path
+    proc: subprocess.Popen | None = field(default=None, repr=False)
+
+
+class ApacheKafka:
+    """A KRaft cluster of `brokers` brokers (1: one combined node) with `overrides` applied
+    to every broker (Kafka's config names and values, as strings)."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        brokers: int = 1,
+        overrides: dict[str, str] | None = None,
+        base_port: int | None = None,
+    ) -> None:
+        self.data_dir = data_dir.resolve()
+        self.brokers = brokers
+        self.base_port = base_port if base_port is not None else free_kafka_port(brokers)
+        self.cluster_id = _cluster_id()
+        self.broker_ports = [self.base_port + i for i in range(brokers)]
+        self.controller_port = self.base_port + 100
+        self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.broker_ports)
+        self.jars = PEERS / "kafka"
+        combined = brokers == 1
+        controller_id = 1 if combined else 100
+        voters = f"{controller_id}@127.0.0.1:{self.controller_port}"
+        factor = str(min(3, brokers))
+        defaults = {
+            "controller.quorum.voters": voters,
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "default.replication.factor": factor,
+            "offsets.topic.replication.factor": factor,
+            "transaction.state.log.replication.factor": factor,
+            "transaction.state.log.min.isr": str(min(2, brokers)),
+            "share.coordinator.state.topic.replication.factor": factor,
+            "share.coordinator.state.topic.min.isr": str(min(2, brokers)),
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "true",
+        }
+        self.nodes: list[_Node] = []
+        for i, port in enumerate(self.broker_ports):
+            props = defaults | {
+                "node.id": str(i + 1),
+                "log.dirs": str(self.data_dir / f"broker-{i + 1}"),
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            }
+            if combined:
+                props |= {
+                    "process.roles": "broker,controller",
+                    "listeners": f"PLAINTEXT://127.0.0.1:{port},"
+                    f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                }
+            else:
+                props |= {"process.roles": "broker", "listeners": f"PLAINTEXT://127.0.0.1:{port}"}
+            self.nodes.append(self._write(f"broker-{i + 1}", props | (overrides or {})))
+        if not combined:
+            props = defaults | {
+                "node.id": str(controller_id),
+                "process.roles": "controller",
+                "listeners": f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                "log.dirs": str(self.data_dir / "controller"),
+            }
+            props.pop("advertised.listeners", None)
+            props.pop("inter.broker.listener.name")
+            self.nodes.insert(0, self._write("controller", props))
+
+    def _write(self, name: str, props: dict[str, str]) -> _Node:
+        config = self.data_dir / "config" / f"{name}.properties"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text("".join(f"{k}={v}\n" for k, v in sorted(props.items())))
+        return _Node(name, config, self.data_dir / "logs" / f"{name}.log")
+
+    def _java(self, main: str, *args: str, node: _Node | None = None) -> list[str]:
+        logs = (node.log.parent if node else self.data_dir / "logs").as_posix()
+        return [
+            "java",
+            *_JVM,
+            f"-Dlog4j2.configurationFile={_LOG4J}",
+            f"-Dkafka.logs.dir={logs}",
+            f"-Drafka.kafka.node={node.name if node else 'tool'}",
+            "-cp",
+            f"{self.jars}/*",
+            main,
+            *args,
+        ]
+
+    def start(self, timeout: float = 90) -> None:
+        """Format every node's storage, start the JVMs, and wait until every broker is
+        registered and answers Metadata (stops what it started if that fails)."""
+        if not (self.jars / f"kafka_2.13-{VERSION}.jar").exists():
+            setup()
+        try:
+            for node in self.nodes:
+                subprocess.run(
+                    self._java(
+                        "kafka.tools.StorageTool",
+                        "format",
+                        "-t",
+                        self.cluster_id,
+                        "-c",
+                        str(node.config),
+                        "--ignore-formatted",
+                        node=node,
+                    ),
+                    check=True,
+                    capture_output=True,
+                )
+            for node in self.nodes:
+                node.log.parent.mkdir(parents=True, exist_ok=True)
+                with node.log.open("ab") as out:
+                    node.proc = subprocess.Popen(
+                        self._java("kafka.Kafka", str(node.config), node=node),
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        """Until every broker answers Metadata listing all brokers (a node that exits fails at
+        once, with its log's tail)."""
+        from confluent_kafka.admin import AdminClient
+
+        deadline = time.monotonic() + timeout
+        # Quiet: until the brokers listen, every attempt would log a refused connection.
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        while True:
+            for node in self.nodes:
+                if node.proc is not None and node.proc.poll() is not None:
+                    raise RuntimeError(
+                        f"Apache Kafka {node.name} exited ({node.proc.returncode}):\n"
+                        + self.log_tail(node.name)
+                    )
+            try:
+                if len(admin.list_topics(timeout=2).brokers) == self.brokers:
+                    return
+            except Exception:  # not up yet: KafkaException, or a timeout
+                pass
+            if time.monotonic() > deadline:
+                tails = "\n".join(self.log_tail(n.name) for n in self.nodes)
+                raise TimeoutError(f"Apache Kafka not ready after {timeout:g}s:\n{tails}")
+            time.sleep(0.2)
+
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        node = next(n for n in self.nodes if n.name == name)
+        try:
+            return "\n".join(node.log.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return f"({node.log} does not exist)"
+
+    def tool(self, main: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """Run one of Kafka's command-line tools (its main class) from the jars, as the shell
+        scripts would (`kafka-topics.sh` runs org.apache.kafka.tools.TopicCommand)."""
+        return subprocess.run(
+            self._java(main, *args), capture_output=True, text=True, timeout=timeout
+        )
+
+    def kill(self, name: str) -> None:
+        """kill -9 of one node."""
+        node = next(n for n in self.nodes if n.name == name)
+        if node.proc is not None:
+            node.proc.kill()
+            node.proc.wait()
+
+    def stop(self) -> None:
+        """SIGTERM to the brokers (Kafka's controlled shutdown needs the controller), then to
+        the controller; kill -9 what has not exited after 20 s."""
+        brokers = [n for n in self.nodes if n.name != "controller"]
+        for group in (brokers, [n for n in self.nodes if n.name == "controller"]):
+            running = [n.proc for n in group if n.proc is not None and n.proc.poll() is None]
+            for proc in running:
+                os.killpg(proc.pid, signal.SIGTERM)
+            for proc in running:
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+
+
+def _cluster_id() -> str:
+    """A random cluster id in Kafka's form (base64url of 16 bytes, no padding)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
