@@ -54,6 +54,7 @@ from cluster.cli_common import (
     print_table,
     report,
 )
+from cluster.open_files import raise_open_files_limit
 
 if TYPE_CHECKING:
     from cluster.admin_transactions import TransactionDescription
@@ -152,6 +153,7 @@ def meta_node(
     from meta.node import MetaStartupError, run_meta_node
 
     setup_logging(log_level)
+    raise_open_files_limit("meta node")
     try:
         run_meta_node(MetaConfig.load(config, parse_overrides(override)))
     except MetaStartupError:
@@ -167,6 +169,7 @@ def broker(
     from dataplane.config import BrokerConfig
 
     setup_logging(log_level)
+    raise_open_files_limit("broker")
     run_broker(BrokerConfig.load(config, parse_overrides(override)))
 
 

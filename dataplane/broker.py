@@ -260,6 +260,7 @@ class Broker:
                 tg.start_soon(self.replicas.maintain_logs)
                 tg.start_soon(self.replicas.clean_logs)
                 tg.start_soon(self.replicas.report_offline, self._report_offline)
+                tg.start_soon(self.replicas.rehost, self._lead_again)
                 tg.start_soon(self.replicas.moves.run)
                 tg.start_soon(self.group_coordinator.run)  # runs its CoordinatorRuntime too
                 tg.start_soon(self.txn_markers.run)
@@ -297,6 +298,11 @@ class Broker:
         """Replicas whose log directory failed: the meta service moves their leadership and
         ISR to the other replicas (as Kafka's broker heartbeat with offline log dirs)."""
         await self.meta.offline_replicas(self.node_id, self.broker_epoch, partitions)
+
+    async def _lead_again(self, partitions: dict[str, list[int]]) -> None:
+        """Replicas hosted again after a shortage of descriptors: a preferred leader election
+        gives back the partitions that were left without a leader."""
+        await self.meta.elect_leaders(topic_partitions=partitions)
 
     def _broker_epoch(self) -> int:
         """The current broker epoch, for the components that quote it to the meta service or

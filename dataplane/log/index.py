@@ -58,11 +58,16 @@ class SparseIndex:
         return self.keys[-1] if self.keys else default
 
     def append(self, key: int, value: int) -> None:
+        self.open_for_append()  # first: a failed open leaves the index as it was
+        assert self._file is not None
+        self._file.write(self._entry.pack(key, value))
         self.keys.append(key)
         self.values.append(value)
+
+    def open_for_append(self) -> None:
+        """Open the file's writer (kept open while the segment is active), if not yet."""
         if self._file is None:
-            self._file = open(self.path, "ab")  # noqa: SIM115 - kept open while the segment is active
-        self._file.write(self._entry.pack(key, value))
+            self._file = open(self.path, "ab")  # noqa: SIM115 - closed by `close`
 
     def reset(self) -> None:
         """No entries, and an empty file (a new segment, or a rebuild about to start)."""

@@ -18,6 +18,9 @@ Storage failures: an I/O error (OSError) in an append, read, flush, roll or trun
 log failed and is raised as `LogError` KAFKA_STORAGE_ERROR (the code Kafka's clients retry after
 a metadata refresh); `on_failure` tells the owner (the replica manager takes the whole log
 directory offline, log_dirs.py). Every later call fails the same way, without touching the disk.
+Running out of descriptors or memory (errors.out_of_resources) is no disk failure: an append
+that hits it has written nothing and fails with UNKNOWN_SERVER_ERROR, the log staying usable;
+elsewhere it fails the log, and the owner takes only this replica offline.
 """
 
 from __future__ import annotations
@@ -43,7 +46,13 @@ from dataplane.log.cleaner import (
     swap_in,
 )
 from dataplane.log.epoch_cache import LeaderEpochCache
-from dataplane.log.errors import ErrorCode, LogError, UnexpectedAppendOffsetError
+from dataplane.log.errors import (
+    ErrorCode,
+    LogError,
+    UnexpectedAppendOffsetError,
+    out_of_resources,
+    resource_error,
+)
 from dataplane.log.index import CorruptIndexError
 from dataplane.log.log_config import LogConfig
 from dataplane.log.log_dirs import LogDirFailure
@@ -419,10 +428,15 @@ class PartitionLog:
     def _append(
         self, data: bytes | bytearray | memoryview, infos: list[BatchInfo], now_ms: int
     ) -> None:
-        segment = self._segments[-1]
-        if self._should_roll(segment, len(data), infos, now_ms):
-            segment = self._roll(infos[0].base_offset, now_ms)
-        segment.append(data, infos)
+        try:
+            segment = self._segments[-1]
+            if self._should_roll(segment, len(data), infos, now_ms):
+                segment = self._roll(infos[0].base_offset, now_ms)
+            segment.append(data, infos)
+        except OSError as e:
+            if out_of_resources(e):  # nothing was written: the log stays as it was, and usable
+                raise resource_error(f"append to partition {self._key}", e) from e
+            raise
         self._maybe_flush(now_ms)
 
     def _should_roll(
@@ -447,10 +461,14 @@ class PartitionLog:
 
     def _roll(self, base_offset: int, now_ms: int) -> LogSegment:
         old = self._segments[-1]
-        old.seal()
         new = LogSegment.create(
             self.directory, base_offset, self.config.index_interval_bytes, now_ms
         )
+        try:
+            old.seal()
+        except OSError:
+            new.delete()  # the roll did not happen: the old segment stays the active one
+            raise
         self._segments.append(new)
         self._bases.append(base_offset)
         self._rolls += 1

@@ -104,12 +104,16 @@ class LogSegment:
         )
         flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if create else 0)
         self._fd = os.open(self.path, flags, 0o644)
-        if create:
-            self.offset_index.reset()
-            self.time_index.reset()
-            self.txn_index.reset()
+        try:
+            if create:
+                self.offset_index.reset()
+                self.time_index.reset()
+                self.txn_index.reset()
+            self.size = os.fstat(self._fd).st_size
+        except OSError:
+            os.close(self._fd)  # not leaked when descriptors run out half-way
+            raise
         self._interval = index_interval_bytes
-        self.size = os.fstat(self._fd).st_size
         self.created_ms = now_ms
         self.control_batches = 0  # found by the last `recover`
         self._reset_state()
@@ -232,8 +236,13 @@ class LogSegment:
     # -- appending ---------------------------------------------------------------------------
 
     def append(self, data: bytes | bytearray | memoryview, batches: list[BatchInfo]) -> None:
-        """Write whole batches (``batches`` positions are relative to ``data``) and index them."""
+        """Write whole batches (``batches`` positions are relative to ``data``) and index them.
+        The index files an entry may go to are opened first: running out of descriptors then
+        fails the append before anything is written."""
         start = self.size
+        if self._bytes_since_index + len(data) > self._interval:
+            self.offset_index.open_for_append()
+            self.time_index.open_for_append()
         _write_all(self._fd, data, start)
         for info in batches:
             info = info._replace(position=start + info.position)

@@ -14,6 +14,11 @@ fetched nor led), `report_offline` tells the meta service so that leadership and
 the other replicas, and the rest of the broker keeps serving (Kafka's handleLogDirFailure). The
 failure of the first directory, which holds the broker's state store, stops the broker, as
 Kafka's broker stops when its metadata log directory fails.
+
+Running out of file descriptors or memory is no disk failure (errors.out_of_resources): a log
+that cannot be opened for it, or that failed for it, is not hosted here for now (reported
+offline as above, so its leadership moves) while its directory and every other log stay
+online; `rehost` tries it again every few seconds, so it comes back once descriptors are free.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import anyio
 from dataplane.config import BrokerConfig
 from dataplane.log import LogConfig, PartitionLog, StateStore
 from dataplane.log.cleaner import CleaningAborted, CleaningJob
+from dataplane.log.errors import out_of_resources, resource_advice
 from dataplane.log.log_dirs import LogDir, LogDirFailure, LogDirs
 from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.errors import ErrorCode, KafkaError
@@ -43,6 +49,7 @@ from dataplane.topic_configs import effective_topic_configs
 log = logging.getLogger("rafka.replicas")
 
 _SLICE_S = 0.02  # file work done between two turns of the event loop while changes apply
+_REHOST_S = 5.0  # how often replicas not hosted for want of resources are tried again
 
 _TOPIC_ID_FILE = "partition.metadata"  # same name and purpose as Kafka's (KIP-516)
 
@@ -67,6 +74,8 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         # Replicas whose log directory failed: their directory, until they leave this broker.
         self.offline: dict[tuple[str, int], LogDir] = {}
+        # Replicas not hosted for want of descriptors or memory: why, until `rehost` opens them.
+        self.unhosted: dict[tuple[str, int], str] = {}
         self._offline_changed = anyio.Event()
         self.moves = LogMoves(self)  # AlterReplicaLogDirs
         self._uncleanable: set[tuple[bytes, int]] = set()  # compaction failed (Kafka's too)
@@ -110,6 +119,11 @@ class ReplicaManager:
                 f"{topic}-{index} is offline on broker {self.node_id}: its log directory "
                 f"{failed.path} failed",
             )
+        if (why := self.unhosted.get((topic, index))) is not None:
+            raise KafkaError(
+                ErrorCode.unknown_server_error,
+                f"{topic}-{index} is not hosted on broker {self.node_id} for now: {why}",
+            )
 
     # -- reacting to metadata ------------------------------------------------------------------
 
@@ -143,27 +157,33 @@ class ReplicaManager:
             if self.node_id not in p.replicas:
                 if key in self.partitions:
                     self._remove(new.name, p.index)
-                if self.offline.pop(key, None) is not None:
+                if (self.offline.pop(key, None), self.unhosted.pop(key, None)) != (None, None):
                     self._offline_changed.set()
                 continue
-            if key in self.offline:
-                continue  # its log directory failed: it stays offline here
-            partition = self.partitions.get(key)
+            if key in self.offline or key in self.unhosted:
+                continue  # its log directory failed (or `rehost` will try it again)
+            self._host(new, p, log_config, min_isr, live)
+
+    def _host(
+        self, topic: TopicInfo, p: PartitionInfo, log_config: LogConfig, min_isr: int, live: bool
+    ) -> None:
+        """Open the replica if it is not open yet, and bring it to the metadata's state."""
+        partition = self.partitions.get((topic.name, p.index))
+        if partition is None:
+            partition = self._open_or_offline(topic, p, log_config, live)
             if partition is None:
-                partition = self._open_or_offline(new, p, log_config, live)
-                if partition is None:
-                    continue
-            partition.log.config = log_config
-            partition.min_insync_replicas = min_isr
-            was = (partition.leader, partition.leader_epoch)
-            partition.update(p)
-            if (partition.leader, partition.leader_epoch) != was:
-                for listener in self.leadership_listeners:
-                    listener(partition)
-            if partition.is_leader or partition.leader < 0:
-                self._fetchers.unfollow(partition)
-            else:
-                self._fetchers.follow(partition)
+                return
+        partition.log.config = log_config
+        partition.min_insync_replicas = min_isr
+        was = (partition.leader, partition.leader_epoch)
+        partition.update(p)
+        if (partition.leader, partition.leader_epoch) != was:
+            for listener in self.leadership_listeners:
+                listener(partition)
+        if partition.is_leader or partition.leader < 0:
+            self._fetchers.unfollow(partition)
+        else:
+            self._fetchers.follow(partition)
 
     def _log_settings(self, topic: TopicInfo) -> tuple[LogConfig, int]:
         """The topic's LogConfig and min.insync.replicas: its configs over this broker's."""
@@ -220,6 +240,9 @@ class ReplicaManager:
         try:
             return self._open(topic, index, log_config, directory)
         except (OSError, KafkaError) as e:
+            if isinstance(e, OSError) and out_of_resources(e):
+                self._unhost(topic.name, index, e)
+                return None
             if isinstance(e, KafkaError) and e.code != ErrorCode.kafka_storage_error:
                 raise
             d = self.log_dirs.dir_of(directory)
@@ -257,8 +280,68 @@ class ReplicaManager:
         self.partitions[(topic.name, index)] = partition
         return partition
 
+    def _unhost(self, topic: str, index: int, error: OSError) -> None:
+        """The replica cannot be hosted for want of resources: offline here (and reported), its
+        directory untouched, until `rehost` opens it."""
+        first = not self.unhosted
+        self.unhosted[(topic, index)] = f"{error.strerror or error}; {resource_advice(error)}"
+        self._offline_changed.set()
+        if first:  # one line per shortage, not one per replica of a large topic
+            log.error(
+                "broker %d cannot host %s-%d: %s. %s. Replicas it cannot open are offline "
+                "here (their leadership moves to other replicas) and are tried again every "
+                "%.0fs; their log directory stays online",
+                self.node_id,
+                topic,
+                index,
+                error,
+                resource_advice(error),
+                _REHOST_S,
+            )
+
+    async def rehost(self, elect: Callable[[dict[str, list[int]]], Awaitable[object]]) -> None:
+        """Every few seconds, open again the replicas not hosted for want of resources; ask
+        (``elect``: a preferred leader election) to lead again those left without a leader
+        that this broker is the preferred replica of (a single replica's partition)."""
+        while True:
+            await anyio.sleep(_REHOST_S)
+            if not self.unhosted:
+                continue
+            before = len(self.unhosted)
+            leaderless: dict[str, list[int]] = {}
+            for topic, index in list(self.unhosted):
+                del self.unhosted[(topic, index)]
+                info = self.cache.topics.get(topic)
+                if info is None or index >= len(info.partitions):
+                    continue  # deleted meanwhile
+                p = info.partitions[index]
+                if self.node_id in p.replicas:
+                    log_config, min_isr = self._log_settings(info)
+                    self._host(info, p, log_config, min_isr, True)
+                    hosted = (topic, index) in self.partitions
+                    if hosted and p.leader < 0 and p.replicas[0] == self.node_id:
+                        leaderless.setdefault(topic, []).append(index)
+                await anyio.sleep(0)
+            if len(self.unhosted) == before:
+                continue
+            self._offline_changed.set()
+            log.info(
+                "broker %d hosts %d more replica(s) again; %d still wait for resources",
+                self.node_id,
+                before - len(self.unhosted),
+                len(self.unhosted),
+            )
+            if leaderless:
+                try:
+                    await elect(leaderless)
+                except Exception as e:  # MetaError: the next auto leader rebalance does it
+                    log.warning("cannot ask the meta service to elect leaders again: %s", e)
+
     def _remove(self, topic: str, index: int) -> None:
-        if self.offline.pop((topic, index), None) is not None:
+        if (self.offline.pop((topic, index), None), self.unhosted.pop((topic, index), None)) != (
+            None,
+            None,
+        ):
             self._offline_changed.set()
         partition = self.partitions.pop((topic, index), None)
         if partition is None:
@@ -297,7 +380,14 @@ class ReplicaManager:
     # -- failed log directories ------------------------------------------------------------
 
     def log_failed(self, plog: PartitionLog, error: OSError) -> None:
-        """A log hit an I/O error: its directory is failed (`PartitionLog.on_failure`)."""
+        """A log hit an I/O error: its directory is failed (`PartitionLog.on_failure`); for
+        want of resources only this replica is, until `rehost` reopens it."""
+        if out_of_resources(error):
+            for key, partition in list(self.partitions.items()):
+                if partition.log is plog:
+                    self._drop_failed(key, partition)
+                    self._unhost(*key, error)
+            return
         d = self.log_dirs.dir_of(plog.directory)
         if d is not None:
             self._dir_failed(d, error)
@@ -319,15 +409,10 @@ class ReplicaManager:
         for key, partition in list(self.partitions.items()):
             if partition.log.directory.parent != d.path:
                 continue
-            del self.partitions[key]
             self.offline[key] = d
-            self._fetchers.unfollow(partition)
-            partition.leader = -1  # listeners (coordinators) let go of it
-            for listener in self.leadership_listeners:
-                listener(partition)
             if partition.log.failure is None:
                 partition.log.fail(LogDirFailure(f"log directory {d.path} failed"))
-            partition.close()  # wakes its waiters; the failed log is abandoned, not flushed
+            self._drop_failed(key, partition)
         log.error(
             "%d replica(s) in %s are offline on broker %d: %s",
             sum(1 for v in self.offline.values() if v is d),
@@ -336,6 +421,15 @@ class ReplicaManager:
             ", ".join(f"{t}-{i}" for (t, i), v in sorted(self.offline.items()) if v is d),
         )
         self._offline_changed.set()
+
+    def _drop_failed(self, key: tuple[str, int], partition: Partition) -> None:
+        """Stop hosting a replica whose log failed."""
+        del self.partitions[key]
+        self._fetchers.unfollow(partition)
+        partition.leader = -1  # listeners (coordinators) let go of it
+        for listener in self.leadership_listeners:
+            listener(partition)
+        partition.close()  # wakes its waiters; the failed log is abandoned, not flushed
 
     async def report_offline(
         self, report: Callable[[list[tuple[str, int]]], Awaitable[object]]
@@ -346,7 +440,7 @@ class ReplicaManager:
         while True:
             await self._offline_changed.wait()
             self._offline_changed = anyio.Event()
-            current = set(self.offline)
+            current = set(self.offline) | set(self.unhosted)
             if current <= reported:
                 reported = current
                 continue

@@ -1,8 +1,12 @@
-"""What a client cannot make a broker do: Kafka's bounds on one topic-creating request. One meta
-node and one broker, driven with confluent-kafka."""
+"""What a client cannot make a broker do: Kafka's bounds on one topic-creating request; a broker
+out of file descriptors fails what needs one (its log directory stays online, it keeps running)
+and hosts the replicas it could not open once descriptors are free. One meta node and one
+broker, driven with confluent-kafka."""
 
 from __future__ import annotations
 
+import os
+import resource
 import uuid
 from collections.abc import Iterator
 
@@ -11,7 +15,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from cluster.local import LocalCluster
-from tests.integration.conftest import running_cluster
+from tests.integration.conftest import running_cluster, wait_for
 
 POLICY_VIOLATION = KafkaError.POLICY_VIOLATION
 
@@ -34,14 +38,25 @@ def broker_log(cluster: LocalCluster) -> str:
     return cluster.nodes["broker-1"].log_file.read_text(errors="replace")
 
 
+def produce(cluster: LocalCluster, topic: str, partitions: int = 1) -> None:
+    """A record to each partition, every one acknowledged."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    failed: list[str] = []
+
+    def delivered(error: KafkaError | None, _message: object) -> None:
+        if error is not None:
+            failed.append(error.str())
+
+    for partition in range(partitions):
+        producer.produce(topic, b"v", partition=partition, on_delivery=delivered)
+    assert producer.flush(60) == 0 and not failed
+
+
 def produce_one(cluster: LocalCluster, topic: str) -> None:
     """The broker still serves: a topic is created and a record acknowledged."""
     a = admin(cluster)  # kept until the result: a destroyed client fails its futures
     a.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap})
-    errors: list[KafkaError | None] = []
-    producer.produce(topic, b"v", on_delivery=lambda err, _msg: errors.append(err))
-    assert producer.flush(30) == 0 and errors == [None]
+    produce(cluster, topic)
 
 
 def test_a_huge_create_topics_is_refused_and_the_broker_keeps_serving(
@@ -79,3 +94,36 @@ def test_create_partitions_counts_its_records_over_the_whole_request(
     error = refused.value.args[0]
     assert error.code() == POLICY_VIOLATION and "excessively large batch" in error.str()
     assert "refused" in broker_log(cluster)
+
+
+def test_a_broker_out_of_descriptors_keeps_serving_and_hosts_the_rest_later(
+    cluster: LocalCluster,
+) -> None:
+    proc = cluster.nodes["broker-1"].proc
+    assert proc is not None
+    assert "broker runs with an open-files limit of" in broker_log(cluster)
+    soft, hard = resource.prlimit(proc.pid, resource.RLIMIT_NOFILE)
+    assert soft == hard  # raised to the hard limit at start
+    topic, after = unique("many"), unique("after")
+    a = admin(cluster)
+
+    def leaders() -> list[int]:
+        return [
+            p.leader for p in a.list_topics(topic, timeout=10).topics[topic].partitions.values()
+        ]
+
+    in_use = len(os.listdir(f"/proc/{proc.pid}/fd"))
+    resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (in_use + 100, hard))
+    try:
+        # 300 partitions on a broker with about 100 descriptors to spare: the topic exists,
+        # the replicas the broker could not open are offline, the broker runs on.
+        a.create_topics([NewTopic(topic, 300, 1)])[topic].result(60)
+        wait_for(lambda: -1 in leaders(), what="replicas reported offline")
+        assert "ulimit -n" in broker_log(cluster) and proc.poll() is None
+    finally:
+        resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (soft, hard))
+    assert "its partitions are offline on this broker" not in broker_log(cluster)  # no dir failed
+    # Descriptors free again: every replica is hosted and leads; the broker serves them all.
+    wait_for(lambda: leaders() == [1] * 300, timeout=60, what="every partition led again")
+    produce(cluster, topic, 300)
+    produce_one(cluster, after)

@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+import resource
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -466,3 +470,42 @@ def test_log_behaves_like_a_list_of_batches(tmp_path: Path, data: st.DataObject)
             assert (log.log_start_offset, log.log_end_offset) == (start, end)
             assert read_all(log) == b"".join(b for last, b in model if last >= start)
         log.close()
+
+
+@contextlib.contextmanager
+def no_descriptors_left() -> Iterator[None]:
+    """Every descriptor this process may open is taken (RLIMIT_NOFILE lowered, the rest
+    filled), as on a broker hosting more files than its open-files limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 16, hard))
+    taken: list[int] = []
+    try:
+        with contextlib.suppress(OSError):
+            while True:
+                taken.append(os.open(os.devnull, os.O_RDONLY))
+        yield
+    finally:
+        for fd in taken:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_an_append_out_of_descriptors_fails_and_leaves_the_log_usable(open_log: OpenLog) -> None:
+    # A roll opens a segment and its indexes: without a descriptor the append fails with a
+    # Kafka error before writing anything, and the log is not failed (no KAFKA_STORAGE_ERROR,
+    # its directory stays online).
+    log = open_log(segment_bytes=2_000)
+    written = append(log, 5)
+    failures: list[OSError] = []
+    log.on_failure = lambda _log, error: failures.append(error)
+    with no_descriptors_left():
+        with pytest.raises(LogError) as refused:
+            for _ in range(100):  # the active segment fills up, then must roll
+                written += append(log, 1)
+        assert refused.value.code == ErrorCode.unknown_server_error
+        assert "Too many open files" in str(refused.value)
+    assert log.failure is None and not failures
+    assert read_all(log) == b"".join(written)
+    written += append(log, 30)
+    assert read_all(log) == b"".join(written)
+    assert len(list(log.directory.glob("*.log"))) > 3
