@@ -9,10 +9,12 @@ credentials, used alone or together (every one configured is required):
   every call and the servers refuse calls without it; Raft peers encrypt and authenticate their
   traffic with a password derived from it (pysyncobj's ``password``), so the Raft port is closed
   too. Without TLS the token crosses the network in clear: it keeps out whoever can reach the
-  ports, not whoever can read the traffic.
+  ports, not whoever can read the traffic. Raft has no other credential: a quorum of more than
+  one meta node refuses to start without it (``meta.node``; a single node closes its Raft port
+  with a random password).
 - ``internal.ssl.*``: TLS with client certificates on both gRPC services. Servers require a
   certificate chaining to the cluster CA, clients present theirs and check the server's (which
-  must name the address it is dialled at). Raft has no TLS: set ``internal.secret`` as well.
+  must name the address it is dialled at).
 
 Settings use Kafka's PEM keystore conventions under an ``internal.`` prefix; they are declared
 once here and mixed into the meta node's and the broker's settings.
@@ -26,7 +28,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,8 +60,9 @@ class InternalSecurityConfig(KafkaSettings):
         SecretStr(""),
         description="internal.secret: the cluster secret (at least 16 characters), the same on "
         "every meta node, broker and admin tool: gRPC calls without it are refused and the "
-        "meta nodes' Raft traffic is encrypted with it. Empty: the meta gRPC, Raft and "
-        "replication ports are open to anyone (logged as a warning).",
+        "meta nodes' Raft traffic is encrypted with it. Required with more than one meta node. "
+        "Empty: the meta gRPC and replication ports are open to anyone (logged as a warning), "
+        "and a single meta node's Raft port admits nobody.",
     )
     internal_ssl_keystore_location: str = Field(
         "",
@@ -192,10 +195,10 @@ class InternalSecurity:
         """Log, for a manual setup without credentials, that its internal ports are open."""
         if self.open:
             log.warning(
-                "%s has no internal credential: %s accept anyone who can reach them (they "
-                "could change metadata, read partition data, or run code through Raft). Set "
-                "internal.secret (the same on every meta node and broker) and/or "
-                "internal.ssl.keystore.* and internal.ssl.truststore.*",
+                "%s has no internal credential: %s accepts anyone who can reach it (who "
+                "could change metadata or read partition data). Set internal.secret (the same "
+                "on every meta node and broker) and/or internal.ssl.keystore.* and "
+                "internal.ssl.truststore.*",
                 what,
                 ports,
             )
@@ -301,22 +304,33 @@ def _carries(metadata: Sequence[tuple[str, str | bytes]] | None, token: bytes) -
     return False
 
 
+class RefusalLimiter:
+    """Whether a refusal is worth a log line: at most one a minute per key (a peer host, and
+    what it was refused), so that a retry loop or a stranger's flood does not fill the log."""
+
+    def __init__(self) -> None:
+        self._last: dict[Hashable, float] = {}
+
+    def __call__(self, key: Hashable) -> bool:
+        now = time.monotonic()
+        if now - self._last.get(key, -_REFUSAL_LOG_INTERVAL_S) < _REFUSAL_LOG_INTERVAL_S:
+            return False
+        if len(self._last) > 10_000:
+            self._last.clear()
+        self._last[key] = now
+        return True
+
+
 class _RefusalLog:
     """Logs refused calls, at most once a minute per peer host and method."""
 
     def __init__(self) -> None:
-        self._last: dict[tuple[str, str], float] = {}
+        self._limit = RefusalLimiter()
 
     def __call__(self, method: str, peer: str) -> None:
         host = peer.rpartition(":")[0] or peer  # "ipv4:10.0.0.7:51234" -> "ipv4:10.0.0.7"
-        now = time.monotonic()
-        if now - self._last.get((host, method), -_REFUSAL_LOG_INTERVAL_S) < (
-            _REFUSAL_LOG_INTERVAL_S
-        ):
+        if not self._limit((host, method)):
             return
-        if len(self._last) > 10_000:
-            self._last.clear()
-        self._last[(host, method)] = now
         log.warning(
             "Refused %s from %s: the call carries no valid internal.secret token. If it is a "
             "member of this cluster (broker, meta node, admin tool), give it the cluster's "

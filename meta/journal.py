@@ -25,7 +25,7 @@ import os
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import crc32c
 from pysyncobj import pickle
@@ -38,11 +38,16 @@ _MAGIC = b"RAFKA-RAFT-LOG-1\n"
 _HEADER = struct.Struct("<II")
 _POSITION = struct.Struct("<QQ")
 
+T = TypeVar("T")
 Entry = tuple[bytes, int, int]  # (command, index, term), as pysyncobj's journals hold them
 
 
 class JournalError(Exception):
     """The Raft log on disk cannot be used; the message says which file and why."""
+
+
+class StateDumpError(Exception):
+    """The state dump on disk cannot be loaded; the message says which file and why."""
 
 
 def fsync_dir(path: Path) -> None:
@@ -98,7 +103,12 @@ class DurableJournal(Journal):
         self._meta_dirty = False
         self.dirty = False  # appended or truncated since the last sync()
         if self._meta_path.exists():
-            self._meta = pickle.loads(self._meta_path.read_bytes())
+            try:
+                self._meta = pickle.loads(self._meta_path.read_bytes())
+            except Exception as exc:  # damaged: it is written whole, by a rename
+                raise JournalError(
+                    f"{self._meta_path} (the Raft term and vote) cannot be read ({exc!r})"
+                ) from exc
         self._fd = self._open()
 
     def _open(self) -> int:
@@ -253,16 +263,31 @@ def open_journal(path: Path) -> DurableJournal:
     return journal
 
 
+def read_dump(file: Path, decode: Callable[[Any], T]) -> tuple[T, tuple[Any, ...]]:
+    """(``decode`` of the consumer data, raft position) of the state dump ``file``, in
+    pysyncobj's format (a gzipped pickle of ([sync object data, consumer data], *raft
+    position)), made durable first. Raises StateDumpError, naming the file, if it cannot be
+    read or decoded: a node must not serve a state without the dump's part of it."""
+    try:
+        with open(file, "rb") as f:
+            os.fsync(f.fileno())
+            data = pickle.loads(gzip.decompress(f.read()))
+        return decode(data[0][1]), tuple(data[1:])
+    except Exception as exc:  # any damage: a torn gzip, a bad pickle or record, an I/O error
+        raise StateDumpError(f"the metadata state dump {file} cannot be loaded ({exc!r})") from exc
+
+
 def dump_codec(
-    state: Callable[[], bytes], load: Callable[[Any], None]
+    state: Callable[[], bytes], decode: Callable[[Any], T], load: Callable[[T], None]
 ) -> tuple[Callable[[str, Any], None], Callable[[str], Any]]:
-    """pysyncobj's custom (serializer, deserializer) for the state dump, in pysyncobj's own
-    format (a gzipped pickle of ([sync object data, consumer data], *raft position)); the
-    consumer data is what ``state`` returns, and ``load`` gets it back.
+    """pysyncobj's custom (serializer, deserializer) for the state dump (see ``read_dump``);
+    the consumer data is what ``state`` returns, and ``load`` gets it back through ``decode``.
 
     The serializer writes the temp file pysyncobj then renames, fsynced; the deserializer,
     which pysyncobj calls on start-up and on a dump received from the leader (renamed into
-    place unsynced), makes the file and its name durable before loading it."""
+    place unsynced), makes the file and its name durable before loading it. (pysyncobj only
+    logs a dump that fails to load: ``meta.raft.MetaRaft`` reads the dump once before it starts
+    pysyncobj, and refuses to start on a damaged one.)"""
 
     def serialize(tmp_file: str, position: Any) -> None:
         buffer = io.BytesIO()
@@ -274,11 +299,9 @@ def dump_codec(
             os.fsync(f.fileno())
 
     def deserialize(file: str) -> Any:
-        with open(file, "rb") as f:
-            os.fsync(f.fileno())
-            data = pickle.loads(gzip.decompress(f.read()))
+        decoded, position = read_dump(Path(file), decode)
         fsync_dir(Path(file).parent)
-        load(data[0][1])
-        return tuple(data[1:])
+        load(decoded)
+        return position
 
     return serialize, deserialize

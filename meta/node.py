@@ -16,9 +16,9 @@ from cluster.internal_security import InternalSecurity, InternalSecurityError
 from meta import metrics
 from meta.config import MetaConfig
 from meta.feed import ChangeFeed
-from meta.journal import JournalError
+from meta.journal import JournalError, StateDumpError
 from meta.leases import BrokerLeases
-from meta.raft import MetaRaft, RaftStartError
+from meta.raft import MetaRaft, RaftPasswordError, RaftStartError
 from meta.service import MetaService
 from proto import meta_pb2_grpc
 
@@ -83,10 +83,19 @@ class MetaServer:
                 f"{exc}: the port is in use or the host is not this machine; stop the other "
                 f"process or fix node {config.node_id}'s entry in meta.quorum.voters"
             ) from exc
-        except JournalError as exc:
+        except RaftPasswordError as exc:
             raise MetaStartupError(
-                f"{exc}: meta.data.dir holds something else or a damaged log; restore the "
-                "data dir from a backup, or empty it to let the node catch up from the others"
+                f"meta.quorum.voters names {len(voters)} meta nodes but internal.secret is not "
+                f"set ({exc}, and run code on them): set internal.secret, 16 characters or "
+                "more and the same on every meta node and broker (e.g. `openssl rand -hex 32`); "
+                "`rafka up` and the Helm chart set one"
+            ) from exc
+        except (JournalError, StateDumpError) as exc:
+            raise MetaStartupError(
+                f"{exc}: meta.data.dir holds something else or damaged Raft data; restore the "
+                "data dir from a backup, or, if the other meta nodes are up, move it aside (keep "
+                "it for analysis) and start this node with an empty one to let it catch up from "
+                "them"
             ) from exc
         metrics.serve(config.meta_metrics_port, self._raft.status, voters)
         self._service = MetaService(config, self._raft, feed, leases)
@@ -104,16 +113,8 @@ class MetaServer:
             security.describe(),
         )
         security.warn_if_open(
-            f"Meta node {config.node_id}",
-            f"its gRPC port {config.meta_listener} and Raft port {voters[config.node_id]}",
+            f"Meta node {config.node_id}", f"its gRPC port {config.meta_listener}"
         )
-        if security.tls and security.raft_password is None:
-            log.warning(
-                "Meta node %d has internal TLS but no internal.secret: its Raft port %s is "
-                "open to anyone who can reach it (Raft has no TLS); set internal.secret too",
-                config.node_id,
-                voters[config.node_id],
-            )
 
     def stop(self) -> None:
         stopped = self._server.stop(_SHUTDOWN_GRACE_S)  # refuse new RPCs, let others finish

@@ -5,11 +5,17 @@ order, on every node. A command submitted on a follower is forwarded by pysyncob
 (its ``apply_command`` message) and the caller gets the result once the follower itself has
 applied the entry, so a write sent to any node behaves the same and is visible there on return.
 Log entries and state dumps hold ``meta.records`` records.
+
+Raft peers always share a password (pysyncobj's, derived from ``internal.secret``): their frames
+are authenticated before anything in them is unpickled, and bounded before they are buffered
+(``meta.raft_port``). A single node without ``internal.secret`` takes a random one: it has no
+peer, so nobody may talk to its Raft port.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 import uuid
@@ -17,7 +23,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pysyncobj.pickle
 import pysyncobj.syncobj
+import pysyncobj.tcp_server
+import pysyncobj.transport
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replicated
 from pysyncobj.journal import MemoryJournal
 from pysyncobj.monotonic import monotonic as monotonic_time
@@ -26,15 +35,14 @@ from pysyncobj.syncobj import _RAFT_STATE, SyncObjException
 from pysyncobj.tcp_connection import CONNECTION_STATE
 from pysyncobj.transport import TCPTransport
 
-from meta import records, wire
+from meta import raft_port, records, wire
 from meta.commands import Body, Command
 from meta.feed import ChangeFeed
-from meta.journal import DurableJournal, Entry, dump_codec, open_journal
+from meta.journal import DurableJournal, Entry, dump_codec, open_journal, read_dump
+from meta.raft_port import MAX_ENTRY_BYTES, GuardedConnection
 from meta.state import MetaState, apply
 
 log = logging.getLogger("rafka.meta.raft")
-
-_MAX_ENTRY_BYTES = 64 * 1024 * 1024
 
 _RETRY_PAUSE_S = 0.05
 # Outcomes after which the command may or may not have been applied: resubmitting it is safe,
@@ -55,6 +63,12 @@ _RETRIABLE = {
 pysyncobj.syncobj.createJournal = lambda path: (
     MemoryJournal() if path is None else open_journal(Path(path))
 )
+# Nor for its connections or its unpickling: these are meta.raft_port's, which bound frames
+# before they are buffered and build only the classes Raft data holds.
+pysyncobj.tcp_server.TcpConnection = GuardedConnection
+pysyncobj.transport.TcpConnection = GuardedConnection
+pysyncobj.pickle.loads = raft_port.loads
+pysyncobj.pickle.load = raft_port.load
 
 
 class NoLeaderError(Exception):
@@ -63,6 +77,14 @@ class NoLeaderError(Exception):
 
 class RaftStartError(Exception):
     """The Raft endpoint could not be bound."""
+
+
+class RaftPasswordError(ValueError):
+    """Raft peers were given without the password that authenticates them to each other."""
+
+
+class CommandTooLargeError(ValueError):
+    """A command's record is over the size a Raft log entry may have."""
 
 
 class MetaStateMachine(SyncObjConsumer):
@@ -88,13 +110,16 @@ class MetaStateMachine(SyncObjConsumer):
         """The state for a dump (on the Raft thread, so no command changes it meanwhile)."""
         return records.encode_state(self.state)
 
-    def _deserialize(self, data: bytes | dict[str, Any]) -> None:
-        """pysyncobj loaded a state dump (at start-up or sent by the leader): a state record,
-        or ``{"state": MetaState}`` in a dump of the pickled format."""
+    @staticmethod
+    def _decode(data: bytes | dict[str, Any]) -> MetaState:
+        """The state of a dump: a state record, or ``{"state": MetaState}`` in a dump of the
+        pickled format."""
         if isinstance(data, bytes):
-            state = records.decode_state(data)
-        else:
-            state = records.from_pickled_state(data["state"])
+            return records.decode_state(data)
+        return records.from_pickled_state(data["state"])
+
+    def _deserialize(self, state: MetaState) -> None:
+        """pysyncobj loaded a state dump (at start-up or sent by the leader)."""
         with self.lock:
             self.state = state
             self._feed.reset(state.offset)
@@ -258,9 +283,25 @@ class MetaRaft:
     ) -> None:
         """``on_leadership`` is called (on the Raft thread) whenever this node becomes leader.
         ``password`` (the same on every node) encrypts and authenticates the peers' traffic:
-        a connection that does not know it is dropped before anything it sends is unpickled."""
+        a connection that does not know it is dropped before anything it sends is unpickled.
+        Peers without one raise RaftPasswordError; a node without peers makes a random one.
+
+        A state dump in ``data_dir`` that cannot be loaded raises StateDumpError (pysyncobj
+        would only log it, and serve the state without what the dump held)."""
+        if password is None:
+            if peer_addresses:
+                raise RaftPasswordError(
+                    f"{len(peer_addresses) + 1} Raft voters need a shared password: without "
+                    "one, whoever reaches a Raft port could send the peers pickled messages"
+                )
+            password = secrets.token_hex(32)  # no peer: nobody needs to know it
         self.machine = MetaStateMachine(feed)
-        serialize, deserialize = dump_codec(self.machine._serialize, self.machine._deserialize)
+        dump = data_dir / "state.dump"
+        if dump.exists():
+            read_dump(dump, self.machine._decode)
+        serialize, deserialize = dump_codec(
+            self.machine._serialize, self.machine._decode, self.machine._deserialize
+        )
         self._write_timeout_s = write_timeout_s
         self._on_leadership = on_leadership
         conf = SyncObjConf(
@@ -275,7 +316,7 @@ class MetaRaft:
             # hundreds of KiB): pysyncobj's chunked transmission of entries over this size marks
             # the second-to-last chunk as the last when the pickled entry just crosses a chunk
             # boundary, and the followers fail to unpickle it ("pickle data was truncated").
-            appendEntriesBatchSizeBytes=_MAX_ENTRY_BYTES,
+            appendEntriesBatchSizeBytes=MAX_ENTRY_BYTES,
             connectionRetryTime=1.0,  # reconnect to a restarted peer quickly
             # A restarted peer may come back with a new address (every Kubernetes pod restart
             # does): resolve peer names again after seconds, not pysyncobj's 10 minutes.
@@ -302,10 +343,16 @@ class MetaRaft:
     def submit(self, body: Body, request_id: str = "") -> Any:
         """Replicate and apply one command; return its result once applied on this node.
 
-        Raises NoLeaderError if that did not happen within the write timeout.
+        Raises NoLeaderError if that did not happen within the write timeout, and
+        CommandTooLargeError for a command over MAX_ENTRY_BYTES.
         """
         command = Command(request_id or uuid.uuid4().hex, int(time.time() * 1000), body)
         record = records.encode_command(command)
+        if len(record) > MAX_ENTRY_BYTES:  # the Raft port's frame bound counts on it
+            raise CommandTooLargeError(
+                f"the {type(body).__name__} command is {len(record)} bytes, over the "
+                f"{MAX_ENTRY_BYTES} a Raft log entry may have: split the request"
+            )
         deadline = time.monotonic() + self._write_timeout_s
         while (remaining := deadline - time.monotonic()) > 0:
             try:

@@ -245,7 +245,7 @@ def test_raft_port_drops_peers_without_the_password(cluster: LocalCluster) -> No
 
 
 def test_a_node_without_credentials_warns_that_its_ports_are_open(tmp_path: Path) -> None:
-    nodes = MetaNodes(tmp_path, 1)
+    nodes = MetaNodes(tmp_path, 1, secure=False)
     nodes.start(1)
     try:
         wait_for(

@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+from cluster.internal_security import InternalSecurity
 from meta.client import MetaClient
 from proto import meta_pb2
 
@@ -33,15 +36,20 @@ def free_ports(count: int) -> list[int]:
 
 
 class MetaNodes:
-    """A quorum of meta node processes on free local ports, each with its own data dir."""
+    """A quorum of meta node processes on free local ports, each with its own data dir, sharing
+    a fresh internal.secret (a quorum needs one) unless ``secure`` is False."""
 
-    def __init__(self, root: Path, size: int, **settings: object) -> None:
+    def __init__(self, root: Path, size: int, secure: bool = True, **settings: object) -> None:
         ports = free_ports(2 * size)
         self.ids = list(range(1, size + 1))
         self._grpc = {i: f"127.0.0.1:{ports[i - 1]}" for i in self.ids}
         self._raft = {i: f"127.0.0.1:{ports[size + i - 1]}" for i in self.ids}
         self._root = root
         self._settings = {key.replace("_", "."): str(value) for key, value in settings.items()}
+        self.security = InternalSecurity()
+        if secure:
+            self._settings["internal.secret"] = secrets.token_hex(32)
+            self.security = InternalSecurity.from_properties(self._settings)
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
 
     def address(self, node_id: int) -> str:
@@ -50,6 +58,18 @@ class MetaNodes:
     @property
     def addresses(self) -> list[str]:
         return [self._grpc[i] for i in self.ids]
+
+    def raft_address(self, node_id: int) -> str:
+        return self._raft[node_id]
+
+    def client(self, addresses: Sequence[str] | None = None, **options: Any) -> MetaClient:
+        """A MetaClient of these nodes (or of ``addresses``), with their credentials."""
+        return MetaClient(
+            self.addresses if addresses is None else addresses, security=self.security, **options
+        )
+
+    def pid(self, node_id: int) -> int:
+        return self._procs[node_id].pid
 
     def log_file(self, node_id: int) -> Path:
         return self._root / f"meta-{node_id}.log"

@@ -49,11 +49,11 @@ async def test_cluster_administration_reaches_brokers_and_survives_restart(
         3, broker_session_timeout_ms=20_000, transaction_version=1
     )
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client:
+    async with nodes.client() as client:
         leader = await leader_id(client)
         follower = next(n for n in nodes.ids if n != leader)
         async with (
-            MetaClient([nodes.address(follower)]) as via_follower,
+            nodes.client([nodes.address(follower)]) as via_follower,
             cache_of(via_follower) as cache,
         ):
             brokers = FakeBrokers(client, 0.3)
@@ -180,7 +180,7 @@ async def test_cluster_administration_reaches_brokers_and_survives_restart(
 async def test_a_cluster_initialised_gets_default_feature_levels(meta_nodes_factory) -> None:
     nodes: MetaNodes = meta_nodes_factory(1)
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client, cache_of(client) as cache:
+    async with nodes.client() as client, cache_of(client) as cache:
         await eventually(lambda: cache.finalized_features == {TV: 2, GV: 1}, what="features")
         assert cache.features_epoch > 0
     nodes.stop_all()

@@ -29,14 +29,14 @@ async def create(client: MetaClient, name: str, partitions: int) -> meta_pb2.Cre
 async def test_three_node_quorum(meta_nodes_factory) -> None:
     nodes: MetaNodes = meta_nodes_factory(3, broker_session_timeout_ms=SESSION_TIMEOUT_MS)
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client:
+    async with nodes.client() as client:
         leader = await leader_id(client)
         follower = next(n for n in nodes.ids if n != leader)
         cluster_id = (await client.describe_cluster()).cluster_id
         async with (
-            MetaClient([nodes.address(follower)]) as follower_client,
+            nodes.client([nodes.address(follower)]) as follower_client,
             watching(follower_client) as on_follower,
-            MetaClient([nodes.address(follower)]) as broker_client,
+            nodes.client([nodes.address(follower)]) as broker_client,
         ):
             # Brokers dial a follower first: their heartbeats follow its redirect to the leader.
             brokers = FakeBrokers(broker_client, HEARTBEAT_INTERVAL_S)
@@ -64,7 +64,7 @@ async def test_three_node_quorum(meta_nodes_factory) -> None:
     # Stop every node and start them again: the metadata survives.
     nodes.stop_all()
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client, watching(client) as restarted:
+    async with nodes.client() as client, watching(client) as restarted:
         await eventually(lambda: len(restarted.topics) == 3, what="topics after restart")
         assert restarted.cluster_id == cluster_id
         assert {name: t.topic_id for name, t in restarted.topics.items()} == topic_ids
@@ -78,7 +78,7 @@ async def kill_leader_during_writes_and_watch(
     """Kill -9 the Raft leader while a watch streams from it: writes and the watch go on."""
     others = [address for address in nodes.addresses if address != nodes.address(leader)]
     async with (
-        MetaClient([nodes.address(leader), *others]) as leader_client,
+        nodes.client([nodes.address(leader), *others]) as leader_client,
         watching(leader_client) as on_leader,
     ):
         await eventually(lambda: "via-follower" in on_leader.topics, what="watch on leader")
@@ -118,15 +118,15 @@ async def fence_broker_then_register_it_again(
 async def test_writes_wait_for_a_quorum_then_fail_clearly(meta_nodes_factory) -> None:
     nodes: MetaNodes = meta_nodes_factory(3, meta_write_timeout_ms=500)
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client:
+    async with nodes.client() as client:
         await leader_id(client)
     nodes.kill(2)
     nodes.kill(3)
-    async with MetaClient([nodes.address(1)], timeout_s=2) as impatient:
+    async with nodes.client([nodes.address(1)], timeout_s=2) as impatient:
         with pytest.raises(MetaError, match="a majority of meta nodes must be up"):
             await impatient.create_topics([topic("lost", 1)])
     nodes.start(2)  # a majority again: writes go through once it has joined
-    async with MetaClient([nodes.address(1)]) as patient:
+    async with nodes.client([nodes.address(1)]) as patient:
         [result] = await patient.create_topics([topic("back", 1)])
         assert result.error_code == ErrorCode.INVALID_REPLICATION_FACTOR  # no brokers, but applied
     nodes.stop_all()
@@ -135,7 +135,7 @@ async def test_writes_wait_for_a_quorum_then_fail_clearly(meta_nodes_factory) ->
 async def test_single_node_quorum(meta_nodes_factory) -> None:
     nodes: MetaNodes = meta_nodes_factory(1)
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client:
+    async with nodes.client() as client:
         assert await leader_id(client) == 1
         brokers = FakeBrokers(client, HEARTBEAT_INTERVAL_S)
         await brokers.register(1)
@@ -158,7 +158,7 @@ async def test_single_node_quorum(meta_nodes_factory) -> None:
 
     nodes.stop_all()
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client, watching(client) as watched:
+    async with nodes.client() as client, watching(client) as watched:
         await eventually(lambda: "kept" in watched.topics, what="kept after restart")
         assert watched.cluster_id == cluster_id and "orders" not in watched.topics
     nodes.stop_all()
@@ -170,7 +170,7 @@ async def test_a_large_command_reaches_every_node_whole(meta_nodes_factory) -> N
     chunked transmission, which the meta nodes avoid, fails for sizes just over a chunk)."""
     nodes: MetaNodes = meta_nodes_factory(3, broker_session_timeout_ms=SESSION_TIMEOUT_MS)
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client:
+    async with nodes.client() as client:
         leader = await leader_id(client)
         brokers = FakeBrokers(client, HEARTBEAT_INTERVAL_S)
         for broker_id in (1, 2, 3):
@@ -180,7 +180,7 @@ async def test_a_large_command_reaches_every_node_whole(meta_nodes_factory) -> N
         for node in nodes.ids:
             if node == leader:
                 continue
-            async with MetaClient([nodes.address(node)]) as on_node, watching(on_node) as seen:
+            async with nodes.client([nodes.address(node)]) as on_node, watching(on_node) as seen:
                 await eventually(
                     lambda seen=seen: {"wide-0", "wide-1"} <= set(seen.topics),
                     what=f"the wide topics on meta node {node}",

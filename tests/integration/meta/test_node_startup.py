@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from meta.client import MetaClient
-
 from .harness import REPO_ROOT, MetaNodes, free_ports, leader_id
 
 
-def run_node(tmp_path: Path, grpc_port: int, raft_port: int, data_dir: Path) -> tuple[int, str]:
+def run_node(
+    tmp_path: Path, grpc_port: int, raft_port: int, data_dir: Path, **more: str
+) -> tuple[int, str]:
     overrides = {
         "meta.listener": f"127.0.0.1:{grpc_port}",
         "meta.quorum.voters": f"1@127.0.0.1:{raft_port}",
         "meta.data.dir": data_dir,
-    }
+    } | {key.replace("_", "."): value for key, value in more.items()}
     command = [sys.executable, "-m", "meta.node"]
     for key, value in overrides.items():
         command += ["--override", f"{key}={value}"]
@@ -50,6 +50,34 @@ def test_data_dir_not_writable(tmp_path: Path) -> None:
     assert "meta.data.dir" in log and "not writable" in log, log
 
 
+def test_a_quorum_without_a_secret_does_not_start(tmp_path: Path) -> None:
+    """Raft peers authenticate each other with internal.secret: without it, whoever reached a
+    Raft port could send the node pickles (meta/raft_port.py)."""
+    grpc_port, raft_port, other_grpc, other_raft = free_ports(4)
+    status, log = run_node(
+        tmp_path,
+        grpc_port,
+        raft_port,
+        tmp_path / "data",
+        meta_quorum_voters=f"1@127.0.0.1:{raft_port},2@127.0.0.1:{other_raft}",
+        meta_quorum_listeners=f"1@127.0.0.1:{grpc_port},2@127.0.0.1:{other_grpc}",
+    )
+    assert status == 1
+    assert "names 2 meta nodes but internal.secret is not set" in log, log
+
+
+def test_a_damaged_state_dump_stops_the_node(tmp_path: Path) -> None:
+    """pysyncobj would log it and serve the metadata without what the dump held."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    dump = data_dir / "state.dump"
+    dump.write_bytes(b"\x1f\x8b not what pysyncobj wrote")
+    status, log = run_node(tmp_path, *free_ports(2), data_dir=data_dir)
+    assert status == 1
+    assert f"the metadata state dump {dump} cannot be loaded" in log, log
+    assert "restore the data dir from a backup, or, if the other meta nodes are up" in log
+
+
 @pytest.mark.anyio
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 async def test_sigterm_taken_by_any_thread_stops_the_node(meta_nodes_factory) -> None:
@@ -57,7 +85,7 @@ async def test_sigterm_taken_by_any_thread_stops_the_node(meta_nodes_factory) ->
     forces that); the node must still stop, not sleep through it in its main thread."""
     nodes: MetaNodes = meta_nodes_factory(1)
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client:
+    async with nodes.client() as client:
         await leader_id(client)
     os.kill(nodes.other_thread_ids(1)[0], signal.SIGTERM)
     assert nodes.wait_exit(1, timeout=10) == 0, nodes.log_tail(1)

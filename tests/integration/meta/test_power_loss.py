@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from meta.client import MetaClient
 from meta.protocol import ErrorCode
 from proto import meta_pb2
 
@@ -82,7 +81,7 @@ async def test_acknowledged_topics_survive_a_power_loss_of_every_meta_node(
     acknowledged: list[str] = []
     with on_disks(nodes, images, tmp_path):
         nodes.start_all()
-        async with MetaClient(nodes.addresses) as client:
+        async with nodes.client() as client:
             await leader_id(client)
             brokers = FakeBrokers(client, heartbeat_interval_s=5)
             for broker_id in (1, 2, 3):
@@ -104,7 +103,7 @@ async def test_acknowledged_topics_survive_a_power_loss_of_every_meta_node(
 
     with on_disks(nodes, after, tmp_path):
         nodes.start_all()
-        async with MetaClient(nodes.addresses) as client, watching(client) as restarted:
+        async with nodes.client() as client, watching(client) as restarted:
             await leader_id(client)
 
             def lost() -> set[str]:

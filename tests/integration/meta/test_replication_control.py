@@ -38,13 +38,13 @@ async def test_isr_changes_and_producer_ids_survive_failover_and_restart(
     # Long sessions: the fake brokers must stay unfenced while every meta node restarts.
     nodes: MetaNodes = meta_nodes_factory(3, broker_session_timeout_ms=20_000)
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client:
+    async with nodes.client() as client:
         leader = await leader_id(client)
         follower = next(n for n in nodes.ids if n != leader)
         others = [address for address in nodes.addresses if address != nodes.address(leader)]
         async with (
-            MetaClient([nodes.address(follower)]) as via_follower,
-            MetaClient([nodes.address(leader), *others]) as leader_first,
+            nodes.client([nodes.address(follower)]) as via_follower,
+            nodes.client([nodes.address(leader), *others]) as leader_first,
             watching(via_follower) as watched,
         ):
             brokers = FakeBrokers(via_follower, HEARTBEAT_INTERVAL_S)
@@ -122,7 +122,7 @@ async def test_isr_changes_and_producer_ids_survive_failover_and_restart(
     assert all(block.size == 1000 for block in blocks)
     assert firsts == sorted(firsts) and len(set(firsts)) == len(firsts), firsts
     assert firsts[0] >= 0 and firsts[-1] - firsts[0] == 1000 * (len(blocks) - 1)
-    async with MetaClient(nodes.addresses) as client, watching(client) as restarted:
+    async with nodes.client() as client, watching(client) as restarted:
         await eventually(lambda: "replicated" in restarted.topics, what="topic after restart")
         assert list(partition(restarted, 0).isr) == [p0.leader]
     nodes.stop_all()
@@ -137,11 +137,11 @@ async def test_controlled_shutdown_and_preferred_leaders(meta_nodes_factory) -> 
         3, broker_session_timeout_ms=1500, leader_imbalance_check_interval_seconds=1
     )
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client:
+    async with nodes.client() as client:
         leader = await leader_id(client)
         follower = next(n for n in nodes.ids if n != leader)
         async with (
-            MetaClient([nodes.address(follower)]) as broker_client,
+            nodes.client([nodes.address(follower)]) as broker_client,
             watching(client) as watched,
         ):
             brokers = FakeBrokers(broker_client, HEARTBEAT_INTERVAL_S)

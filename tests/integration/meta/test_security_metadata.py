@@ -41,7 +41,7 @@ KEYS = ScramCredential(b"salt" * 4, b"k" * 32, b"s" * 32, 4096)
 
 
 @contextlib.asynccontextmanager
-async def broker_cache(address: str) -> AsyncIterator[MetadataCache]:
+async def broker_cache(nodes: MetaNodes, node_id: int) -> AsyncIterator[MetadataCache]:
     """A metadata cache fed by one meta node's watch stream, as a broker feeds its own."""
     cache = MetadataCache()
 
@@ -49,7 +49,7 @@ async def broker_cache(address: str) -> AsyncIterator[MetadataCache]:
         async for event in client.watch(cache.offset):
             cache.apply(event)
 
-    async with MetaClient([address]) as client:
+    async with nodes.client([nodes.address(node_id)]) as client:
         task = asyncio.create_task(feed(client))
         try:
             yield cache
@@ -64,9 +64,9 @@ async def test_security_metadata_reaches_every_broker_and_survives_restarts(
 ) -> None:
     nodes: MetaNodes = meta_nodes_factory(3)
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client:
+    async with nodes.client() as client:
         await leader_id(client)
-        async with broker_cache(nodes.address(2)) as b1, broker_cache(nodes.address(3)) as b2:
+        async with broker_cache(nodes, 2) as b1, broker_cache(nodes, 3) as b2:
             caches = (b1, b2)
             await eventually(lambda: all(c.cluster_id for c in caches), what="snapshots")
 
@@ -149,9 +149,9 @@ async def test_security_metadata_reaches_every_broker_and_survives_restarts(
     # Everything is in the Raft state: it is all there after every node restarted.
     nodes.stop_all()
     nodes.start_all()
-    async with MetaClient(nodes.addresses) as client:
+    async with nodes.client() as client:
         await leader_id(client)
-        async with broker_cache(nodes.address(1)) as cache:
+        async with broker_cache(nodes, 1) as cache:
             await eventually(lambda: bool(cache.cluster_id), what="a snapshot")
             assert cache.acls == (WRITE_ORDERS,)
             assert cache.scram_credentials == {("alice", "SCRAM-SHA-256"): KEYS}

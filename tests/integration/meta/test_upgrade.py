@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from meta.client import MetaClient
 from tests.unit.meta.test_upgrade import FIXTURE
 
 from .harness import MetaNodes, eventually, leader_id, watching
@@ -21,7 +20,7 @@ async def test_a_pickled_data_dir_starts_and_serves(tmp_path: Path, meta_nodes_f
     nodes: MetaNodes = meta_nodes_factory(1)
     for restart in (False, True):
         nodes.start_all()
-        async with MetaClient(nodes.addresses) as client:
+        async with nodes.client() as client:
             await leader_id(client)
             async with watching(client) as watched:
                 await eventually(lambda: bool(watched.topics), what="a snapshot")

@@ -24,6 +24,8 @@ from meta.raft import MetaRaft
 from tests.integration.conftest import wait_for
 from tests.integration.meta.harness import free_ports
 
+PASSWORD = "a password the members share"
+
 
 class OsEvents:
     """Records, in order, syncs (with the path and the file size they made durable), renames
@@ -81,7 +83,9 @@ def two_members(root: Path) -> Iterator[list[MetaRaft]]:
         for i, address in enumerate(addresses):
             (root / str(i)).mkdir(parents=True)
             peers = [other for other in addresses if other != address]
-            rafts.append(MetaRaft(address, peers, root / str(i), ChangeFeed(100), 10, lambda: None))
+            rafts.append(
+                MetaRaft(address, peers, root / str(i), ChangeFeed(100), 10, lambda: None, PASSWORD)
+            )
         wait_for(lambda: any(r.is_leader() for r in rafts), 15, "a Raft leader")
         yield rafts
     finally:
