@@ -17,6 +17,7 @@ import anyio
 from cluster.internal_security import InternalSecurity, InternalSecurityError
 from dataplane import metrics, server
 from dataplane.config import BrokerConfig
+from dataplane.connection_quotas import ConnectionQuotas
 from dataplane.coordinator.runtime import InternalTopic
 from dataplane.coordinator.service import GroupCoordinator, group_config
 from dataplane.dynamic_config import DynamicBrokerConfig
@@ -142,6 +143,8 @@ class Broker:
             self.log_dirs,
         )
         self.dynamic_config.listeners.append(self.replicas.reconfigure)
+        self.connection_quotas = ConnectionQuotas(self.dynamic_config.current)
+        self.dynamic_config.listeners.append(self.connection_quotas.configure)
         # Groups' settings: their GROUP configs over the broker's group.* defaults.
         self.group_settings = GroupConfigs(config, self.cache)
         # The group coordinator on the leaders of __consumer_offsets' partitions.
@@ -275,7 +278,13 @@ class Broker:
                     lambda: [s.offsets.committed for s in self.group_coordinator.loaded_shards()],
                     [TelemetryCollector(self.telemetry)],
                 )
-                await tg.start(server.serve, self.services, self.listeners.bound, self.tls)
+                await tg.start(
+                    server.serve,
+                    self.services,
+                    self.listeners.bound,
+                    self.tls,
+                    self.connection_quotas,
+                )
                 log.info(
                     "broker %d ready: advertised %s, cluster %s",
                     self.node_id,

@@ -59,6 +59,35 @@ class BrokerConfig(InternalSecurityConfig):
     socket_request_max_bytes: int = Field(
         104857600, description="socket.request.max.bytes: largest request frame accepted."
     )
+    fetch_max_bytes: int = Field(
+        57671680,
+        ge=1024,
+        description="fetch.max.bytes: the most bytes of records one fetch answer carries, "
+        "whatever its max_bytes (at least one batch: KIP-74).",
+    )
+    max_connections: int = Field(
+        2147483647,
+        ge=0,
+        description="max.connections: connections the broker keeps at once; at the limit it "
+        "accepts no more until one closes (lowered dynamically: the least recently used close).",
+    )
+    max_connections_per_ip: int = Field(
+        2147483647,
+        ge=0,
+        description="max.connections.per.ip: connections from one IP address at once; a new "
+        "one past it is closed.",
+    )
+    max_connections_per_ip_overrides: str = Field(
+        "",
+        description="max.connections.per.ip.overrides: per-IP or hostname limits over "
+        "max.connections.per.ip, e.g. hostName:100,127.0.0.1:200.",
+    )
+    connections_max_idle_ms: int = Field(
+        600000,
+        ge=1,
+        description="connections.max.idle.ms: a connection that sends and receives nothing "
+        "for this long is closed.",
+    )
     quota_window_num: int = Field(
         11,
         ge=1,

@@ -155,6 +155,7 @@ _BROKER_TYPES: dict[str, ConfigType] = {
             "delegation.token.expiry.time.ms",
             "leader.replication.throttled.rate",
             "follower.replication.throttled.rate",
+            "connections.max.idle.ms",
         ),
         ConfigType.LONG,
     ),
@@ -186,12 +187,15 @@ _BROKER_TYPES: dict[str, ConfigType] = {
 
 # Broker settings that apply live when changed dynamically, beyond the broker defaults of topic
 # configs (`_TOPIC_TABLE`'s first synonyms, Kafka's DynamicLogConfig): Kafka's LogCleaner and
-# replication quota settings that Rafka reads at runtime. Kafka's other dynamic settings
-# (listeners, SSL stores per listener, thread pools, producer.id.expiration.ms) take a restart
-# here: they are read-only.
+# replication quota settings that Rafka reads at runtime, and SocketServer's connection limits.
+# Kafka's other dynamic settings (listeners, SSL stores per listener, thread pools,
+# producer.id.expiration.ms) take a restart here: they are read-only.
 _MORE_DYNAMIC = (
     "log.cleaner.backoff.ms",
     *(f"{s}.replication.throttled.rate" for s in ("leader", "follower")),
+    "max.connections",
+    "max.connections.per.ip",
+    "max.connections.per.ip.overrides",
 )
 
 # Synonyms that express one setting in other units (Kafka's brokerConfigSynonyms), the first

@@ -8,6 +8,13 @@ in order (a pipelined producer's appends keep their order) while waits overlap.
 Each listener (``listeners``) has its security protocol: TLS listeners wrap the socket after the
 accept (the plaintext path is the bare socket, untouched); on SASL listeners a connection may
 only negotiate versions and authenticate until its SASL session is authenticated and current.
+
+Limits (connection_quotas.py): max.connections, max.connections.per.ip and
+connections.max.idle.ms as Kafka applies them; an accept that fails (out of descriptors) is
+logged and retried after a pause while the open connections are served on. The answers ready
+and not yet written hold at most _MAX_QUEUED_BYTES per connection (and _MAX_IN_FLIGHT of them):
+past that the reader stops reading requests, so a client that does not read its answers cannot
+make the broker hold unbounded memory.
 """
 
 from __future__ import annotations
@@ -21,15 +28,17 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import anyio
-from anyio.abc import ByteStream, SocketAttribute, SocketStream
+from anyio.abc import ByteStream, SocketAttribute, SocketListener, SocketStream
 from kio.schema.index import api_key_map
 
 from dataplane import metrics
+from dataplane.connection_quotas import ConnectionQuotas, Live
 from dataplane.handlers import HANDLERS, SUPPORTED_VERSIONS
 from dataplane.handlers.context import BrokerServices, Connection, RequestContext
+from dataplane.log.errors import out_of_resources, resource_advice
 from dataplane.metrics.requests import BY_API, RequestStamp
 from dataplane.metrics.requests import listener as listener_metrics
 from dataplane.protocol.codec import (
@@ -55,6 +64,8 @@ log = logging.getLogger("rafka.server")
 _SIZE = struct.Struct(">i")
 _WRITE_BATCH_BYTES = 1 << 20  # answers gathered for one write at most
 _MAX_IN_FLIGHT = 64  # queued responses per connection before the reader waits (back-pressure)
+_MAX_QUEUED_BYTES = 16 << 20  # bytes of ready answers per connection before the reader waits
+_ACCEPT_BACKOFF_S = 0.2  # pause after a failed accept (the pending connection stays queued)
 _RECV = 1 << 20
 _TLS_HANDSHAKE_TIMEOUT_S = 10.0
 _FAILED_AUTH_LINGER_S = 1.0  # how long a refused client gets to read the error and close
@@ -112,12 +123,14 @@ async def serve(
     services: BrokerServices,
     listeners: Sequence[Listener],
     tls: Mapping[str, ServerTls],
+    quotas: ConnectionQuotas,
     *,
     task_status: Any = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Accept Kafka connections on every listener until cancelled; handlers get `services`.
-    `tls` holds the context of each TLS listener (by name)."""
+    `tls` holds the context of each TLS listener (by name); `quotas` the connection limits."""
     async with AsyncExitStack() as stack, anyio.create_task_group() as tg:
+        tg.start_soon(quotas.sweep)
         for listener in listeners:
             sockets = await anyio.create_tcp_listener(
                 local_host=listener.host or None, local_port=listener.port, reuse_port=False
@@ -133,12 +146,52 @@ async def serve(
             context = tls.get(listener.name)
             if context is not None:
                 tg.start_soon(context.watch)
-            tg.start_soon(sockets.serve, partial(_connection, services, listener, context))
+            handle = partial(_connection, services, listener, context, quotas)
+            for socket_listener in sockets.listeners:  # one per address family
+                tg.start_soon(
+                    _accept, cast(SocketListener, socket_listener), listener, quotas, handle
+                )
         task_status.started()
 
 
+async def _accept(
+    sockets: SocketListener,
+    listener: Listener,
+    quotas: ConnectionQuotas,
+    handle: Any,
+) -> None:
+    """Kafka's acceptor: wait for a connection slot (max.connections), accept, hand the
+    connection to its own task. A failed accept never ends the listener: out of descriptors,
+    it is logged and retried after a pause, the open connections being served meanwhile."""
+    failures = 0
+    async with anyio.create_task_group() as tg:
+        while True:
+            await quotas.wait_for_slot()
+            try:
+                stream = await sockets.accept()
+            except OSError as e:
+                failures += 1
+                if failures == 1 or failures % 100 == 0:
+                    log.error(
+                        "cannot accept connections on listener %s (%d failure(s) in a row): %s%s; "
+                        "the open connections are served meanwhile",
+                        listener.name,
+                        failures,
+                        e,
+                        f"; {resource_advice(e)}" if out_of_resources(e) else "",
+                    )
+                await anyio.sleep(_ACCEPT_BACKOFF_S)
+                continue
+            failures = 0
+            tg.start_soon(handle, stream)
+
+
 async def _connection(
-    services: BrokerServices, listener: Listener, tls: ServerTls | None, stream: SocketStream
+    services: BrokerServices,
+    listener: Listener,
+    tls: ServerTls | None,
+    quotas: ConnectionQuotas,
+    stream: SocketStream,
 ) -> None:
     try:
         addr = stream.extra(SocketAttribute.remote_address)
@@ -147,6 +200,28 @@ async def _connection(
         )
     except Exception:
         host, peer = "", "?"
+    with anyio.CancelScope() as scope:
+        live = Live(host, scope.cancel)
+        if not quotas.admit(live):
+            await stream.aclose()
+            return
+        try:
+            await _serve_connection(services, listener, tls, stream, live, host, peer)
+        finally:
+            quotas.release(live)
+    if scope.cancel_called:
+        await stream.aclose()  # closed for its limits (idle, max.connections)
+
+
+async def _serve_connection(
+    services: BrokerServices,
+    listener: Listener,
+    tls: ServerTls | None,
+    stream: SocketStream,
+    live: Live,
+    host: str,
+    peer: str,
+) -> None:
     conn = Connection(
         peer, listener=listener.name, security_protocol=listener.security_protocol, host=host
     )
@@ -168,9 +243,9 @@ async def _connection(
     async with transport:
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_writer, transport, receive)
+                tg.start_soon(_writer, transport, receive, live)
                 async with send:
-                    await _reader(services, conn, transport, send)
+                    await _reader(services, conn, transport, send, live)
             if conn.sasl is not None and conn.sasl.closing:
                 await _linger(transport)
         except* ConnectionClosed as group:
@@ -234,19 +309,24 @@ async def _tls_handshake(
     return wrapped
 
 
-async def _reader(services: BrokerServices, conn: Connection, stream: ByteStream, out: Any) -> None:
+async def _reader(
+    services: BrokerServices, conn: Connection, stream: ByteStream, out: Any, live: Live
+) -> None:
     frames = FrameReader(stream, services.config.socket_request_max_bytes)
     sasl_max = services.config.sasl_server_max_receive_size
     while (
         frame := await _read_frame(
-            frames, conn, sasl_max if conn.sasl is not None and not conn.sasl.authenticated else 0
+            frames,
+            conn,
+            sasl_max if conn.sasl is not None and not conn.sasl.authenticated else 0,
+            live,
         )
     ) is not None:
-        received = time.monotonic()
+        received = live.last_active = time.monotonic()
         if conn.sasl is not None and conn.sasl.raw_tokens:  # bare SASL tokens (SaslHandshake v0)
             with _sasl_outcome(conn):
                 token = await services.sasl.raw_token(conn, frame)
-            await out.send((None, False, token, None))
+            await _queue(out, live, None, False, token, None)
             if conn.sasl.closing:
                 return  # authentication failed: the answer goes out, then _linger and close
             continue
@@ -267,7 +347,9 @@ async def _reader(services: BrokerServices, conn: Connection, stream: ByteStream
             )
         if not versions[0] <= header.api_version <= versions[1]:
             if header.api_key == API_VERSIONS:
-                await out.send((header.correlation_id, False, _unsupported_api_versions(), None))
+                await _queue(
+                    out, live, header.correlation_id, False, _unsupported_api_versions(), None
+                )
                 continue
             raise ConnectionClosed(
                 f"API key {header.api_key} version {header.api_version} is not supported "
@@ -302,7 +384,7 @@ async def _reader(services: BrokerServices, conn: Connection, stream: ByteStream
             if api is not None
             else None
         )
-        await out.send((header.correlation_id, flexible, result, stamp))
+        await _queue(out, live, header.correlation_id, flexible, result, stamp)
         if conn.sasl is not None and conn.sasl.closing:
             return  # SASL authentication failed: the answer goes out, then _linger and close
 
@@ -321,13 +403,37 @@ async def _linger(stream: ByteStream) -> None:
 
 
 async def _read_frame(
-    frames: FrameReader, conn: Connection, unauthenticated_max: int
+    frames: FrameReader, conn: Connection, unauthenticated_max: int, live: Live
 ) -> bytes | None:
     """The next frame, once a quota throttle's mute is over (KIP-219: the throttled client's
-    requests wait in its socket buffer, not in the broker)."""
+    requests wait in its socket buffer, not in the broker) and the writer has taken the
+    answers past _MAX_QUEUED_BYTES."""
     if conn.muted_until:
         await quota.wait_unmuted(conn)
+    while live.queued > _MAX_QUEUED_BYTES:
+        live.drained = anyio.Event()
+        await live.drained.wait()
     return await frames.read(unauthenticated_max)
+
+
+async def _queue(
+    out: Any,
+    live: Live,
+    correlation_id: int | None,
+    flexible: bool,
+    result: Any,
+    stamp: RequestStamp | None,
+) -> None:
+    """Queue an answer for the writer, counting the bytes of a ready one (an awaitable one is
+    resolved by the writer, one at a time)."""
+    if isinstance(result, bytes):
+        size = len(result)
+    elif isinstance(result, list):
+        size = sum(map(len, result))
+    else:
+        size = 0
+    live.queued += size
+    await out.send((correlation_id, flexible, result, stamp, size))
 
 
 async def _over_connection_rate(
@@ -392,10 +498,10 @@ def _sasl_outcome(conn: Connection) -> Iterator[None]:
         listener_metrics(conn.listener)[1].inc()
 
 
-async def _writer(stream: ByteStream, queue: Any) -> None:
+async def _writer(stream: ByteStream, queue: Any, live: Live) -> None:
     async with queue:
         try:
-            await _write_all(stream, queue)
+            await _write_all(stream, queue, live)
         finally:
             _discard_queued(queue)
 
@@ -405,20 +511,24 @@ def _discard_queued(queue: Any) -> None:
     waiting for replicas), which nobody will await now."""
     while True:
         try:
-            _, _, result, _ = queue.receive_nowait()
+            _, _, result, _, _ = queue.receive_nowait()
         except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
             return
         if inspect.iscoroutine(result):
             result.close()
 
 
-async def _write_all(stream: ByteStream, queue: Any) -> None:
+async def _write_all(stream: ByteStream, queue: Any, live: Live) -> None:
     """Send each queued answer in request order, awaiting the deferred ones. Answers that are
     ready together go out in one write: a client that pipelines (librdkafka sends a Produce per
     partition) gets one syscall and one wake-up for them instead of one per answer."""
-    batch = _Batch()
+    batch = _Batch(live)
     while (item := await _next_answer(queue, batch, stream)) is not None:
-        correlation_id, flexible, result, stamp = item
+        correlation_id, flexible, result, stamp, size = item
+        if size:
+            live.queued -= size
+            if live.queued <= _MAX_QUEUED_BYTES:
+                live.drained.set()
         if inspect.isawaitable(result):
             if not getattr(result, "ready", False):
                 await batch.send(stream)  # ready answers do not wait behind this one
@@ -459,9 +569,10 @@ async def _next_answer(queue: Any, batch: _Batch, stream: ByteStream) -> Any:
 class _Batch:
     """Framed answers waiting for one write, with the stamps to observe once it is out."""
 
-    __slots__ = ("parts", "size", "stamps")
+    __slots__ = ("live", "parts", "size", "stamps")
 
-    def __init__(self) -> None:
+    def __init__(self, live: Live) -> None:
+        self.live = live
         self.parts: list[bytes] = []
         self.stamps: list[tuple[RequestStamp, float]] = []
         self.size = 0
@@ -481,8 +592,8 @@ class _Batch:
         started = time.monotonic()
         self.parts, self.size = [], 0
         await stream.send(data)
+        self.live.last_active = sent = time.monotonic()
         if self.stamps:
-            sent = time.monotonic()
             for stamp, ready in self.stamps:
                 stamp.api.observe(
                     stamp.received,

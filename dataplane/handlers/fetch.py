@@ -102,10 +102,18 @@ class _SessionRead(_Read):
 
 
 def _budget(ctx: RequestContext, req: Any) -> int:
-    budget: int = req.max_bytes
-    if ctx.services.quotas.fetch.enabled:  # consumer_byte_rate: one quota window at most
+    """The bytes a fetch may answer (Kafka's fetchMaxBytes): its max_bytes, at most the broker's
+    fetch.max.bytes and, under consumer_byte_rate, one quota window."""
+    budget: int = min(req.max_bytes, ctx.services.config.fetch_max_bytes)
+    if ctx.services.quotas.fetch.enabled:
         budget = quota.fetch_budget(ctx, budget)
     return budget
+
+
+def _min_bytes(ctx: RequestContext, req: Any) -> int:
+    """The bytes a long poll waits for: min_bytes, never more than the budget (Kafka's
+    fetchMinBytes), or it would wait out max_wait_ms for what it may not answer."""
+    return min(req.min_bytes, _budget(ctx, req))
 
 
 def _from_follower(ctx: RequestContext, req: Any) -> bool:
@@ -231,7 +239,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     create = epoch == INITIAL_EPOCH and version >= 7
     read = _read(ctx, req)
     wait_s = req.max_wait.total_seconds()
-    if read.bytes >= req.min_bytes or read.respond_now or wait_s <= 0 or not read.partitions:
+    if read.bytes >= _min_bytes(ctx, req) or read.respond_now or wait_s <= 0 or not read.partitions:
         return _encode(ctx, req, read, create)
     return _long_poll(ctx, req, read, anyio.current_time() + wait_s, create)
 
@@ -252,7 +260,11 @@ async def _long_poll(
             for partition in read.partitions:
                 partition.unwatch(event)
             read = _read(ctx, req)
-            if read.bytes >= req.min_bytes or read.respond_now or anyio.current_time() >= deadline:
+            if (
+                read.bytes >= _min_bytes(ctx, req)
+                or read.respond_now
+                or anyio.current_time() >= deadline
+            ):
                 return _encode(ctx, req, read, create)
     finally:
         FETCH_PURGATORY.dec()
@@ -362,7 +374,7 @@ def _incremental(ctx: RequestContext, req: Any, session_id: int, epoch: int) -> 
     session.epoch = expected = next_epoch(session.epoch)
     read = _read_session(ctx, req, session)
     wait_s = req.max_wait.total_seconds()
-    if read.bytes >= req.min_bytes or read.respond_now or wait_s <= 0:
+    if read.bytes >= _min_bytes(ctx, req) or read.respond_now or wait_s <= 0:
         return _encode_session(ctx, req, session, read, expected)
     return _long_poll_session(ctx, req, session, read, anyio.current_time() + wait_s, expected)
 
@@ -419,7 +431,11 @@ async def _long_poll_session(
                 await event.wait()
             session.waiter = None
             read = _read_session(ctx, req, session)
-            if read.bytes >= req.min_bytes or read.respond_now or anyio.current_time() >= deadline:
+            if (
+                read.bytes >= _min_bytes(ctx, req)
+                or read.respond_now
+                or anyio.current_time() >= deadline
+            ):
                 return _encode_session(ctx, req, session, read, expected)
     finally:
         session.waiter = None
