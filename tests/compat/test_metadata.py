@@ -38,9 +38,12 @@ def _request(version: int, *names: str, auto_create: bool = False) -> dict:
 
 @pytest.mark.parametrize("version", range(0, 13))
 def test_existing_topic(pair: Pair, version: int) -> None:
-    pair.call(f"Metadata v{version}: a topic of 3 partitions", METADATA, version, **_request(
-        version, TOPIC
-    ))
+    pair.call(
+        f"Metadata v{version}: a topic of 3 partitions",
+        METADATA,
+        version,
+        **_request(version, TOPIC),
+    )
 
 
 @pytest.mark.parametrize("version", [4, 9, 12])
