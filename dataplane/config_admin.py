@@ -34,7 +34,7 @@ from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
 from meta.model import ConfigAlteration
 from meta.resource_configs import ResourceConfigAlteration
-from meta.topic_config import validate_topic_configs
+from meta.topic_config import unknown_topic_config, validate_topic_configs
 
 if TYPE_CHECKING:  # handlers import this module
     from dataplane.handlers.context import RequestContext
@@ -239,10 +239,7 @@ def _broker_alteration(
         )
     for name, value in new.items():
         if problem := BROKER_KEYS[name].problem(value):
-            raise Refused(
-                ErrorCode.invalid_request,
-                f"Invalid value {value} for configuration {name}: {problem}",
-            )
+            raise Refused(ErrorCode.invalid_request, problem)
     return _alteration("broker", change, current, new), new
 
 
@@ -263,7 +260,8 @@ def _topic_alteration(
         {n: k.type is ConfigType.LIST for n, k in TOPIC_KEYS.items()},
         {n: k.default for n, k in TOPIC_KEYS.items()},
     )
-    if problem := topic_configs_problem(ctx, new):
+    changed = [n for n, v in new.items() if current.get(n) != v]
+    if problem := unknown_topic_config(changed) or topic_configs_problem(ctx, new):
         raise Refused(ErrorCode.invalid_config, problem)
     return _alteration("topic", change, current, new), new
 

@@ -26,6 +26,7 @@ from pydantic import SecretStr, TypeAdapter, ValidationError
 from cluster.settings import kafka_name
 from dataplane.config import BrokerConfig
 from meta.topic_config import TOPIC_CONFIGS as TOPIC_CHECKS
+from meta.topic_config import invalid, number_problem
 
 CLUSTER_DEFAULT = -1  # the broker id under which the cluster-wide dynamic configs are kept
 LONG_MAX = 2**63 - 1
@@ -63,30 +64,13 @@ class ConfigSource(IntEnum):
 PER_BROKER = "per-broker"
 CLUSTER_WIDE = "cluster-wide"
 
-_INT_RANGES = {
-    ConfigType.SHORT: (-(2**15), 2**15 - 1),
-    ConfigType.INT: (-(2**31), 2**31 - 1),
-    ConfigType.LONG: (-(2**63), LONG_MAX),
-}
-
 
 def type_problem(kind: ConfigType, value: str) -> str | None:
     """Why `value` is not a value of Kafka type `kind` (Kafka's ConfigDef.parseType message), or
     None."""
-    text = value.strip()
-    if kind in _INT_RANGES:
-        low, high = _INT_RANGES[kind]
-        try:
-            number = int(text)
-        except ValueError:
-            return f"Not a number of type {kind.name}"
-        return None if low <= number <= high else f"Not a number of type {kind.name}"
-    if kind is ConfigType.DOUBLE:
-        try:
-            float(text)
-        except ValueError:
-            return "Not a number of type DOUBLE"
-    if kind is ConfigType.BOOLEAN and text.lower() not in ("true", "false"):
+    if kind in (ConfigType.SHORT, ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE):
+        return number_problem(kind.name, value)
+    if kind is ConfigType.BOOLEAN and value.strip().lower() not in ("true", "false"):
         return "Expected value to be either true or false"
     return None
 
@@ -112,11 +96,12 @@ class ConfigKey:
         return not self.dynamic
 
     def problem(self, value: str) -> str | None:
-        """Why `value` is not valid for this setting (type, then Kafka's range), or None."""
+        """Kafka's message when `value` is not valid for this setting (its type, then the
+        range of the topic config it is the default of), or None."""
         if problem := type_problem(self.type, value):
-            return problem
+            return invalid(self.name, value, problem)
         topic_check = TOPIC_CHECKS.get(self.name) or TOPIC_CHECKS.get(_TOPIC_OF.get(self.name, ""))
-        return topic_check(value) if topic_check is not None else None
+        return topic_check(self.name, value) if topic_check is not None else None
 
 
 def value_text(value: Any) -> str | None:

@@ -18,6 +18,8 @@ from dataplane.quota import throttle as quota
 from dataplane.topic_admin import NewTopic
 from dataplane.topic_configs import effective_topic_configs
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
+from meta.topic_config import unknown_topic_config
+from meta.topic_planning import validate_topic_name
 
 API_KEY = 19
 VERSIONS = (2, 7)
@@ -47,12 +49,12 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                 error_message="Authorization failed.",
                 configs=None,
             )
-        elif any(c.value is None for c in t.configs):
+        elif refusal := _config_refusal(ctx, t):
             results[t.name] = b.CreatableTopicResult(
                 name=t.name,
                 topic_id=None,
                 error_code=ErrorCode.invalid_config,
-                error_message="Null value not supported for topic configs",
+                error_message=refusal,
                 configs=None,
             )
         elif not _within_mutation_quota(ctx, req, t):
@@ -69,8 +71,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                     t.name,
                     t.num_partitions,
                     t.replication_factor,
-                    {a.partition_index: list(a.broker_ids) for a in t.assignments},
-                    {c.name: c.value for c in t.configs},
+                    [(a.partition_index, list(a.broker_ids)) for a in t.assignments],
+                    {c.name: c.value for c in t.configs if c.value is not None},
                 )
             )
     # the broker defaults in force: static settings under the dynamic broker configs
@@ -105,6 +107,18 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         throttle_time=0,
         topics=tuple(results[name] for name in dict.fromkeys(t.name for t in req.topics)),
     )
+
+
+def _config_refusal(ctx: RequestContext, t: Any) -> str | None:
+    """What Kafka's controller says of null config values and of names that are not topic
+    configs (the meta service still accepts the ones Kafka 4 removed: meta.topic_config).
+    Kafka checks the name first: a topic whose name is bad or taken is left to the meta
+    service, which says so."""
+    if validate_topic_name(t.name) or t.name in ctx.services.cache.topics:
+        return None
+    if nulls := [c.name for c in t.configs if c.value is None]:
+        return f"Null value not supported for topic configs: {','.join(nulls)}"
+    return unknown_topic_config(c.name for c in t.configs)
 
 
 def _within_mutation_quota(ctx: RequestContext, req: Any, t: Any) -> bool:

@@ -103,10 +103,10 @@ def test_type_problems_read_as_kafkas() -> None:
     assert type_problem(ConfigType.LONG, "x") == "Not a number of type LONG"
     assert type_problem(ConfigType.DOUBLE, "0.25") is None
     assert type_problem(ConfigType.BOOLEAN, "yes") == "Expected value to be either true or false"
-    assert (
-        BROKER_KEYS["log.retention.ms"].problem("-2")
-        == "Value must be between -1 and 9223372036854775807"
+    assert BROKER_KEYS["log.retention.ms"].problem("-2") == (
+        "Invalid value -2 for configuration log.retention.ms: Value must be at least -1"
     )
+    assert type_problem(ConfigType.INT, "1_000") == "Not a number of type INT"
     assert BROKER_KEYS["message.max.bytes"].problem("1000") is None
 
 
