@@ -57,7 +57,7 @@ from dataplane.log.index import CorruptIndexError
 from dataplane.log.log_config import LogConfig
 from dataplane.log.log_dirs import LogDirFailure
 from dataplane.log.records import first_keyless_record
-from dataplane.log.recovery import load_segments
+from dataplane.log.recovery import load_segments, rebuild_epoch_cache
 from dataplane.log.segment import LogSegment, fsync_dir
 from dataplane.log.state_store import StateStore
 from dataplane.log.txn_index import AbortedTxn
@@ -175,6 +175,8 @@ class PartitionLog:
         self._set_log_start_offset(max(self._log_start_offset, self._segments[0].base_offset))
         end = self.log_end_offset
         self._set_recovery_point(end if clean else min(self._recovery_point, end))
+        if self._epochs.needs_rebuild:
+            rebuild_epoch_cache(self._epochs, self._segments, self._key)
         self._epochs.truncate_from_end(end)
         self._epochs.truncate_from_start(self._log_start_offset)
 
