@@ -131,6 +131,24 @@ class BrokerConfig(InternalSecurityConfig):
     log_message_timestamp_type: str = Field(
         "CreateTime", description="log.message.timestamp.type: CreateTime or LogAppendTime."
     )
+    log_message_timestamp_before_max_ms: int = Field(
+        9223372036854775807,
+        ge=0,
+        description="log.message.timestamp.before.max.ms: how far before the broker's clock a "
+        "CreateTime timestamp may be (INVALID_TIMESTAMP past it; default: no limit).",
+    )
+    log_message_timestamp_after_max_ms: int = Field(
+        3600000,
+        ge=0,
+        description="log.message.timestamp.after.max.ms: how far after the broker's clock a "
+        "CreateTime timestamp may be (INVALID_TIMESTAMP past it; default 1 hour, as Kafka 4).",
+    )
+    log_message_timestamp_difference_max_ms: int = Field(
+        9223372036854775807,
+        ge=0,
+        description="log.message.timestamp.difference.max.ms: deprecated by Kafka; still bounds "
+        "both sides of the two above.",
+    )
     log_retention_ms: int = Field(
         604800000,
         description="log.retention.ms: how long a segment is kept after its newest record "

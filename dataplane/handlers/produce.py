@@ -29,10 +29,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from dataplane.handlers.context import Request, RequestContext, Response
-from dataplane.log.batch import ATTR_TRANSACTIONAL, HEADER_SIZE, header_at
+from dataplane.log.batch import ATTR_TRANSACTIONAL, HEADER_SIZE, RecordError, header_at
 from dataplane.metrics.topics import PRODUCE_PURGATORY
 from dataplane.metrics.topics import topic as topic_stats
-from dataplane.protocol.encoders import ProducePartition, ProduceTopic, encode_produce_response
+from dataplane.protocol.encoders import (
+    BatchIndexAndErrorMessage,
+    ProducePartition,
+    ProduceTopic,
+    encode_produce_response,
+)
 from dataplane.protocol.errors import ConnectionClosed, ErrorCode, KafkaError
 from dataplane.quota import throttle as quota
 from dataplane.replica.acks import ReplicationWait
@@ -69,9 +74,15 @@ Verified = dict[tuple[str, int], ProducePartition]
 Guards = dict[tuple[str, int], VerificationGuard]
 """The verification guard of each partition the transaction coordinator confirmed."""
 
+RecordErrors = tuple[tuple[int, str], ...]
+"""The records a refused batch was refused for: (index in the batch, why)."""
 
-def _error(index: int, code: int, message: str | None = None) -> ProducePartition:
-    return ProducePartition(index, code, -1, -1, -1, error_message=message)
+
+def _error(
+    index: int, code: int, message: str | None = None, record_errors: RecordErrors = ()
+) -> ProducePartition:
+    errors = [BatchIndexAndErrorMessage(i, m) for i, m in record_errors]
+    return ProducePartition(index, code, -1, -1, -1, errors, message)
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
@@ -119,7 +130,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                     res = partition.append(data.records or b"", now_ms)
             except KafkaError as e:  # includes the log's validation errors
                 failed = True
-                out.append(_error(data.index, e.code, e.message))
+                errors = e.record_errors if isinstance(e, RecordError) else ()
+                out.append(_error(data.index, e.code, e.message, errors))  # KIP-467
                 continue
             stats.bytes_in += len(data.records or b"")
             stats.messages_in += res.last_offset - res.base_offset + 1

@@ -197,7 +197,7 @@ class Partition:
         already has is answered with its original offsets and not appended again. A
         transactional batch that opens the producer's transaction here needs the guard of
         `maybe_start_transaction_verification`, still current (else INVALID_TXN_STATE)."""
-        infos = self.log.validate(records)
+        infos = self.log.validate(records, now)
         duplicate = self.producers.check(infos, verification_guard, require_verification=True)
         if duplicate is not None:
             append_time = duplicate.timestamp if self.log.config.log_append_time else -1

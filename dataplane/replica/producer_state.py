@@ -40,7 +40,7 @@ Usage (one thread at a time, like the PartitionLog, with no await between check 
 
     producers = ProducerStateManager.load(plog)
     # leader, client produce
-    infos = plog.validate(records)
+    infos = plog.validate(records, now_ms)
     dup = producers.check(infos)            # raises ProducerStateError
     # (a transactional batch opening a transaction: guard = producers.start_verification(...)
     # before asking the coordinator, then producers.check(infos, guard, require_verification=True))
