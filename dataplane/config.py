@@ -212,7 +212,10 @@ class BrokerConfig(InternalSecurityConfig):
         50, description="offsets.topic.num.partitions: partitions of __consumer_offsets."
     )
     offsets_topic_replication_factor: int = Field(
-        3, description="offsets.topic.replication.factor (capped by the live brokers)."
+        3,
+        ge=1,
+        description="offsets.topic.replication.factor: __consumer_offsets is created once this "
+        "many brokers are alive (COORDINATOR_NOT_AVAILABLE until then).",
     )
     offsets_topic_segment_bytes: int = Field(
         104857600, description="offsets.topic.segment.bytes: segment size of __consumer_offsets."
@@ -363,8 +366,9 @@ class BrokerConfig(InternalSecurityConfig):
     )
     share_coordinator_state_topic_replication_factor: int = Field(
         3,
-        description="share.coordinator.state.topic.replication.factor (capped by the live "
-        "brokers).",
+        ge=1,
+        description="share.coordinator.state.topic.replication.factor: __share_group_state is "
+        "created once this many brokers are alive (COORDINATOR_NOT_AVAILABLE until then).",
     )
     share_coordinator_state_topic_min_isr: int = Field(
         2,
@@ -380,7 +384,10 @@ class BrokerConfig(InternalSecurityConfig):
         50, description="transaction.state.log.num.partitions: partitions of __transaction_state."
     )
     transaction_state_log_replication_factor: int = Field(
-        3, description="transaction.state.log.replication.factor (capped by the live brokers)."
+        3,
+        ge=1,
+        description="transaction.state.log.replication.factor: __transaction_state is created "
+        "once this many brokers are alive (COORDINATOR_NOT_AVAILABLE until then).",
     )
     transaction_state_log_min_isr: int = Field(
         2,

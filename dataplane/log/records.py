@@ -154,7 +154,8 @@ def _value_and_headers(
     for _ in range(count):
         name, p = _bytes_at(data, p)
         header_value, p = _bytes_at(data, p)
-        headers.append(((name or b"").decode(), header_value))
+        # as Java's String(bytes, UTF_8): malformed bytes become U+FFFD, never an error
+        headers.append(((name or b"").decode("utf-8", "replace"), header_value))
     if p != raw.end:
         raise _Malformed("its headers do not end where the record does")
     return value, tuple(headers)
