@@ -138,7 +138,7 @@ class TxnVerifier:
                 transactional_id,
                 producer_id,
                 producer_epoch,
-                code.name,
+                code.name.upper(),
             )
             return ErrorCode.not_enough_replicas
         if code != ErrorCode.none:
@@ -150,7 +150,7 @@ class TxnVerifier:
                 transactional_id,
                 producer_id,
                 producer_epoch,
-                code.name,
+                code.name.upper(),
             )
         return ErrorCode.invalid_producer_epoch if code == ErrorCode.producer_fenced else code
 
