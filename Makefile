@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: run test unit lint bench proto clean
+.PHONY: run test unit lint bench proto clean compat
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,12 @@ run: $(STAMP)
 test: lint
 	bash tests/integration/clients/setup.sh
 	$(PY) -m pytest -q -ra --durations=20 $(ARGS)
+
+# Apache Kafka 4.4 and Rafka side by side: every differential case, then the table of answers
+# (case, Kafka's, Rafka's, same or allowlisted), also in .cache/compat/report.md.
+compat: $(STAMP)
+	bash tests/peers/setup.sh
+	$(PY) -m pytest -q -ra tests/compat $(ARGS)
 
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

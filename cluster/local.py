@@ -118,8 +118,8 @@ class LocalCluster:
                     "replication.listener": f"127.0.0.1:{base_port + 300 + i}",
                     "log.dirs": self.data_dir / f"broker-{i + 1}",
                     "meta.bootstrap.servers": ",".join(meta_grpc),
-                    "default.replication.factor": min(3, brokers),
                 }
+                | replication_factors(brokers)
                 | self.internal_properties
                 | self._broker_certificate(i + 1)
                 | {k: overrides[k] for k in broker_keys}
@@ -292,6 +292,19 @@ class LocalCluster:
             print("stopping Rafka...", flush=True)
             self.stop()
             print("stopped.", flush=True)
+
+
+def replication_factors(brokers: int) -> dict[str, int]:
+    """Replicas of a local cluster's topics: min(3, brokers), the internal topics' too (Kafka
+    creates those with their configured factor only, 3 by default, once that many brokers are
+    up: a one-broker cluster would have no group or transaction coordinator otherwise)."""
+    factor = min(3, brokers)
+    return {
+        "default.replication.factor": factor,
+        "offsets.topic.replication.factor": factor,
+        "transaction.state.log.replication.factor": factor,
+        "share.coordinator.state.topic.replication.factor": factor,
+    }
 
 
 def _has_keystore(overrides: dict[str, str], listener: str) -> bool:

@@ -106,7 +106,7 @@ class Broker:
                 "cleanup.policy": "compact",
                 "segment.bytes": str(config.transaction_state_log_segment_bytes),
                 "unclean.leader.election.enable": "false",
-                # capped by the replication factor the topic gets (InternalTopic._create)
+                # capped by the replication factor the topic gets (InternalTopic.create)
                 "min.insync.replicas": str(max(1, config.transaction_state_log_min_isr)),
             },
         )
@@ -120,7 +120,7 @@ class Broker:
                 "cleanup.policy": "compact",
                 "segment.bytes": str(config.share_coordinator_state_topic_segment_bytes),
                 "unclean.leader.election.enable": "false",
-                # capped by the replication factor the topic gets (InternalTopic._create)
+                # capped by the replication factor the topic gets (InternalTopic.create)
                 "min.insync.replicas": str(max(1, config.share_coordinator_state_topic_min_isr)),
             },
         )

@@ -131,6 +131,24 @@ class BrokerConfig(InternalSecurityConfig):
     log_message_timestamp_type: str = Field(
         "CreateTime", description="log.message.timestamp.type: CreateTime or LogAppendTime."
     )
+    log_message_timestamp_before_max_ms: int = Field(
+        9223372036854775807,
+        ge=0,
+        description="log.message.timestamp.before.max.ms: how far before the broker's clock a "
+        "CreateTime timestamp may be (INVALID_TIMESTAMP past it; default: no limit).",
+    )
+    log_message_timestamp_after_max_ms: int = Field(
+        3600000,
+        ge=0,
+        description="log.message.timestamp.after.max.ms: how far after the broker's clock a "
+        "CreateTime timestamp may be (INVALID_TIMESTAMP past it; default 1 hour, as Kafka 4).",
+    )
+    log_message_timestamp_difference_max_ms: int = Field(
+        9223372036854775807,
+        ge=0,
+        description="log.message.timestamp.difference.max.ms: deprecated by Kafka; still bounds "
+        "both sides of the two above.",
+    )
     log_retention_ms: int = Field(
         604800000,
         description="log.retention.ms: how long a segment is kept after its newest record "
@@ -194,7 +212,10 @@ class BrokerConfig(InternalSecurityConfig):
         50, description="offsets.topic.num.partitions: partitions of __consumer_offsets."
     )
     offsets_topic_replication_factor: int = Field(
-        3, description="offsets.topic.replication.factor (capped by the live brokers)."
+        3,
+        ge=1,
+        description="offsets.topic.replication.factor: __consumer_offsets is created once this "
+        "many brokers are alive (COORDINATOR_NOT_AVAILABLE until then).",
     )
     offsets_topic_segment_bytes: int = Field(
         104857600, description="offsets.topic.segment.bytes: segment size of __consumer_offsets."
@@ -345,8 +366,9 @@ class BrokerConfig(InternalSecurityConfig):
     )
     share_coordinator_state_topic_replication_factor: int = Field(
         3,
-        description="share.coordinator.state.topic.replication.factor (capped by the live "
-        "brokers).",
+        ge=1,
+        description="share.coordinator.state.topic.replication.factor: __share_group_state is "
+        "created once this many brokers are alive (COORDINATOR_NOT_AVAILABLE until then).",
     )
     share_coordinator_state_topic_min_isr: int = Field(
         2,
@@ -362,7 +384,10 @@ class BrokerConfig(InternalSecurityConfig):
         50, description="transaction.state.log.num.partitions: partitions of __transaction_state."
     )
     transaction_state_log_replication_factor: int = Field(
-        3, description="transaction.state.log.replication.factor (capped by the live brokers)."
+        3,
+        ge=1,
+        description="transaction.state.log.replication.factor: __transaction_state is created "
+        "once this many brokers are alive (COORDINATOR_NOT_AVAILABLE until then).",
     )
     transaction_state_log_min_isr: int = Field(
         2,

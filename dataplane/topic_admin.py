@@ -24,6 +24,11 @@ _LEGAL = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _PROPAGATION_S = 10.0  # how long to wait for our own cache to show a change we made
 
 
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+"""Kafka's Topic.isInternal, by name: written by their coordinators only, never matched by a
+subscribed regular expression."""
+
+
 def valid_topic_name(name: str) -> bool:
     return bool(_LEGAL.fullmatch(name)) and name not in (".", "..")
 

@@ -139,7 +139,10 @@ class GuardedConnection(TcpConnection):
         if message is not None:
             self._proven = self._proven or challenged
         elif self.state == CONNECTION_STATE.DISCONNECTED:
-            self._refuse("its frame did not decrypt with the cluster's Raft password")
+            self._refuse(
+                "its frame did not authenticate with the cluster's Raft password, or did not "
+                "hold Raft data"
+            )
         return message
 
     def _refuse(self, reason: str) -> None:

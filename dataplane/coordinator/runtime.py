@@ -10,6 +10,11 @@ dropped when leadership moves (clients get NOT_COORDINATOR and look the coordina
 again). Every change is a record appended to the partition and replicated with acks=all
 semantics before the client hears of it, so a new coordinator finds it after a failover.
 
+The load survives whatever the partition holds (Kafka's CoordinatorLoaderImpl never takes the
+broker down): records that cannot be decoded are logged and skipped, and any other error fails
+that partition's load only (Kafka's FAILED state: its keys get NOT_COORDINATOR until a new
+leader epoch loads it again), never the runtime's task group, so the broker serves on.
+
 Transactional writes (TxnOffsetCommit's offsets) are appended as a transactional batch of the
 producer, and a transaction marker written to the partition later ends them; a shard that
 takes part in transactions (`TransactionalShard`) replays them through its own methods.
@@ -24,8 +29,14 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
 
 import anyio
 
-from dataplane.log.batch import ATTR_TRANSACTIONAL, BatchInfo, batch_size_at, header_at
-from dataplane.log.control import InvalidMarkerError, read_marker
+from dataplane.log.batch import (
+    ATTR_TRANSACTIONAL,
+    HEADER_SIZE,
+    BatchInfo,
+    batch_size_at,
+    header_at,
+)
+from dataplane.log.control import read_marker
 from dataplane.log.records import Record, build_batch, decode_records
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.producer_state import increment_sequence
@@ -98,10 +109,30 @@ class _Loaded(Generic[S]):
         self.shard = shard
         self.leader_epoch = leader_epoch
         self.ready = anyio.Event()
+        self.failed = False  # the load failed: its keys are NOT_COORDINATOR, the shard unloaded
+
+    @property
+    def serving(self) -> bool:
+        return self.ready.is_set() and not self.failed
+
+
+# The settings of each internal topic (their prefix: <prefix>.num.partitions,
+# <prefix>.replication.factor), named in what the operator is told to change.
+_SETTINGS = {
+    "__consumer_offsets": "offsets.topic",
+    "__transaction_state": "transaction.state.log",
+    "__share_group_state": "share.coordinator.state.topic",
+}
+_WARN_EVERY_S = 30.0  # clients retry FindCoordinator many times a second: say why once a while
 
 
 class InternalTopic:
-    """An internal topic whose partition leaders coordinate keys: placement and creation."""
+    """An internal topic whose partition leaders coordinate keys: placement and creation.
+
+    As in Kafka, the topic is created on first use with its configured replication factor, once
+    that many brokers are alive, never with fewer replicas (a single-broker cluster lowers the
+    setting, as `rafka up --brokers 1` does); until then its coordinators are
+    COORDINATOR_NOT_AVAILABLE, and the log says why and what to do."""
 
     def __init__(
         self,
@@ -118,32 +149,53 @@ class InternalTopic:
         self.partitions = partitions
         self.replication_factor = replication_factor
         self.configs = configs
+        self._warned_at = -_WARN_EVERY_S
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.partitions)
 
     async def coordinator(self, key: str) -> int:
-        """The broker id coordinating `key`, creating the topic on first use (with
-        min(replication factor, live brokers) replicas); COORDINATOR_NOT_AVAILABLE while the
-        partition has no live leader."""
+        """The broker id coordinating `key`, creating the topic on first use;
+        COORDINATOR_NOT_AVAILABLE while it cannot be created or the key's partition has no
+        live leader."""
         info = self._cache.topics.get(self.name)
         if info is None:
-            await self._create()
+            await self.create()
             info = self._cache.topics.get(self.name)
         if info is None:
             raise KafkaError(ErrorCode.coordinator_not_available, f"{self.name} is being created")
-        leader = info.partitions[self.partition_for(key)].leader
+        index = self.partition_for(key)
+        if index >= len(info.partitions):  # Kafka finds no partition metadata: the same error
+            raise self._unavailable(
+                f"{self.name} has {len(info.partitions)} partition(s) but "
+                f"{self._setting('num.partitions')} is {self.partitions}",
+                "the keys placed on the missing partitions have no coordinator. The topic was "
+                "created otherwise (by a client, or with another setting): set "
+                f"{self._setting('num.partitions')}={len(info.partitions)} on every broker",
+            )
+        leader = info.partitions[index].leader
         broker = self._cache.brokers.get(leader)
         if leader < 0 or broker is None or broker.fenced:
             raise KafkaError(ErrorCode.coordinator_not_available)
         return leader
 
-    async def _create(self) -> None:
-        rf = max(1, min(self.replication_factor, len(self._cache.live_brokers())))
+    async def create(self) -> None:
+        """Create the topic if enough brokers are alive (Kafka's replica placement refuses a
+        replication factor above them); COORDINATOR_NOT_AVAILABLE otherwise."""
+        rf = self.replication_factor
+        live = len(self._cache.live_brokers())
+        if live < rf:
+            setting = self._setting("replication.factor")
+            raise self._unavailable(
+                f"{setting}={rf} needs {rf} live brokers, {live} are up",
+                f"{self.name} is not created until {rf} brokers are up: start more brokers, or "
+                f"lower {setting} (to 1 for a single-broker cluster; `rafka up` sets "
+                "min(3, brokers))",
+            )
         configs = dict(self.configs)
         if "min.insync.replicas" in configs:
-            # a small cluster gets fewer replicas than asked for: its coordinators must still
-            # be able to write (Kafka refuses to create the topic instead)
+            # never above the replication factor: the coordinators could never write (Kafka
+            # would create the topic so, a setting lowered alone breaking its coordinators)
             configs["min.insync.replicas"] = str(min(int(configs["min.insync.replicas"]), rf))
         topic = NewTopic(self.name, self.partitions, rf, configs=configs, internal=True)
         (result,) = await self._create_topics([topic])
@@ -152,7 +204,28 @@ class InternalTopic:
                 "created %s: %d partitions, replication factor %d", self.name, self.partitions, rf
             )
         elif result.error_code != ErrorCode.topic_already_exists:
-            log.warning("creating %s failed: %s", self.name, result.error_message)
+            raise self._unavailable(
+                f"creating {self.name} failed: {result.error_message}",
+                "it is tried again at the clients' next request",
+            )
+
+    def _setting(self, suffix: str) -> str:
+        prefix = _SETTINGS.get(self.name)
+        return f"{prefix}.{suffix}" if prefix else f"the {suffix} of {self.name}"
+
+    def _unavailable(self, why: str, what_to_do: str) -> KafkaError:
+        """COORDINATOR_NOT_AVAILABLE for the client, `why` its message; a warning that says
+        why and what to do (once in a while: clients retry all the time)."""
+        now = time.monotonic()
+        if now - self._warned_at >= _WARN_EVERY_S:
+            self._warned_at = now
+            log.warning(
+                "the coordinators of %s are not available (COORDINATOR_NOT_AVAILABLE): %s; %s",
+                self.name,
+                why,
+                what_to_do,
+            )
+        return KafkaError(ErrorCode.coordinator_not_available, why)
 
 
 class CoordinatorRuntime(Generic[S]):
@@ -177,16 +250,18 @@ class CoordinatorRuntime(Generic[S]):
 
     def loaded_shards(self) -> list[S]:
         """The shards this broker serves right now (loading ones excluded)."""
-        return [loaded.shard for loaded in self._shards.values() if loaded.ready.is_set()]
+        return [loaded.shard for loaded in self._shards.values() if loaded.serving]
 
     def is_loading(self) -> bool:
         """Whether some partition this broker leads is still being loaded."""
-        return any(not loaded.ready.is_set() for loaded in self._shards.values())
+        return any(
+            not loaded.ready.is_set() and not loaded.failed for loaded in self._shards.values()
+        )
 
     def shard(self, key: str) -> S:
         """The loaded shard that owns `key` on this broker, or the error the client expects."""
         loaded = self._shards.get(self.topic.partition_for(key))
-        if loaded is None:
+        if loaded is None or loaded.failed:
             raise KafkaError(ErrorCode.not_coordinator)
         if not loaded.ready.is_set():
             raise KafkaError(ErrorCode.coordinator_load_in_progress)
@@ -222,7 +297,7 @@ class CoordinatorRuntime(Generic[S]):
         index = self.topic.partition_for(key)
         loaded = self._shards.get(index)
         partition = self._replicas.partitions.get((self.topic.name, index))
-        if loaded is None or partition is None or not partition.is_leader:
+        if loaded is None or loaded.failed or partition is None or not partition.is_leader:
             raise KafkaError(ErrorCode.not_coordinator)
         epoch = partition.leader_epoch
         if (code := partition.replication_error()) != ErrorCode.none:
@@ -269,7 +344,7 @@ class CoordinatorRuntime(Generic[S]):
             if self._task_group is None:
                 return  # run() takes every partition this broker leads when it starts
             if loaded is not None:
-                _unload(loaded.shard)
+                _unload(loaded)
             loaded = self._shards[partition.index] = _Loaded(
                 self._new_shard(partition.index), partition.leader_epoch
             )
@@ -277,63 +352,140 @@ class CoordinatorRuntime(Generic[S]):
         elif loaded is not None:
             log.info("no longer coordinator for %r", partition)
             del self._shards[partition.index]
-            _unload(loaded.shard)
+            _unload(loaded)
 
     async def _load(self, partition: Partition, loaded: _Loaded[S]) -> None:
         """Replay the whole partition into the shard, a chunk at a time (others keep running),
         up to its end at the time the last chunk is read: a marker written meanwhile is
-        replayed here, and its writer's `complete_transaction` finds the shard not loaded."""
+        replayed here, and its writer's `complete_transaction` finds the shard not loaded.
+        Whatever goes wrong fails this partition's load only (`_load_failed`)."""
         start = time.monotonic()
-        offset = partition.log.log_start_offset
-        count = 0
-        while offset < (end := partition.log.log_end_offset):
-            data = partition.log.read(offset, _LOAD_CHUNK_BYTES, end, True)
+        progress = _Progress(partition.log.log_start_offset)
+        try:
+            await self._replay_log(partition, loaded.shard, progress)
+            if self._shards.get(partition.index) is not loaded:
+                return  # leadership moved meanwhile: the shard was dropped
+            loaded.ready.set()
+            loaded.shard.on_loaded()
+        except Exception as e:  # a bug, or bytes nothing here anticipated
+            if self._shards.get(partition.index) is loaded:
+                self._load_failed(partition, loaded, progress.offset, e)
+            else:  # e.g. the log was closed: this broker no longer leads it at that epoch
+                log.info("%r: stopped loading, no longer its leader (%s)", partition, e)
+            return
+        log.info(
+            "loaded %r (%d records; %d batches with unreadable records) in %.2fs: "
+            "coordinating its keys",
+            partition,
+            progress.records,
+            progress.skipped,
+            time.monotonic() - start,
+        )
+
+    async def _replay_log(self, partition: Partition, shard: S, progress: _Progress) -> None:
+        while (start := progress.offset) < (end := partition.log.log_end_offset):
+            data = partition.log.read(start, _LOAD_CHUNK_BYTES, end, True)
             if not data:
                 break
             for batch in _split_batches(data):
                 info = header_at(batch, 0)
-                count += self._replay_batch(loaded.shard, partition, info, batch)
+                self._replay_batch(shard, partition, info, batch, progress)
                 # past the batch's last offset: compaction may have removed its last records,
                 # or all of them (Kafka keeps such a batch, empty, for its producer state)
-                offset = info.last_offset + 1
+                progress.offset = max(progress.offset, info.last_offset + 1)
+            if progress.offset == start:  # damaged batch headers: never loop on the same read
+                raise ValueError(f"the batches read at offset {start} end before it")
             await anyio.sleep(0)
+
+    def _load_failed(
+        self, partition: Partition, loaded: _Loaded[S], offset: int, error: Exception
+    ) -> None:
+        """Kafka's FAILED coordinator state: the shard is dropped, its keys answered
+        NOT_COORDINATOR; a new leader epoch of the partition loads it again."""
+        log.error(
+            "loading the coordinator state of %r failed at offset %d: %s. The keys of this "
+            "partition are unavailable (NOT_COORDINATOR) until it is loaded again, when its "
+            "leadership moves or this broker restarts; every other partition is served. This "
+            "is a bug or a damaged log: report it with this message and its traceback",
+            partition,
+            offset,
+            f"{type(error).__name__}: {error}",
+            exc_info=error,
+        )
         if self._shards.get(partition.index) is loaded:
-            loaded.ready.set()
-            loaded.shard.on_loaded()
-            log.info(
-                "loaded %r (%d records) in %.2fs: coordinating its keys",
-                partition,
-                count,
-                time.monotonic() - start,
-            )
+            _unload(loaded)
+            loaded.failed = True
 
     @staticmethod
-    def _replay_batch(shard: Shard, partition: Partition, info: BatchInfo, batch: bytes) -> int:
-        """Replay one batch (Kafka's CoordinatorLoaderImpl); returns its record count."""
+    def _replay_batch(
+        shard: Shard, partition: Partition, info: BatchInfo, batch: bytes, progress: _Progress
+    ) -> None:
+        """Replay one batch (Kafka's CoordinatorLoaderImpl). Records that cannot be decoded are
+        skipped with a warning; an error of the shard's replay is raised."""
         txn_shard = shard if isinstance(shard, TransactionalShard) else None
         if info.is_control:
             if txn_shard is None or not info.is_transactional or info.record_count == 0:
-                return 0
+                return
             try:
                 commit, _coordinator_epoch = read_marker(batch)
-            except InvalidMarkerError as e:
-                log.warning("%r: skipped a control batch: %s", partition, e)
-                return 0
+            except Exception as e:  # InvalidMarkerError, or bytes that do not decode
+                _skipped(partition, info, info.base_offset, e, progress)
+                return
             txn_shard.replay_end_transaction(info.producer_id, info.producer_epoch, commit)
-            return 1
-        count = 0
-        for record in decode_records(batch):
+            progress.records += 1
+            return
+        records = decode_records(batch)
+        next_offset = info.base_offset
+        while True:
+            try:
+                record = next(records, None)
+            except Exception as e:  # a record that does not decode: the rest of the batch too
+                _skipped(partition, info, next_offset, e, progress)
+                return
+            if record is None:
+                return
             if txn_shard is not None and info.is_transactional:
                 txn_shard.replay_transactional(info.producer_id, info.producer_epoch, record)
             else:
                 shard.replay(record)
-            count += 1
-        return count
+            progress.records += 1
+            next_offset = record.offset + 1
 
 
-def _unload(shard: Shard) -> None:
+class _Progress:
+    """How far a load got: the offset it reads from, the records replayed, the batches whose
+    unreadable records it skipped."""
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+        self.records = 0
+        self.skipped = 0
+
+
+def _skipped(
+    partition: Partition, info: BatchInfo, offset: int, error: Exception, progress: _Progress
+) -> None:
+    """Log the records of a batch the load cannot read, from `offset` to the batch's end."""
+    progress.skipped += 1
+    log.warning(
+        "%r: skipped the unreadable records at offset %d to %d while loading the coordinator "
+        "state (%s: %s); the state they held is lost, the rest of the partition is loaded. A "
+        "damaged log or a writer that is not a coordinator: check the partition's log "
+        "directory",
+        partition,
+        offset,
+        info.last_offset,
+        type(error).__name__,
+        error,
+    )
+
+
+def _unload(loaded: _Loaded[S]) -> None:
+    """Drop a shard, once (a failed load has dropped it already)."""
+    if loaded.failed:
+        return
     try:
-        shard.on_unloaded()
+        loaded.shard.on_unloaded()
     except Exception:
         log.exception("unloading a coordinator shard failed")
 
@@ -349,9 +501,13 @@ def next_sequence(partition: Partition, producer_id: int, producer_epoch: int) -
 
 
 def _split_batches(data: bytes) -> list[bytes]:
+    """The whole batches of a log read; raises ValueError where the framing is broken (a
+    damaged log: where the next batch starts is unknown)."""
     out, pos = [], 0
     while pos < len(data):
-        size = batch_size_at(data, pos)
+        size = batch_size_at(data, pos) if pos + HEADER_SIZE <= len(data) else 0
+        if size < HEADER_SIZE or pos + size > len(data):
+            raise ValueError(f"a batch at byte {pos} of a read has a broken length ({size})")
         out.append(data[pos : pos + size])
         pos += size
     return out

@@ -97,28 +97,36 @@ class GroupShard:
 
     def replay(self, record: Record) -> None:
         if record.key is None or len(record.key) < 2:
-            self.skipped_records += 1
+            self._skip(record, "its key has no record type")
             return
-        fn = self.replayers.get(record_type(record.key))
-        if fn is None:
-            self.skipped_records += 1  # a group type this broker does not know
+        fn = self.replayers.get(type_id := record_type(record.key))
+        if fn is None:  # Kafka's UnknownRecordTypeException: warned about and skipped
+            self._skip(
+                record,
+                f"unknown record type {type_id} (a leftover of an aborted upgrade, or a "
+                "newer broker's)",
+            )
             return
         try:
             fn(record)
         except (CorruptRecord, ValueError) as e:
-            self.skipped_records += 1
-            log.warning(
-                "partition %d: skipped the record at offset %d: %s",
-                self.partition_index,
-                record.offset,
-                e,
-            )
+            self._skip(record, str(e))
+
+    def _skip(self, record: Record, why: str, kind: str = "record") -> None:
+        self.skipped_records += 1
+        log.warning(
+            "__consumer_offsets-%d: skipped the %s at offset %d: %s",
+            self.partition_index,
+            kind,
+            record.offset,
+            why,
+        )
 
     def replay_transactional(self, producer_id: int, producer_epoch: int, record: Record) -> None:
         """A record of a producer's transactional batch: OffsetCommit records are pending
         until the transaction ends; anything else (never written so) replays as usual."""
         if record.key is None or len(record.key) < 2:
-            self.skipped_records += 1
+            self._skip(record, "its key has no record type", "transactional record")
             return
         if record_type(record.key) not in (LEGACY_OFFSET_COMMIT, OFFSET_COMMIT):
             self.replay(record)
@@ -126,13 +134,7 @@ class GroupShard:
         try:
             self.offsets.replay_transactional(producer_id, record)
         except (CorruptRecord, ValueError) as e:
-            self.skipped_records += 1
-            log.warning(
-                "partition %d: skipped the transactional record at offset %d: %s",
-                self.partition_index,
-                record.offset,
-                e,
-            )
+            self._skip(record, str(e), "transactional record")
 
     def replay_end_transaction(self, producer_id: int, producer_epoch: int, commit: bool) -> None:
         """A marker of the producer's transaction (see `OffsetStore.end_transaction`)."""

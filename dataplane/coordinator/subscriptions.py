@@ -13,10 +13,6 @@ from functools import lru_cache
 from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-"""Never matched by a subscribed regular expression."""
-
-
 # -- regular expressions ---------------------------------------------------------------------
 
 

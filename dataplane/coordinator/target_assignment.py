@@ -28,13 +28,9 @@ from dataplane.coordinator.consumer_group_member import (
 )
 from dataplane.coordinator.consumer_group_requests import Record
 from dataplane.coordinator.consumer_group_state import ConsumerGroupState
-from dataplane.coordinator.subscriptions import (
-    INTERNAL_TOPICS,
-    check_regex,
-    compile_regex,
-    names_version,
-)
+from dataplane.coordinator.subscriptions import check_regex, compile_regex, names_version
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.topic_admin import INTERNAL_TOPICS
 
 
 class Regexes(NamedTuple):

@@ -4,7 +4,9 @@ share-partition's state.
 Any broker answers: the key hashes to a partition of the internal topic (`__consumer_offsets`
 for groups, `__transaction_state` for transactional ids, `__share_group_state` for the
 "group:topicId:partition" keys of share-partitions), created on first use, and that partition's
-leader is the coordinator. v4+ batches several keys in one request. As in Kafka, DESCRIBE on the
+leader is the coordinator. As in Kafka, the topic is created only once its replication factor's
+worth of brokers are alive (`runtime.InternalTopic`): COORDINATOR_NOT_AVAILABLE until then.
+v4+ batches several keys in one request. As in Kafka, DESCRIBE on the
 group (GROUP_AUTHORIZATION_FAILED) or transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 is needed; share keys (v6+, INVALID_REQUEST before) are for brokers and need CLUSTER_ACTION on
 the cluster (CLUSTER_AUTHORIZATION_FAILED).

@@ -1,7 +1,10 @@
 """Metadata (3): brokers, controller and topic/partition leadership from the local cache.
 
 Unknown topics are created on the fly when the client allows it and auto.create.topics.enable
-is on, as Kafka does; the response then already carries the new topic's partitions.
+is on, as Kafka does; the response then already carries the new topic's partitions. An internal
+topic's name creates it as its coordinators do (their partitions, replication factor and configs;
+not at all with fewer live brokers than its replication factor), as Kafka's
+AutoTopicCreationManager does, never as an ordinary topic its coordinators could not use.
 
 Authorization, as Kafka's KafkaApis.handleTopicMetadataRequest: a topic needs DESCRIBE; one
 the principal may not describe is left out of an all-topics answer and is
@@ -11,10 +14,11 @@ CREATE on the cluster or on the topic (TOPIC_AUTHORIZATION_FAILED otherwise).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, NamedTuple
 from weakref import WeakKeyDictionary
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import BrokerServices, Request, RequestContext, Response
 from dataplane.metadata_cache import MetadataCache, TopicInfo
 from dataplane.protocol.encoders import (
     MetadataBroker,
@@ -23,8 +27,8 @@ from dataplane.protocol.encoders import (
     encode_metadata_response,
     encode_metadata_topic,
 )
-from dataplane.protocol.errors import ErrorCode
-from dataplane.topic_admin import NewTopic, valid_topic_name
+from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.topic_admin import INTERNAL_TOPICS, NewTopic, valid_topic_name
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 3
@@ -93,13 +97,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         if denied:
             wanted = [(n, i) for n, i in wanted if n not in denied]
             refused += [_refused(n) for n in dict.fromkeys(missing) if n in denied]
-        await services.topic_admin.create_topics(
-            [
-                NewTopic(n, -1, -1)
-                for n in dict.fromkeys(missing)
-                if n not in denied and valid_topic_name(n)
-            ],
-            validate_only=False,
+        await _auto_create(
+            services, [n for n in dict.fromkeys(missing) if n not in denied and valid_topic_name(n)]
         )
 
     with_ops = getattr(req, "include_topic_authorized_operations", False)
@@ -116,6 +115,21 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         cluster_id=cache.cluster_id,
         controller_id=cache.controller_id(),
         cluster_authorized_operations=_cluster_operations(ctx, req),
+    )
+
+
+async def _auto_create(services: BrokerServices, names: list[str]) -> None:
+    internal = {
+        t.name: t
+        for t in (services.offsets_topic, services.transactions_topic, services.share_state_topic)
+    }
+    for name in names:
+        if (topic := internal.get(name)) is not None:
+            # too few live brokers (logged): the topic stays unknown, as in Kafka
+            with contextlib.suppress(KafkaError):
+                await topic.create()
+    await services.topic_admin.create_topics(
+        [NewTopic(n, -1, -1) for n in names if n not in internal], validate_only=False
     )
 
 
@@ -186,7 +200,9 @@ def _topic(
                 else ErrorCode.unknown_topic_id
             )
         )
-        return MetadataTopic(code, name, topic_id.bytes if topic_id else bytes(16), False, [], ops)
+        internal = name in INTERNAL_TOPICS  # Kafka's Topic.isInternal, also for an unknown one
+        topic_id_bytes = topic_id.bytes if topic_id else bytes(16)
+        return MetadataTopic(code, name, topic_id_bytes, internal, [], ops)
     if not with_ops:
         encodings = _ENCODINGS.get(cache)
         if encodings is None:

@@ -4,7 +4,9 @@ The hot path: no record is decoded. The batch header and CRC are checked, offset
 leader epoch are written into the header, and the bytes are appended as received. acks=-1
 returns an awaitable that completes when the high watermark passes the batch (the server keeps
 reading this connection's next requests meanwhile). WRITE on each topic is authorized once
-per request (TOPIC_AUTHORIZATION_FAILED for its partitions).
+per request (TOPIC_AUTHORIZATION_FAILED for its partitions). The internal topics are written by
+their coordinators only, never through Produce: a client's append to one is refused with
+INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager refuses it.
 
 Transactional batches (one attributes bit of each partition's first batch, as Kafka's
 RequestUtils.hasTransactionalRecords looks) need the request's transactional id and WRITE on it,
@@ -29,14 +31,20 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from dataplane.handlers.context import Request, RequestContext, Response
-from dataplane.log.batch import ATTR_TRANSACTIONAL, HEADER_SIZE, header_at
+from dataplane.log.batch import ATTR_TRANSACTIONAL, HEADER_SIZE, RecordError, header_at
 from dataplane.metrics.topics import PRODUCE_PURGATORY
 from dataplane.metrics.topics import topic as topic_stats
-from dataplane.protocol.encoders import ProducePartition, ProduceTopic, encode_produce_response
+from dataplane.protocol.encoders import (
+    BatchIndexAndErrorMessage,
+    ProducePartition,
+    ProduceTopic,
+    encode_produce_response,
+)
 from dataplane.protocol.errors import ConnectionClosed, ErrorCode, KafkaError
 from dataplane.quota import throttle as quota
 from dataplane.replica.acks import ReplicationWait
 from dataplane.replica.producer_state import VerificationGuard
+from dataplane.topic_admin import INTERNAL_TOPICS
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
@@ -69,9 +77,15 @@ Verified = dict[tuple[str, int], ProducePartition]
 Guards = dict[tuple[str, int], VerificationGuard]
 """The verification guard of each partition the transaction coordinator confirmed."""
 
+RecordErrors = tuple[tuple[int, str], ...]
+"""The records a refused batch was refused for: (index in the batch, why)."""
 
-def _error(index: int, code: int, message: str | None = None) -> ProducePartition:
-    return ProducePartition(index, code, -1, -1, -1, error_message=message)
+
+def _error(
+    index: int, code: int, message: str | None = None, record_errors: RecordErrors = ()
+) -> ProducePartition:
+    errors = [BatchIndexAndErrorMessage(i, m) for i, m in record_errors]
+    return ProducePartition(index, code, -1, -1, -1, errors, message)
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
@@ -102,6 +116,10 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             code = ErrorCode.topic_authorization_failed
             results.append((topic.name, [_error(p.index, code) for p in topic.partition_data]))
             continue
+        if topic.name in INTERNAL_TOPICS:
+            failed = True
+            results.append((topic.name, _internal_topic_refused(ctx, topic)))
+            continue
         stats = topic_stats(topic.name)
         for data in topic.partition_data:
             if refused and (answer := refused.get((topic.name, data.index))) is not None:
@@ -119,7 +137,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                     res = partition.append(data.records or b"", now_ms)
             except KafkaError as e:  # includes the log's validation errors
                 failed = True
-                out.append(_error(data.index, e.code, e.message))
+                errors = e.record_errors if isinstance(e, RecordError) else ()
+                out.append(_error(data.index, e.code, e.message, errors))  # KIP-467
                 continue
             stats.bytes_in += len(data.records or b"")
             stats.messages_in += res.last_offset - res.base_offset + 1
@@ -149,6 +168,30 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     if not waits:
         return _encode(version, results, throttle_ms)
     return _Replicated(version, results, waits, req.timeout.total_seconds(), throttle_ms)
+
+
+def _internal_topic_refused(ctx: RequestContext, topic: Any) -> list[ProducePartition]:
+    """Kafka's answer to a client's append to an internal topic (only its coordinators write
+    it: a record they cannot read would cost the groups or transactions it holds), after its
+    check that the partition exists (UNKNOWN_TOPIC_OR_PARTITION first, as Kafka 4.4 answers)."""
+    info = ctx.services.cache.topics.get(topic.name)
+    count = 0 if info is None else len(info.partitions)
+    message = f"Cannot append to internal topic {topic.name}"
+    out = [
+        _error(p.index, ErrorCode.invalid_topic_exception, message)
+        if 0 <= p.index < count
+        else _error(p.index, ErrorCode.unknown_topic_or_partition)
+        for p in topic.partition_data
+    ]
+    if count:
+        log.warning(
+            "refused produce from %s (client %r) to the internal topic %s: only its "
+            "coordinators write to it; produce to a topic of your own",
+            ctx.conn.peer,
+            ctx.header.client_id,
+            topic.name,
+        )
+    return out
 
 
 def _is_transactional(records: Any) -> bool:
@@ -192,7 +235,7 @@ async def _check_transaction(
     candidates: list[tuple[str, int, Partition, int]] = []  # ..., first batch's sequence
     replicas = ctx.services.replicas
     for topic in req.topic_data:
-        if topic.name in denied:
+        if topic.name in denied or topic.name in INTERNAL_TOPICS:  # refused by the append loop
             continue
         for data in topic.partition_data:
             if not _is_transactional(data.records):

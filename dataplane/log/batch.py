@@ -6,6 +6,16 @@ The fields the broker rewrites (base offset, partition leader epoch) lie outside
 assigning them costs two small writes per batch. Only LogAppendTime touches covered bytes
 (attributes, maxTimestamp) and so recomputes the batch CRC, still without decoding a record.
 
+Kafka's LogValidator walks every record of a produced batch; here only what the header shows is
+checked on the hot path, since walking records is per-record Python work. The record count must
+match lastOffsetDelta (two header fields), but whether the records really number recordCount is
+checked only where the broker decodes them anyway (records.py: compacted topics, timestamp
+lookups and refusals, markers, the cleaner, coordinator loads), with Kafka's INVALID_RECORD.
+Even an uncompressed batch would need one varint read per record to count them. A producer that
+miscounts (its CRC vouches that the bytes are its own) harms only the consumers of its batch,
+which refuse it as they would from Kafka's log. Timestamps are checked on baseTimestamp and
+maxTimestamp (record_validation.py says which records that covers).
+
 Header layout (big-endian)::
 
     baseOffset i64 | batchLength i32 | partitionLeaderEpoch i32 | magic i8 | crc u32 |
@@ -52,7 +62,18 @@ NO_TIMESTAMP = -1
 
 
 class RecordError(LogError):
-    """Records refused on append; ``code`` is the Kafka error for the produce response."""
+    """Records refused on append; ``code`` is the Kafka error for the produce response.
+    ``record_errors``: the records at fault, as (index in their batch, why) (KIP-467), when the
+    refusal is theirs (Kafka's RecordValidationException)."""
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str | None = None,
+        record_errors: tuple[tuple[int, str], ...] = (),
+    ) -> None:
+        super().__init__(code, message)
+        self.record_errors = record_errors
 
 
 class Compression(IntEnum):

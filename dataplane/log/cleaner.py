@@ -62,9 +62,10 @@ from dataplane.log.batch import (
     encode_batch,
     header_at,
 )
+from dataplane.log.compression import compress, is_xerial
 from dataplane.log.control import InvalidMarkerError, read_marker
 from dataplane.log.errors import ErrorCode, LogError
-from dataplane.log.records import RawRecord, compress, encode_record, is_xerial, raw_records
+from dataplane.log.records import RawRecord, encode_record, raw_records
 from dataplane.log.segment import LOG_SUFFIX, LogSegment, fsync_dir, segment_files
 from dataplane.log.txn_index import AbortedTxn, TransactionIndex
 
@@ -238,7 +239,7 @@ class CleaningJob:
                     if self._map and len(self._map) + info.record_count > self._max_keys:
                         full = True
                         break
-                    for record in raw_records(batch, info):
+                    for record in raw_records(batch, info, self.config.inflation_limit):
                         offset = info.base_offset + record.offset_delta
                         if record.key is not None and offset >= self.first_dirty:
                             self._map[record.key] = offset
@@ -333,7 +334,7 @@ class CleaningJob:
             if not txns.on_control_batch(info, batch):
                 return bytes(batch)
             if horizon is None:  # its transaction has no batch left: start its delete horizon
-                records = list(raw_records(batch, info))
+                records = list(raw_records(batch, info, self.config.inflation_limit))
                 return _rewrite(info, batch, records, self.now_ms + self.config.delete_retention_ms)
             if self.now_ms < horizon:
                 return bytes(batch)
@@ -342,7 +343,7 @@ class CleaningJob:
         if txns.on_batch(info):  # aborted: its records go unread
             self.records_read += info.record_count
             return _empty_batch(info) if self._last_of_producer(info) or group_end else None
-        records = list(raw_records(batch, info))
+        records = list(raw_records(batch, info, self.config.inflation_limit))
         keep_tombstones = horizon is None or self.now_ms < horizon
         kept = [
             r for r in records if self._keep(info.base_offset + r.offset_delta, r, keep_tombstones)

@@ -4,23 +4,60 @@ An ordered list of (epoch, start offset): the first offset written under each le
 what OffsetForLeaderEpoch answers from, and what a follower uses to find where its log diverged
 from the leader's. Persisted as one JSON value in the `StateStore` on every change (changes happen
 once per leader election, truncation or log-start move, never per append).
+
+A cache whose stored value is missing (a lost state store) or unreadable starts empty and says
+so (`needs_rebuild`): the log's recovery rebuilds it from the batches' partition leader epochs
+(recovery.py), as Kafka's recovery assigns each batch's epoch to the cache.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from bisect import bisect_right
+from collections.abc import Iterable
+from typing import Any
 
 from dataplane.log.state_store import StateStore
 
+log = logging.getLogger(__name__)
+
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
+
+
+def _entries_of(value: Any) -> list[tuple[int, int]] | None:
+    """The entries of a stored value, or None unless it is a list of [epoch, start offset]
+    pairs of ints, both increasing."""
+    if not isinstance(value, list):
+        return None
+    entries: list[tuple[int, int]] = []
+    for entry in value:
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and all(type(number) is int for number in entry)
+            and (not entries or (entry[0] > entries[-1][0] and entry[1] > entries[-1][1]))
+        ):
+            return None
+        entries.append((entry[0], entry[1]))
+    return entries
 
 
 class LeaderEpochCache:
     def __init__(self, store: StateStore, key: str) -> None:
         self._store = store
         self._key = key
-        self._entries: list[tuple[int, int]] = [tuple(e) for e in store.get_json(key, [])]
+        raw = store.get_bytes(key)
+        try:
+            entries = None if raw is None else _entries_of(json.loads(raw))
+        except ValueError:  # not JSON, or not UTF-8
+            entries = None
+        if raw is not None and entries is None:
+            log.warning("%s: unreadable leader-epoch checkpoint %r...", key, raw[:64])
+        # No usable stored entries: the owner rebuilds them from its log (`rebuild`).
+        self.needs_rebuild = entries is None
+        self._entries: list[tuple[int, int]] = entries or []
 
     @property
     def entries(self) -> list[tuple[int, int]]:
@@ -37,17 +74,30 @@ class LeaderEpochCache:
     def assign(self, epoch: int, start_offset: int) -> None:
         """Record that ``epoch`` starts at ``start_offset`` if that is news; entries that would
         break monotonicity (same or later epoch, same or later offset) are dropped first."""
+        if self._assign(epoch, start_offset):
+            self._save()
+
+    def _assign(self, epoch: int, start_offset: int) -> bool:
         if epoch < 0:
-            return
+            return False
         if self._entries:
             latest_epoch, latest_start = self._entries[-1]
             if epoch == latest_epoch and start_offset >= latest_start:
-                return
+                return False
         while self._entries and (
             self._entries[-1][0] >= epoch or self._entries[-1][1] >= start_offset
         ):
             self._entries.pop()
         self._entries.append((epoch, start_offset))
+        return True
+
+    def rebuild(self, batches: Iterable[tuple[int, int]]) -> None:
+        """Replace the entries with those of a log's batches: (partition leader epoch, base
+        offset) of each, in log order (Kafka's recovery assigns every batch so). One write."""
+        self._entries = []
+        for epoch, base_offset in batches:
+            self._assign(epoch, base_offset)
+        self.needs_rebuild = False
         self._save()
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from dataplane.config import BrokerConfig
+from dataplane.log.compression import inflation_limit
 from dataplane.topic_configs import effective_topic_configs
 
 CREATE_TIME = "CreateTime"
@@ -23,6 +24,9 @@ _FIELDS: dict[str, tuple[str, Callable[[str], object]]] = {
     "flush_messages": ("flush.messages", int),
     "flush_ms": ("flush.ms", int),
     "message_timestamp_type": ("message.timestamp.type", str),
+    "message_timestamp_before_max_ms": ("message.timestamp.before.max.ms", int),
+    "message_timestamp_after_max_ms": ("message.timestamp.after.max.ms", int),
+    "message_timestamp_difference_max_ms": ("message.timestamp.difference.max.ms", int),
     "retention_ms": ("retention.ms", int),
     "retention_bytes": ("retention.bytes", int),
     "cleanup_policy": ("cleanup.policy", str),
@@ -44,6 +48,11 @@ class LogConfig:
     flush_messages: int = _NEVER
     flush_ms: int = _NEVER
     message_timestamp_type: str = CREATE_TIME
+    # KIP-937: how far a CreateTime timestamp may lie before / after the broker's clock (Kafka
+    # 4's defaults); the deprecated difference.max.ms (Kafka 3) still bounds both sides.
+    message_timestamp_before_max_ms: int = _NEVER
+    message_timestamp_after_max_ms: int = 3_600_000
+    message_timestamp_difference_max_ms: int = _NEVER
     retention_ms: int = 7 * 24 * 3600 * 1000  # negative: no time limit
     retention_bytes: int = -1  # negative: no size limit
     cleanup_policy: str = "delete"  # "delete", "compact" or both (comma-separated)
@@ -58,7 +67,14 @@ class LogConfig:
             raise ValueError(f"message.timestamp.type: {self.message_timestamp_type!r}")
         if not 0 < self.segment_bytes <= _MAX_SEGMENT_BYTES:
             raise ValueError(f"segment.bytes out of range: {self.segment_bytes}")
-        for name in ("segment_ms", "index_interval_bytes", "max_message_bytes"):
+        for name in (
+            "segment_ms",
+            "index_interval_bytes",
+            "max_message_bytes",
+            "message_timestamp_before_max_ms",
+            "message_timestamp_after_max_ms",
+            "message_timestamp_difference_max_ms",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name.replace('_', '.')} must be >= 0")
         for name in ("flush_messages", "flush_ms"):
@@ -70,6 +86,28 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
+
+    def timestamp_bounds(self, now_ms: int) -> tuple[int, int] | None:
+        """The CreateTime timestamps a produced record may carry at ``now_ms``, as
+        [earliest, latest]; None under LogAppendTime (the broker stamps its own)."""
+        margins = self._timestamp_margins
+        return None if margins is None else (now_ms - margins[0], now_ms + margins[1])
+
+    @cached_property
+    def _timestamp_margins(self) -> tuple[int, int] | None:
+        """(before, after): read on every produce, so worked out once."""
+        if self.log_append_time:
+            return None
+        limit = self.message_timestamp_difference_max_ms
+        return (
+            min(self.message_timestamp_before_max_ms, limit),
+            min(self.message_timestamp_after_max_ms, limit),
+        )
+
+    @property
+    def inflation_limit(self) -> int:
+        """The most bytes one batch's records may inflate to (compression.py)."""
+        return inflation_limit(self.max_message_bytes)
 
     @cached_property
     def _policies(self) -> frozenset[str]:

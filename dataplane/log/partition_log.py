@@ -56,14 +56,23 @@ from dataplane.log.errors import (
 from dataplane.log.index import CorruptIndexError
 from dataplane.log.log_config import LogConfig
 from dataplane.log.log_dirs import LogDirFailure
-from dataplane.log.records import first_keyless_record
-from dataplane.log.recovery import load_segments
+from dataplane.log.record_validation import RecordChecks, check_records, headers_in_range
+from dataplane.log.recovery import load_segments, rebuild_epoch_cache
 from dataplane.log.segment import LogSegment, fsync_dir
 from dataplane.log.state_store import StateStore
 from dataplane.log.txn_index import AbortedTxn
 
 _MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries hold offsets relative to the segment base
 _FSYNC = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-fsync")
+_REFUSAL_REPORT_INTERVAL_S = 10.0  # a producer retrying a refused batch must not flood the log
+_REFUSAL_ADVICE = {
+    ErrorCode.invalid_timestamp: "check the producer's clock and its records' timestamps "
+    "(message.timestamp.before.max.ms and message.timestamp.after.max.ms set the range)",
+    ErrorCode.invalid_record: "the producer must send records Kafka accepts (a compacted topic "
+    "needs a key on every record)",
+    ErrorCode.corrupt_message: "the producer's compressed records do not decode: check its "
+    "compression library",
+}
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +153,8 @@ class PartitionLog:
         # Moves when data already written changes (truncation, compaction, retention): a log
         # move then copies its files whole rather than only what was appended (log_dirs.py).
         self.rewrites = 0
+        self._refusal_reported_at = -_REFUSAL_REPORT_INTERVAL_S  # monotonic clock
+        self._refusals_unreported = 0
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig, store: StateStore, key: str) -> PartitionLog:
@@ -175,6 +186,8 @@ class PartitionLog:
         self._set_log_start_offset(max(self._log_start_offset, self._segments[0].base_offset))
         end = self.log_end_offset
         self._set_recovery_point(end if clean else min(self._recovery_point, end))
+        if self._epochs.needs_rebuild:
+            rebuild_epoch_cache(self._epochs, self._segments, self._key)
         self._epochs.truncate_from_end(end)
         self._epochs.truncate_from_start(self._log_start_offset)
 
@@ -359,21 +372,54 @@ class PartitionLog:
     # -- appending ---------------------------------------------------------------------------
 
     def validate(
-        self, records: bytes | bytearray | memoryview, *, from_client: bool = True
+        self, records: bytes | bytearray | memoryview, now_ms: int, *, from_client: bool = True
     ) -> list[BatchInfo]:
-        """The checks `append_as_leader` makes (max.message.bytes from the config), without
-        appending: for a caller that must look at the headers first (producer state). Pass the
-        result to `append_as_leader` as ``validated`` so the CRCs are not computed twice."""
-        infos = validate(records, self.config.max_message_bytes, from_client=from_client)
+        """The checks `append_as_leader` makes (max.message.bytes and, for producers' records,
+        keys and timestamps at ``now_ms``: record_validation.py), without appending: for a
+        caller that must look at the headers first (producer state). Pass the result to
+        `append_as_leader` as ``validated`` so the CRCs are not computed twice."""
+        config = self.config
+        infos = validate(records, config.max_message_bytes, from_client=from_client)
         if not infos:
             raise LogError(ErrorCode.invalid_record, "no record batch to append")
-        if from_client and self.config.compact and first_keyless_record(records, infos) is not None:
-            raise RecordError(  # Kafka's LogValidator.validateKey
-                ErrorCode.invalid_record,
-                "Compacted topic cannot accept message without key in topic partition "
-                f"{self.directory.name}.",
-            )
+        if from_client:
+            bounds = config.timestamp_bounds(now_ms)
+            if config.compact or not headers_in_range(infos, bounds):
+                self._check_records(records, infos, bounds)
         return infos
+
+    def _check_records(
+        self,
+        records: bytes | bytearray | memoryview,
+        infos: list[BatchInfo],
+        bounds: tuple[int, int] | None,
+    ) -> None:
+        """The record checks off the hot path (a compacted topic, a header out of range)."""
+        config = self.config
+        checks = RecordChecks(self.directory.name, config.compact, bounds, config.inflation_limit)
+        try:
+            check_records(records, infos, checks)
+        except RecordError as e:
+            self._report_refusal(e)
+            raise
+
+    def _report_refusal(self, error: RecordError) -> None:
+        """Log a produce refused for its records: at most one line per partition every few
+        seconds, counting the refusals it stood for."""
+        now = time.monotonic()
+        if now - self._refusal_reported_at < _REFUSAL_REPORT_INTERVAL_S:
+            self._refusals_unreported += 1
+            return
+        more, self._refusals_unreported = self._refusals_unreported, 0
+        self._refusal_reported_at = now
+        log.warning(
+            "partition %s: produce refused with %s: %s%s; %s",
+            self.directory.name,
+            error.code.name.upper(),
+            error.message,
+            f" (and {more} more refusals since the last report)" if more else "",
+            _REFUSAL_ADVICE.get(error.code, "see the message"),
+        )
 
     @_storage
     def append_as_leader(
@@ -396,7 +442,7 @@ class PartitionLog:
         config = self.config
         infos = validated
         if infos is None:
-            infos = self.validate(records, from_client=from_client)
+            infos = self.validate(records, now_ms, from_client=from_client)
         buf = _patchable(records)
         append_time = now_ms if config.log_append_time else None
         base_offset = self.log_end_offset
@@ -585,7 +631,7 @@ class PartitionLog:
         ``timestamp``, or None. Decodes (and decompresses) only the one batch it lands in."""
         for segment in self._segments:
             if segment.max_timestamp >= timestamp:
-                found = segment.find_by_timestamp(timestamp, self._log_start_offset)
+                found = self._find_by_timestamp(segment, timestamp)
                 if found is not None:
                     return found
         return None
@@ -597,7 +643,26 @@ class PartitionLog:
         segment = max(self._segments, key=lambda s: s.max_timestamp)
         if segment.max_timestamp < 0:
             return None
-        return segment.find_by_timestamp(segment.max_timestamp, self._log_start_offset)
+        return self._find_by_timestamp(segment, segment.max_timestamp)
+
+    def _find_by_timestamp(self, segment: LogSegment, timestamp: int) -> tuple[int, int] | None:
+        """`LogSegment.find_by_timestamp` within the log; a batch whose records do not decode
+        (stored as its producer sent it) is reported, and its `RecordError` raised."""
+        try:
+            return segment.find_by_timestamp(
+                timestamp, self._log_start_offset, self.config.inflation_limit
+            )
+        except RecordError as e:
+            log.warning(
+                "partition %s: the timestamp lookup for %d read a batch that does not decode "
+                "(%s), answered %s; its consumers will fail on it too: DeleteRecords past it "
+                "gets them going",
+                self.directory.name,
+                timestamp,
+                e.message,
+                e.code.name,
+            )
+            raise
 
     # -- truncation, retention, lifecycle -----------------------------------------------------
 

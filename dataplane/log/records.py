@@ -1,108 +1,38 @@
 """Record-level encoding and decoding, off the fetch path.
 
-Fetch never comes here, nor produce but to a compacted topic (every record needs a key,
-`first_keyless_record`). ListOffsets by timestamp needs each record's timestamp and offset
-(`record_timestamps`); the coordinators read and write whole records of their internal topics
-(`decode_records`, `build_batch`); the log cleaner rewrites batches keeping some of their records
-as they were encoded (`raw_records`, `encode_record`, `compress`).
+Fetch never comes here, nor produce but to a compacted topic (every record needs a key) or a
+batch refused for its timestamps (its records at fault are listed): record_validation.py.
+ListOffsets by timestamp needs each record's timestamp and offset (`record_timestamps`); the
+coordinators read and write whole records of their internal topics (`decode_records`,
+`build_batch`); the log cleaner rewrites batches keeping some of their records as they were
+encoded (`raw_records`, `encode_record`).
+
+Decoding checks what Kafka's DefaultRecordBatch and DefaultRecord iterators check, with their
+messages (INVALID_RECORD): each record within the inflated bytes and its fields within the
+record, and exactly ``recordCount`` records (none missing, none left over). The records inflate
+within a bound (compression.py), so a small batch cannot make the broker allocate gigabytes.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-import cramjam
+from dataplane.log.batch import (
+    HEADER_SIZE,
+    BatchInfo,
+    RecordError,
+    encode_batch,
+    header_at,
+)
+from dataplane.log.compression import MAX_INFLATED_BYTES, inflate
+from dataplane.log.errors import ErrorCode
 
-from dataplane.log.batch import HEADER_SIZE, BatchInfo, Compression, encode_batch, header_at
-
-# Java producers frame snappy the xerial way: this header, then [length i32][raw snappy block]...
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER_SIZE = 16
-_XERIAL_VERSIONS = struct.pack(">ii", 1, 1)  # version, compatible version
-_BLOCK_LENGTH = struct.Struct(">i")
-# Kafka's LZ4 framing (KafkaLZ4BlockOutputStream): the LZ4 frame magic, FLG (version 1,
-# independent blocks, no checksums), BD (64 KiB blocks) and the descriptor's checksum byte.
-_LZ4_FRAME_HEADER = bytes.fromhex("04224d18604082")
-_LZ4_BLOCK = 64 << 10
-_LZ4_UNCOMPRESSED = 0x80000000  # high bit of a block's length: stored as is
-_LZ4_BLOCK_LENGTH = struct.Struct("<I")
+_MAX_VARINT_SHIFT = 63  # a varlong has at most 10 bytes (Kafka: "Varlong is too long")
 
 
-def _unxerial(data: bytes) -> bytes:
-    blocks = []
-    pos = _XERIAL_HEADER_SIZE
-    while pos < len(data):
-        (length,) = _BLOCK_LENGTH.unpack_from(data, pos)
-        pos += _BLOCK_LENGTH.size
-        blocks.append(bytes(cramjam.snappy.decompress_raw(data[pos : pos + length])))
-        pos += length
-    return b"".join(blocks)
-
-
-def _decompress(codec: int, data: bytes) -> bytes:
-    if codec == Compression.NONE:
-        return data
-    if codec == Compression.GZIP:
-        return bytes(cramjam.gzip.decompress(data))
-    if codec == Compression.SNAPPY:
-        if data.startswith(_XERIAL_MAGIC):
-            return _unxerial(data)
-        return bytes(cramjam.snappy.decompress_raw(data))
-    if codec == Compression.LZ4:
-        return bytes(cramjam.lz4.decompress(data))
-    if codec == Compression.ZSTD:
-        return bytes(cramjam.zstd.decompress(data))
-    raise ValueError(f"unknown compression codec {codec}")
-
-
-def decompress(codec: int, data: bytes) -> bytes:
-    """A payload compressed with one of Kafka's codecs (``codec`` = CompressionType id) in any
-    framing clients use; also for pushed client telemetry (KIP-714)."""
-    return _decompress(codec, data)
-
-
-def _xerial(data: bytes) -> bytes:
-    """One block in Java's snappy framing (what Java producers send)."""
-    block = bytes(cramjam.snappy.compress_raw(data))
-    return _XERIAL_MAGIC + _XERIAL_VERSIONS + _BLOCK_LENGTH.pack(len(block)) + block
-
-
-def _lz4_frame(data: bytes) -> bytes:
-    """An LZ4 frame as Kafka's own producer writes it, which every client reads (cramjam's
-    frame links its blocks, which Kafka's reader does not support)."""
-    out = [_LZ4_FRAME_HEADER]
-    for start in range(0, len(data), _LZ4_BLOCK):
-        raw = data[start : start + _LZ4_BLOCK]
-        block = bytes(cramjam.lz4.compress_block(raw, store_size=False))
-        if len(block) >= len(raw):
-            out += [_LZ4_BLOCK_LENGTH.pack(len(raw) | _LZ4_UNCOMPRESSED), raw]
-        else:
-            out += [_LZ4_BLOCK_LENGTH.pack(len(block)), block]
-    out.append(_LZ4_BLOCK_LENGTH.pack(0))  # end mark
-    return b"".join(out)
-
-
-def is_xerial(payload: bytes | memoryview) -> bool:
-    """Whether a snappy payload uses Java's framing (to write it back the same way)."""
-    return bytes(payload[: len(_XERIAL_MAGIC)]) == _XERIAL_MAGIC
-
-
-def compress(codec: int, data: bytes, *, xerial: bool = False) -> bytes:
-    """Records compressed with ``codec`` in the framing clients read; ``xerial`` for snappy in
-    Java's framing rather than a raw block."""
-    if codec == Compression.NONE:
-        return data
-    if codec == Compression.GZIP:
-        return bytes(cramjam.gzip.compress(data))
-    if codec == Compression.SNAPPY:
-        return _xerial(data) if xerial else bytes(cramjam.snappy.compress_raw(data))
-    if codec == Compression.LZ4:
-        return _lz4_frame(data)
-    if codec == Compression.ZSTD:
-        return bytes(cramjam.zstd.compress(data))
-    raise ValueError(f"unknown compression codec {codec}")
+class _Malformed(ValueError):
+    """A record field that does not parse (Kafka's "Found invalid record structure")."""
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -115,6 +45,8 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         if byte < 0x80:
             return (raw >> 1) ^ -(raw & 1), pos
         shift += 7
+        if shift > _MAX_VARINT_SHIFT:
+            raise _Malformed("varint too long")
 
 
 class Record(NamedTuple):
@@ -150,53 +82,83 @@ def _bytes_at(data: bytes, pos: int) -> tuple[bytes | None, int]:
     return data[pos : pos + length], pos + length
 
 
-def raw_records(batch: bytes | memoryview, info: BatchInfo | None = None) -> Iterator[RawRecord]:
-    """Every record of one whole batch (decompressed), keys decoded, values left in place.
-    ``info``: the batch's header, if the caller has it."""
+def _invalid(info: BatchInfo, message: str) -> RecordError:
+    return RecordError(ErrorCode.invalid_record, f"batch at offset {info.base_offset}: {message}")
+
+
+def raw_records(
+    batch: bytes | memoryview, info: BatchInfo | None = None, limit: int = MAX_INFLATED_BYTES
+) -> Iterator[RawRecord]:
+    """Every record of one whole batch (inflated to at most ``limit`` bytes), keys decoded,
+    values left in place. ``info``: the batch's header, if the caller has it. Raises
+    `RecordError` (INVALID_RECORD, CORRUPT_MESSAGE) for records that do not decode."""
     if info is None:
         info = header_at(batch, 0)
-    data = _decompress(info.compression, bytes(batch[HEADER_SIZE : info.size]))
+    data = inflate(info.compression, batch[HEADER_SIZE : info.size], limit)
+    size = len(data)
     pos = 0
-    for _ in range(info.record_count):
-        length, pos = _varint(data, pos)
-        end = pos + length
-        ts_delta, p = _varint(data, pos + 1)  # skip the record's attributes byte
-        offset_delta, body = _varint(data, p)
-        key, value_pos = _bytes_at(data, body)
-        value_length = _varint(data, value_pos)[0]
-        yield RawRecord(offset_delta, ts_delta, key, value_length < 0, data, body, value_pos, end)
-        pos = end
+    try:
+        for _ in range(info.record_count):
+            length, pos = _varint(data, pos)
+            end = pos + length
+            if length < 0 or end > size:
+                raise _invalid(
+                    info,
+                    f"Invalid record size: expected {length} bytes in record payload, but "
+                    f"instead the buffer has only {size - pos} remaining bytes.",
+                )
+            ts_delta, p = _varint(data, pos + 1)  # skip the record's attributes byte
+            offset_delta, body = _varint(data, p)
+            key, value_pos = _bytes_at(data, body)
+            value_length, value_data = _varint(data, value_pos)
+            if max(value_data, value_data + value_length) > end:
+                raise _Malformed("key or value past the record's end")
+            yield RawRecord(
+                offset_delta, ts_delta, key, value_length < 0, data, body, value_pos, end
+            )
+            pos = end
+    except IndexError:
+        raise _invalid(info, "Incorrect declared batch size, premature EOF reached") from None
+    except _Malformed as e:
+        raise _invalid(info, f"Found invalid record structure ({e})") from None
+    if pos != size:
+        raise _invalid(info, "Incorrect declared batch size, records still remaining in file")
 
 
-def decode_records(batch: bytes) -> Iterator[Record]:
-    """Every record of one whole batch (decompressed), with absolute offsets and timestamps."""
+def decode_records(batch: bytes, limit: int = MAX_INFLATED_BYTES) -> Iterator[Record]:
+    """Every record of one whole batch (inflated to at most ``limit`` bytes), with absolute
+    offsets and timestamps. Raises `RecordError` for records that do not decode."""
     info = header_at(batch, 0)
-    for raw in raw_records(batch, info):
-        data = raw.data
-        value, p = _bytes_at(data, raw.value_start)
-        count, p = _varint(data, p)
-        headers = []
-        for _ in range(count):
-            name, p = _bytes_at(data, p)
-            header_value, p = _bytes_at(data, p)
-            headers.append(((name or b"").decode(), header_value))
+    for raw in raw_records(batch, info, limit):
+        try:
+            value, headers = _value_and_headers(raw)
+        except (IndexError, _Malformed) as e:
+            raise _invalid(info, f"Found invalid record structure ({e})") from None
         timestamp = (
             info.max_timestamp
             if info.is_log_append_time
             else info.base_timestamp + raw.timestamp_delta
         )
-        yield Record(info.base_offset + raw.offset_delta, timestamp, raw.key, value, tuple(headers))
+        yield Record(info.base_offset + raw.offset_delta, timestamp, raw.key, value, headers)
 
 
-def first_keyless_record(
-    records: bytes | bytearray | memoryview, infos: list[BatchInfo]
-) -> int | None:
-    """Index in ``infos`` of the first batch holding a record without a key, or None."""
-    for i, info in enumerate(infos):
-        batch = memoryview(records)[info.position : info.position + info.size]
-        if any(raw.key is None for raw in raw_records(batch, info)):
-            return i
-    return None
+def _value_and_headers(
+    raw: RawRecord,
+) -> tuple[bytes | None, tuple[tuple[str, bytes | None], ...]]:
+    data = raw.data
+    value, p = _bytes_at(data, raw.value_start)
+    count, p = _varint(data, p)
+    if not 0 <= count <= raw.end - p:  # Kafka's "invalid number of record headers"
+        raise _Malformed(f"{count} headers")
+    headers = []
+    for _ in range(count):
+        name, p = _bytes_at(data, p)
+        header_value, p = _bytes_at(data, p)
+        # as Java's String(bytes, UTF_8): malformed bytes become U+FFFD, never an error
+        headers.append(((name or b"").decode("utf-8", "replace"), header_value))
+    if p != raw.end:
+        raise _Malformed("its headers do not end where the record does")
+    return value, tuple(headers)
 
 
 def zigzag_varint(value: int) -> bytes:
@@ -251,8 +213,8 @@ def build_batch(
     )
 
 
-def record_timestamps(batch: bytes) -> Iterator[tuple[int, int]]:
+def record_timestamps(batch: bytes, limit: int = MAX_INFLATED_BYTES) -> Iterator[tuple[int, int]]:
     """(offset, timestamp) of each record of one whole batch, in order. Under LogAppendTime
     every record's timestamp is the batch's maxTimestamp, as Kafka reports it."""
-    for record in decode_records(batch):
+    for record in decode_records(batch, limit):
         yield record.offset, record.timestamp

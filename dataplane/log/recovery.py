@@ -23,15 +23,23 @@ ABORT marker it meets re-appends its entry; `PartitionLog.append_aborted_txn` sk
 the indexes still hold, so a replay never duplicates one. Everything after the first dropped
 index is dropped too, so that the indexes left always hold a prefix (in marker order) of the
 aborted transactions.
+
+The leader-epoch cache (epoch_cache.py) lives in the state store: if its value is missing (the
+store was lost) or unreadable, `rebuild_epoch_cache` reads it back from the batch headers of
+every segment (the partition leader epoch of each batch), as Kafka's recovery assigns each
+batch's epoch; OffsetForLeaderEpoch and followers' divergence checks answer from it.
 """
 
 from __future__ import annotations
 
 import logging
 from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from dataplane.log.cleaner import finish_interrupted_cleaning
+from dataplane.log.epoch_cache import LeaderEpochCache
+from dataplane.log.errors import LogError
 from dataplane.log.index import CorruptIndexError
 from dataplane.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 from dataplane.log.txn_index import TXN_INDEX_SUFFIX
@@ -146,3 +154,39 @@ def load_segments(
         if i < first_unsafe or s.control_batches
     ]
     return segments, rebuild[0] if rebuild else None
+
+
+def _batch_epochs(segments: Sequence[LogSegment], partition: str) -> Iterator[tuple[int, int]]:
+    """(partition leader epoch, base offset) of each batch of ``segments`` whose epoch differs
+    from the one before (the only ones an epoch cache keeps), from batch headers alone. A batch
+    that cannot be read ends the walk, with a WARNING."""
+    last = None
+    for segment in segments:
+        try:
+            for info in segment.scan_headers():
+                if info.partition_leader_epoch != last:
+                    last = info.partition_leader_epoch
+                    yield last, info.base_offset
+        except LogError as e:
+            log.warning(
+                "partition %s: leader epochs read only up to a bad batch in %s: %s",
+                partition,
+                segment.path.name,
+                e,
+            )
+            return
+
+
+def rebuild_epoch_cache(
+    cache: LeaderEpochCache, segments: Sequence[LogSegment], partition: str
+) -> None:
+    """Rebuild ``cache`` from the batch headers of ``segments`` (no record is decoded)."""
+    cache.rebuild(_batch_epochs(segments, partition))
+    if any(segment.size for segment in segments):
+        log.warning(
+            "partition %s: no usable leader-epoch checkpoint; rebuilt from the batch headers: "
+            "%d epoch(s), the latest %d",
+            partition,
+            len(cache.entries),
+            cache.latest_epoch,
+        )

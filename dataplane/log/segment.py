@@ -346,10 +346,13 @@ class LogSegment:
     def read(self, start: int, end: int) -> bytes:
         return os.pread(self._fd, end - start, start) if end > start else b""
 
-    def find_by_timestamp(self, timestamp: int, min_offset: int) -> tuple[int, int] | None:
+    def find_by_timestamp(
+        self, timestamp: int, min_offset: int, inflation_limit: int
+    ) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after ``min_offset`` whose timestamp is
         >= ``timestamp`` (Kafka's LogSegment.findOffsetByTimestamp). Decodes only the records of
-        the first batch whose max timestamp qualifies."""
+        the first batch whose max timestamp qualifies, inflated to at most ``inflation_limit``
+        bytes (raises `RecordError` if they do not decode)."""
         i = self.time_index.floor(timestamp)
         start = self.base_offset + self.time_index.values[i] if i >= 0 else self.base_offset
         first = self.translate(max(start, min_offset))
@@ -358,7 +361,7 @@ class LogSegment:
         for info in self.headers_from(first.position):
             if info.max_timestamp >= timestamp:
                 batch = self.read(info.position, info.position + info.size)
-                for offset, ts in record_timestamps(batch):
+                for offset, ts in record_timestamps(batch, inflation_limit):
                     if ts >= timestamp and offset >= min_offset:
                         return offset, ts
         return None

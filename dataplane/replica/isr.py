@@ -4,7 +4,10 @@ ReplicaManager's, as in Kafka).
 
 The meta service commits a change only if the leader and partition epochs the leader quotes
 are still current, so a deposed leader can never shrink an ISR to itself and acknowledge
-writes alone.
+writes alone; and (KIP-903) only if each member's broker epoch, as the leader saw it in the
+member's fetches when it decided, is still the member's registration: a follower that
+restarted meanwhile (possibly with an empty disk) is not added on the strength of a fetch of
+its previous life.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ log = logging.getLogger("rafka.isr")
 
 _RETRY_MS = 1000  # after a refused change, wait for newer metadata or this long
 
+_Change = tuple[Partition, tuple[int, ...], tuple[int, ...]]  # new ISR, its broker epochs
+
 
 class IsrManager:
     def __init__(self, meta: MetaClient, node_id: int, broker_epoch: Callable[[], int]) -> None:
@@ -32,7 +37,7 @@ class IsrManager:
         self._meta = meta
         self._node_id = node_id
         self._broker_epoch = broker_epoch
-        self._queue: dict[tuple[bytes, int], tuple[Partition, tuple[int, ...]]] = {}
+        self._queue: dict[tuple[bytes, int], _Change] = {}
         self._refused_until: dict[tuple[bytes, int], tuple[int, int]] = {}  # -> (ms, epoch)
         self._ready = anyio.Event()
 
@@ -43,7 +48,7 @@ class IsrManager:
         if refused and refused[1] == partition.partition_epoch and now_ms() < refused[0]:
             return
         partition.pending_isr = new_isr
-        self._queue[key] = (partition, new_isr)
+        self._queue[key] = (partition, new_isr, partition.isr_broker_epochs(new_isr))
         self._ready.set()
 
     async def run(self) -> None:
@@ -53,7 +58,7 @@ class IsrManager:
             batch, self._queue = list(self._queue.values()), {}
             await self._send(batch)
 
-    async def _send(self, batch: list[tuple[Partition, tuple[int, ...]]]) -> None:
+    async def _send(self, batch: list[_Change]) -> None:
         items = [
             meta_pb2.AlterPartitionItem(
                 topic_id=p.topic_id,
@@ -61,15 +66,16 @@ class IsrManager:
                 leader_epoch=p.leader_epoch,
                 partition_epoch=p.partition_epoch,
                 new_isr=isr,
+                new_isr_broker_epochs=epochs,
             )
-            for p, isr in batch
+            for p, isr, epochs in batch
         ]
         try:
             results = await self._meta.alter_partition(self._node_id, self._broker_epoch(), items)
         except MetaError as e:
             log.warning("AlterPartition failed (%s); the ISR changes will be retried", e)
             results = []
-        for i, (partition, isr) in enumerate(batch):
+        for i, (partition, isr, _) in enumerate(batch):
             result = results[i] if i < len(results) else None
             if result is not None and result.error_code == 0:
                 log.info("%r: ISR %s -> %s", partition, list(partition.isr), list(isr))

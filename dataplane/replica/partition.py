@@ -65,6 +65,9 @@ class FollowerState:
     # that offset at each of its requests, so it is caught up as of its last request for as
     # long as the leader's log ends there (Kafka's followers re-send every fetch instead).
     session: FetchSession | None = None
+    # Its broker epoch as its fetches said (KIP-903): sent with an ISR change, so that the meta
+    # service refuses a member that registered again since (a restart may have lost its log).
+    broker_epoch: int = -1
 
     def caught_up_ms(self, leader_end: int) -> int:
         """When it was last caught up, counting a standing fetch at the log end."""
@@ -194,7 +197,7 @@ class Partition:
         already has is answered with its original offsets and not appended again. A
         transactional batch that opens the producer's transaction here needs the guard of
         `maybe_start_transaction_verification`, still current (else INVALID_TXN_STATE)."""
-        infos = self.log.validate(records)
+        infos = self.log.validate(records, now)
         duplicate = self.producers.check(infos, verification_guard, require_verification=True)
         if duplicate is not None:
             append_time = duplicate.timestamp if self.log.config.log_append_time else -1
@@ -348,6 +351,18 @@ class Partition:
             return ErrorCode.not_leader_or_follower, -1
         return ErrorCode.request_timed_out, self.low_watermark(alive)
 
+    def divergence(self, fetch_offset: int, last_fetched_epoch: int) -> tuple[int, int] | None:
+        """KIP-320 through fetch: None if a follower whose log ends at `fetch_offset` with a
+        batch of `last_fetched_epoch` (-1: none) holds a prefix of ours; else (the epoch, its
+        end offset here) to truncate to: the largest epoch we know up to its last one, or -1
+        and our log start when we know none that old."""
+        if last_fetched_epoch < 0:
+            return None
+        epoch, end = self.log.end_offset_for_epoch(last_fetched_epoch)
+        if epoch == last_fetched_epoch and end >= fetch_offset:
+            return None
+        return epoch, end if epoch >= 0 else self.log.log_start_offset
+
     def record_follower_fetch(
         self,
         replica_id: int,
@@ -355,11 +370,23 @@ class Partition:
         now: int,
         log_start_offset: int = -1,
         session: FetchSession | None = None,
-    ) -> None:
-        """A follower fetched from `fetch_offset`: it has everything below it; its log
-        starts at `log_start_offset` (-1: not said). With `session`, the fetch stands until
-        the session says otherwise (`end_standing_fetch`)."""
+        *,
+        last_fetched_epoch: int = -1,
+        broker_epoch: int = -1,
+    ) -> tuple[int, int] | None:
+        """A follower (at `broker_epoch`) fetched from `fetch_offset`, its last batch of
+        `last_fetched_epoch`: it has everything below it; its log starts at
+        `log_start_offset` (-1: not said). With `session`, the fetch stands until the session
+        says otherwise (`end_standing_fetch`).
+
+        A follower whose log diverged from ours (`divergence`, returned) has not got what its
+        fetch offset says: as in Kafka's fetchRecords, such a fetch changes nothing of what the
+        leader knows of it, so it can neither move the high watermark nor join the ISR."""
+        divergence = self.divergence(fetch_offset, last_fetched_epoch)
+        if divergence is not None:
+            return divergence
         state = self.followers.setdefault(replica_id, FollowerState())
+        state.broker_epoch = broker_epoch
         state.last_caught_up_ms = state.caught_up_ms(self.log.log_end_offset)
         state.session = session
         if log_start_offset != state.log_start_offset:
@@ -375,6 +402,16 @@ class Partition:
         state.log_end_offset = fetch_offset
         self._maybe_expand_isr(replica_id, state)
         self._maybe_advance_high_watermark()
+        return None
+
+    def isr_broker_epochs(self, isr: tuple[int, ...]) -> tuple[int, ...]:
+        """KIP-903: each member's broker epoch as its fetches gave it, for an AlterPartition of
+        `isr`; -1 (not checked) for this leader, whose own the request carries, and for a
+        follower that has not fetched in this leader epoch."""
+        return tuple(
+            -1 if r == self.node_id or r not in self.followers else self.followers[r].broker_epoch
+            for r in isr
+        )
 
     def has_standing_fetch(self, replica_id: int, session: FetchSession) -> bool:
         """Whether the follower's progress as known here came from `session`'s standing fetch

@@ -40,7 +40,7 @@ Usage (one thread at a time, like the PartitionLog, with no await between check 
 
     producers = ProducerStateManager.load(plog)
     # leader, client produce
-    infos = plog.validate(records)
+    infos = plog.validate(records, now_ms)
     dup = producers.check(infos)            # raises ProducerStateError
     # (a transactional batch opening a transaction: guard = producers.start_verification(...)
     # before asking the coordinator, then producers.check(infos, guard, require_verification=True))
@@ -118,6 +118,18 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
 class ProducerStateError(KafkaError):
     """A batch the producer state refuses: INVALID_PRODUCER_EPOCH or
     OUT_OF_ORDER_SEQUENCE_NUMBER (``code``), for the produce response."""
+
+
+def _stale_epoch(message: str) -> ProducerStateError:
+    """INVALID_PRODUCER_EPOCH for a batch or marker of an older epoch, logged: the producer
+    only sees the code, and an operator should see which producer was fenced where."""
+    log.info(
+        "refused: %s. A newer producer with the same id (InitProducerId with its "
+        "transactional.id, or a transaction version 2 commit/abort) bumped the epoch: the "
+        "producer of the older epoch is fenced",
+        message,
+    )
+    return ProducerStateError(ErrorCode.invalid_producer_epoch, message)
 
 
 class CorruptSnapshotError(ValueError):
@@ -297,10 +309,9 @@ class ProducerStateManager:
                 updated_epoch, updated_last_seq = current_epoch, None
             # ProducerAppendInfo.checkProducerEpoch
             if epoch < updated_epoch:
-                raise ProducerStateError(
-                    ErrorCode.invalid_producer_epoch,
+                raise _stale_epoch(
                     f"epoch of producer {pid} in {self._name} is {epoch}, "
-                    f"older than the last seen epoch {updated_epoch}",
+                    f"older than the last seen epoch {updated_epoch}"
                 )
             # ProducerAppendInfo.checkSequence
             if epoch != updated_epoch:
@@ -358,10 +369,9 @@ class ProducerStateManager:
         state = self._verifying.get(pid)
         if state is not None and first_of_pid:  # Kafka checks each append's first batch
             if info.producer_epoch < state.epoch:
-                raise ProducerStateError(
-                    ErrorCode.invalid_producer_epoch,
+                raise _stale_epoch(
                     f"producer {pid} in {self._name}: epoch {info.producer_epoch} is older "
-                    f"than the epoch {state.epoch} being verified",
+                    f"than the epoch {state.epoch} being verified"
                 )
             if info.producer_epoch == state.epoch and info.base_sequence > state.lowest_sequence:
                 raise ProducerStateError(

@@ -120,6 +120,7 @@ class ReplicationService:
             ((k.topic_id, k.partition) for k in req.removed),
             full,
             now_ms(),
+            req.broker_epoch,
         )
         answer = self._answer(session, full, req.max_bytes)
         if answer.urgent or req.max_wait_ms <= 0:
@@ -165,19 +166,25 @@ class ReplicationService:
             try:
                 partition = self._leader(key, entry, session)
                 if entry.fresh or not partition.has_standing_fetch(replica_id, session):
-                    partition.record_follower_fetch(
+                    divergence = partition.record_follower_fetch(
                         replica_id,
                         state.fetch_offset,
                         session.last_request_ms,
                         state.log_start_offset,
                         session,
+                        last_fetched_epoch=state.last_fetched_epoch,
+                        broker_epoch=session.broker_epoch,
                     )
                     entry.fresh = False
+                else:
+                    divergence = partition.divergence(state.fetch_offset, state.last_fetched_epoch)
                 session.set_in_sync(key, replica_id in partition.isr)
                 out.high_watermark = partition.high_watermark
                 out.log_start_offset = partition.log.log_start_offset
                 out.log_end_offset = partition.log.log_end_offset
-                if self._diverged(partition, state, out):
+                if divergence is not None:  # KIP-320: the follower truncates, then fetches
+                    out.diverged = True
+                    out.diverging_epoch, out.diverging_end_offset = divergence
                     answer.add(key, out, b"", urgent=True)
                     continue
                 behind = state.fetch_offset < out.log_end_offset
@@ -235,19 +242,6 @@ class ReplicationService:
             )
         partition.check_epoch(epoch)
         return partition
-
-    @staticmethod
-    def _diverged(partition: Partition, p: FetchState, out: replication_pb2.PartitionData) -> bool:
-        """KIP-320 through fetch: does the follower's last epoch end where ours does?"""
-        if p.last_fetched_epoch < 0:
-            return False
-        epoch, end = partition.log.end_offset_for_epoch(p.last_fetched_epoch)
-        if epoch == p.last_fetched_epoch and end >= p.fetch_offset:
-            return False
-        out.diverged = True
-        out.diverging_epoch = epoch
-        out.diverging_end_offset = end if epoch >= 0 else partition.log.log_start_offset
-        return True
 
 
 async def serve_replication(

@@ -150,6 +150,7 @@ class LeaderSession:
 
     replica_id: int
     last_request_ms: int = 0  # the follower's liveness (`FollowerState.caught_up_ms`)
+    broker_epoch: int = -1  # of the follower's last request (KIP-903: `FollowerState`)
     entries: dict[Key, SessionPartition] = field(default_factory=dict)
     dirty: dict[Key, None] = field(default_factory=dict)  # to evaluate, in order
     event: anyio.Event = field(default_factory=anyio.Event)  # set by urgent changes
@@ -163,10 +164,17 @@ class LeaderSession:
         removed: Iterable[Key],
         full: bool,
         now: int,
+        broker_epoch: int = -1,
     ) -> None:
-        """A request: new states (all of them when `full`) and partitions dropped."""
+        """A request: new states (all of them when `full`) and partitions dropped. A new
+        `broker_epoch` (the follower registered again) is recorded anew with every partition."""
         self.last_request_ms = now
         self.event = anyio.Event()  # the long poll of this request waits for new changes
+        if broker_epoch != self.broker_epoch:
+            self.broker_epoch = broker_epoch
+            for key, held in self.entries.items():
+                held.fresh = True
+                self.dirty[key] = None
         states = dict(partitions)
         if full:
             removed = [k for k in self.entries if k not in states]

@@ -1,4 +1,5 @@
-"""Pushed telemetry payloads: decompressed (Kafka's record codecs) and decoded from OTLP
+"""Pushed telemetry payloads: decompressed (Kafka's record codecs, never past
+telemetry.max.bytes: a small payload may inflate to gigabytes) and decoded from OTLP
 MetricsData into Prometheus samples, once per push, so a scrape only copies them out.
 
 An OTLP metric becomes a Prometheus family of its name with dots and other characters
@@ -25,7 +26,8 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import (
     SummaryDataPoint,
 )
 
-from dataplane.log.records import decompress
+from dataplane.log.batch import RecordError
+from dataplane.log.compression import InflatedTooLarge, inflate
 
 COMPRESSION_TYPES = (0, 1, 2, 3, 4)  # none, gzip, snappy, lz4, zstd (Kafka's CompressionType)
 # Offered to clients, preferred first (Kafka's ClientMetricsManager.SUPPORTED_COMPRESSION_TYPES)
@@ -39,7 +41,8 @@ class InvalidPayload(ValueError):
 
 
 class PayloadTooLarge(ValueError):
-    """Decompressed beyond telemetry.max.bytes (TELEMETRY_TOO_LARGE)."""
+    """Inflates beyond telemetry.max.bytes (TELEMETRY_TOO_LARGE); refused without inflating
+    past it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +70,11 @@ def decode(
     if compression not in COMPRESSION_TYPES:
         raise InvalidPayload(f"unknown compression type {compression}")
     try:
-        raw = decompress(compression, payload)
-    except Exception as e:  # cramjam raises its own DecompressionError and ValueError
-        raise InvalidPayload(f"cannot decompress the payload ({e})") from e
-    if len(raw) > max_bytes:
-        raise PayloadTooLarge(f"{len(raw)} bytes decompressed, over telemetry.max.bytes")
+        raw = inflate(compression, payload, max_bytes)
+    except InflatedTooLarge as e:
+        raise PayloadTooLarge(f"{e.message}: over telemetry.max.bytes") from e
+    except RecordError as e:
+        raise InvalidPayload(f"cannot decompress the payload ({e.message})") from e
     data = MetricsData()
     try:
         data.ParseFromString(raw)

@@ -131,6 +131,48 @@ class _Prepared:
     is_fence: bool
 
 
+_REFUSAL_CAUSES = {
+    ErrorCode.producer_fenced: (
+        "a newer producer with this transactional.id has initialized, or the coordinator "
+        "aborted the transaction after transaction.timeout.ms; this producer is fenced: close "
+        "it (a new one with the same transactional.id continues)"
+    ),
+    ErrorCode.invalid_producer_id_mapping: (
+        "the transactional id has another producer id now (a newer producer initialized "
+        "after the epochs ran out, or the id expired after transactional.id.expiration.ms); "
+        "this producer must initialize again"
+    ),
+}
+
+
+def _log_refused(
+    what: str,
+    meta: TransactionMetadata,
+    code: ErrorCode,
+    producer_id: int,
+    producer_epoch: int,
+    expected: str,
+) -> None:
+    """Log a fencing decision with the epochs on both sides: the client only sees the code."""
+    log.info(
+        "%s of %r refused with %s: the request has producer %d epoch %d; the coordinator has "
+        "producer %d epoch %d (previous producer %d, last epoch %d, state %s) and expects %s. "
+        "Likely cause: %s",
+        what,
+        meta.transactional_id,
+        code.name.upper(),
+        producer_id,
+        producer_epoch,
+        meta.producer_id,
+        meta.producer_epoch,
+        meta.previous_producer_id,
+        meta.last_producer_epoch,
+        meta.state.kafka_name,
+        expected,
+        _REFUSAL_CAUSES[code],
+    )
+
+
 def for_client_version(code: ErrorCode, version: int, fenced_since: int) -> ErrorCode:
     """PRODUCER_FENCED (KIP-588) as a client of an older API version knows it:
     INVALID_PRODUCER_EPOCH below `fenced_since`, the version that introduced it."""
@@ -240,7 +282,12 @@ class TransactionCoordinator:
             or expected[0] == meta.producer_id
             or (expected[0] == meta.previous_producer_id and is_epoch_exhausted(expected[1]))
         ):
-            return (ErrorCode.producer_fenced, *_FAILED)
+            code = ErrorCode.producer_fenced
+            wanted = (
+                f"producer {meta.producer_id}, or {meta.previous_producer_id} at an exhausted epoch"
+            )
+            _log_refused("InitProducerId", meta, code, *expected, wanted)
+            return (code, *_FAILED)
         state = meta.state
         if state in (S.PREPARE_ABORT, S.PREPARE_COMMIT):
             return (ErrorCode.concurrent_transactions, *_FAILED)
@@ -269,6 +316,11 @@ class TransactionCoordinator:
                 timeout_ms, None if expected is None else expected[1], now
             )
         if isinstance(transit, ErrorCode):
+            assert expected is not None  # only a producer's own epoch can be refused
+            wanted = f"epoch {meta.producer_epoch}"
+            if meta.last_producer_epoch != NO_PRODUCER_EPOCH:
+                wanted += f", or {meta.last_producer_epoch} retrying"
+            _log_refused("InitProducerId", meta, transit, *expected, wanted)
             return (transit, *_FAILED)
         code = await self._write(shard, meta, transit)
         if code != ErrorCode.none:
@@ -308,10 +360,21 @@ class TransactionCoordinator:
         except KafkaError as e:
             return every(e.code)
         meta = shard.get(transactional_id)
-        if meta is None or meta.producer_id != producer_id:
+        if meta is None:
             return every(ErrorCode.invalid_producer_id_mapping)
+        what = "AddPartitionsToTxn" + (" (verification)" if verify_only else "")
+        if meta.producer_id != producer_id:
+            code = ErrorCode.invalid_producer_id_mapping
+            _log_refused(
+                what, meta, code, producer_id, producer_epoch, f"producer {meta.producer_id}"
+            )
+            return every(code)
         if meta.producer_epoch != producer_epoch:
-            return every(ErrorCode.producer_fenced)
+            code = ErrorCode.producer_fenced
+            _log_refused(
+                what, meta, code, producer_id, producer_epoch, f"epoch {meta.producer_epoch}"
+            )
+            return every(code)
         if verify_only:
             # a pending state is not checked: the append validates the epoch again
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
@@ -350,7 +413,14 @@ class TransactionCoordinator:
         tv2: bool,
     ) -> Answer:
         """EndTxn: (error, producer id, epoch); TV2 (EndTxn v5+) answers the bumped epoch (or a
-        new producer id once the epochs are exhausted), TV1 answers -1, -1."""
+        new producer id once the epochs are exhausted), TV1 answers -1, -1. Like
+        AddPartitionsToTxn it first waits (briefly) for the previous transaction's markers: a
+        TV2 producer's next EndTxn may follow the last one at once (an abort with nothing
+        sent), and would get CONCURRENT_TRANSACTIONS and a client backoff."""
+        try:
+            await self._settled(transactional_id)
+        except KafkaError as e:
+            return (e.code, *_FAILED)
         return await self._end_transaction(
             transactional_id,
             producer_id,
@@ -489,37 +559,57 @@ class TransactionCoordinator:
         tv2 = supports_epoch_bump(tv)
         is_fence = meta.pending_state == S.PREPARE_EPOCH_FENCE
         state = meta.state
+        current = meta.producer_epoch
         retry_on_overflow = is_retry = False
         if is_fence:  # the coordinator's own abort after bumping the epoch
             valid_epoch = (
-                not from_client or producer_epoch == meta.producer_epoch
-            ) and producer_epoch >= meta.producer_epoch
+                not from_client or producer_epoch == current
+            ) and producer_epoch >= current
+            expected = f"epoch {current} or later"
         elif tv2:
             # with TV2 every EndTxn bumps the epoch: a retry carries the epoch before the bump
             retry_on_overflow = (
                 meta.previous_producer_id == producer_id
                 and producer_epoch == MAX_EPOCH - 1
-                and meta.producer_epoch == 0
+                and current == 0
             )
-            retry_on_bump = meta.producer_epoch == producer_epoch + 1
+            retry_on_bump = current == producer_epoch + 1
             is_retry = retry_on_bump or retry_on_overflow
             if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 valid_epoch = retry_on_bump
+                expected = f"epoch {current - 1} (a retry of the EndTxn that prepared it)"
             elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
-                valid_epoch = is_retry or producer_epoch == meta.producer_epoch
+                valid_epoch = is_retry or producer_epoch == current
+                expected = f"epoch {current}, or {current - 1} retrying the EndTxn that ended it"
             else:
-                valid_epoch = producer_epoch == meta.producer_epoch
+                valid_epoch = producer_epoch == current
+                expected = f"epoch {current}"
         else:
             valid_epoch = not (
-                (from_client and producer_epoch != meta.producer_epoch)
-                or producer_epoch < meta.producer_epoch
+                (from_client and producer_epoch != current) or producer_epoch < current
             )
-        if meta.producer_id != producer_id and not retry_on_overflow:
-            return (ErrorCode.invalid_producer_id_mapping, *_FAILED)
-        if not valid_epoch:
-            return (ErrorCode.producer_fenced, *_FAILED)
+            expected = f"epoch {current}"
+        # A pending transition answers CONCURRENT_TRANSACTIONS (the client retries) before the
+        # epoch is checked, as Kafka does since KAFKA-18464: with TV2 the producer's next
+        # EndTxn, e.g. the abort of a transaction it sent nothing in, may come while the
+        # markers of its previous one are being written, at the epoch that EndTxn answered;
+        # against PrepareCommit's rule (only a retry, one epoch lower) it would look fenced.
+        # Before the producer id too (Kafka checks it first): when that EndTxn ran out of
+        # epochs, the producer already has the new id that Complete* only installs. Clients
+        # never join a fence: they wait for it, then are fenced.
         if meta.pending_transition_in_progress and (from_client or not is_fence):
-            return (ErrorCode.concurrent_transactions, *_FAILED)  # clients never join a fence
+            return (ErrorCode.concurrent_transactions, *_FAILED)
+        what = f"EndTxn ({'commit' if commit else 'abort'}, transaction version {tv})"
+        if meta.producer_id != producer_id and not retry_on_overflow:
+            code = ErrorCode.invalid_producer_id_mapping
+            _log_refused(
+                what, meta, code, producer_id, producer_epoch, f"producer {meta.producer_id}"
+            )
+            return (code, *_FAILED)
+        if not valid_epoch:
+            code = ErrorCode.producer_fenced
+            _log_refused(what, meta, code, producer_id, producer_epoch, expected)
+            return (code, *_FAILED)
 
         def prepare(next_state: TransactionState, no_partition_added: bool) -> _Prepared:
             next_producer_id = NO_PRODUCER_ID

@@ -129,8 +129,6 @@ class TxnVerifier:
                     break
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF_S)
-        if code == ErrorCode.producer_fenced:
-            return ErrorCode.invalid_producer_epoch
         if code in _RETRIABLE:
             log.info(
                 "cannot verify that %s-%d is in the transaction of %r (producer %d, epoch %d): "
@@ -140,20 +138,21 @@ class TxnVerifier:
                 transactional_id,
                 producer_id,
                 producer_epoch,
-                code.name,
+                code.name.upper(),
             )
             return ErrorCode.not_enough_replicas
         if code != ErrorCode.none:
             log.info(
-                "refused a transactional write to %s-%d by %r (producer %d, epoch %d): %s",
+                "refused a transactional write to %s-%d by %r (producer %d, epoch %d): its "
+                "coordinator answers %s (the coordinator's log says why)",
                 topic,
                 partition,
                 transactional_id,
                 producer_id,
                 producer_epoch,
-                code.name,
+                code.name.upper(),
             )
-        return code
+        return ErrorCode.invalid_producer_epoch if code == ErrorCode.producer_fenced else code
 
     async def _ask(self, request: replication_pb2.AddPartitionsToTxnRequest) -> ErrorCode:
         """One question to the coordinator of the transactional id."""

@@ -236,8 +236,11 @@ class ApacheKafka:
 
 
 def _cluster_id() -> str:
-    """A random cluster id in Kafka's form (base64url of 16 bytes, no padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random cluster id in Kafka's form (base64url of 16 bytes, no padding), never starting
+    with '-' (the storage tool would read `-t -XYZ...` as an option)."""
+    while (cid := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))[0] == "-":
+        pass
+    return cid
 
 
 def _bindable(port: int) -> bool:

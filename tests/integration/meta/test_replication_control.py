@@ -70,6 +70,15 @@ async def test_isr_changes_and_producer_ids_survive_failover_and_restart(
                 p0.leader, brokers.epochs[p0.leader], [isr_change(topic_id, p0, [p0.leader])]
             )
             assert stale.error_code == ErrorCode.INVALID_UPDATE_VERSION
+            # KIP-903: a member quoted at a broker epoch it no longer has (it registered again
+            # since the leader saw its fetch: maybe with an empty disk) is not added.
+            other = next(b for b in p0.replicas if b != p0.leader)
+            rejoin = isr_change(topic_id, shrunk.partition, [p0.leader, other])
+            rejoin.new_isr_broker_epochs.extend([-1, brokers.epochs[other] - 1])
+            [ineligible] = await via_follower.alter_partition(
+                p0.leader, brokers.epochs[p0.leader], [rejoin]
+            )
+            assert ineligible.error_code == ErrorCode.INELIGIBLE_REPLICA, ineligible
 
             # A request applied by the Raft leader, which then dies before the broker hears
             # back: the broker's retry (same request id) on another node applies nothing new.

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import cramjam
 from crc32c import crc32c
 
-from dataplane.log import records
+from dataplane.log import compression
 from dataplane.log.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, Compression
 from dataplane.log.records import bytes_field, encode_record, zigzag_varint
 
@@ -30,7 +30,7 @@ def compress(codec: Compression, data: bytes, *, xerial: bool = False) -> bytes:
         return _xerial(data)
     if codec == Compression.LZ4:
         return bytes(cramjam.lz4.compress(data))
-    return records.compress(codec, data)
+    return compression.compress(codec, data)
 
 
 def make_batch(

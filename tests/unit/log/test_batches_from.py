@@ -116,17 +116,17 @@ def test_walk_matches_the_log(sizes: list[tuple[int, int]], segment_bytes: int, 
 def test_validate_then_append_validated(open_log: OpenLog) -> None:
     log = open_log()
     batch = bytearray(make_batch(values_of(4)))
-    infos = log.validate(batch)
+    infos = log.validate(batch, 1_000)
     assert [i.record_count for i in infos] == [4]
     result = log.append_as_leader(batch, 2, 1_000, validated=infos)
     assert (result.base_offset, result.last_offset) == (0, 3)
     assert read_all(log) == batch
     with pytest.raises(LogError) as e:
-        log.validate(b"")
+        log.validate(b"", 1_000)
     assert e.value.code == ErrorCode.invalid_record
     log.config = LogConfig(max_message_bytes=100)
     with pytest.raises(LogError) as e:
-        log.validate(make_batch(values_of(5, 1000)))
+        log.validate(make_batch(values_of(5, 1000)), 1_000)
     assert e.value.code == ErrorCode.message_too_large
 
 

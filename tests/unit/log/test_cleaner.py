@@ -26,7 +26,7 @@ from dataplane.log.cleaner import (
     CleaningAborted,
     plan_cleaning,
 )
-from dataplane.log.records import is_xerial
+from dataplane.log.compression import is_xerial
 from dataplane.log.segment import segment_files
 from dataplane.replica.producer_state import ProducerStateManager
 from tests.unit.log.batches import make_batch

@@ -6,16 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dataplane.log.batch import Compression, validate
+from dataplane.log.batch import Compression, RecordError, encode_batch
+from dataplane.log.compression import MAX_INFLATED_BYTES, compress, inflate, is_xerial
+from dataplane.log.errors import ErrorCode
 from dataplane.log.records import (
-    _decompress,
-    compress,
+    bytes_field,
     decode_records,
     encode_record,
-    first_keyless_record,
-    is_xerial,
     raw_records,
     record_timestamps,
+    zigzag_varint,
 )
 from tests.unit.log.batches import make_batch
 
@@ -46,7 +46,7 @@ def test_compress_roundtrip(codec: Compression, xerial: bool, data: bytes) -> No
     """What the cleaner writes back decompresses as clients would (several LZ4 blocks, some
     stored uncompressed)."""
     compressed = compress(codec, data, xerial=xerial)
-    assert _decompress(codec, compressed) == data
+    assert inflate(codec, compressed, len(data)) == data
     assert is_xerial(compressed) == (xerial and codec == Compression.SNAPPY)
     if codec == Compression.LZ4:
         assert compressed.startswith(bytes.fromhex("04224d186040"))  # independent 64 KiB blocks
@@ -63,7 +63,7 @@ def test_raw_records_and_keys() -> None:
         (2, None, False),
     ]
     rebuilt = b"".join(encode_record(r.offset_delta, r.timestamp_delta, r.body) for r in raw)
-    assert rebuilt == _decompress(Compression.ZSTD, batch[61:])
+    assert rebuilt == inflate(Compression.ZSTD, batch[61:], MAX_INFLATED_BYTES)
     assert [(r.offset, r.key, r.value) for r in decode_records(batch)] == [
         (5, b"k0", b"v0"),
         (6, b"k1", None),
@@ -71,10 +71,63 @@ def test_raw_records_and_keys() -> None:
     ]
 
 
-def test_first_keyless_record() -> None:
-    keyed = make_batch([b"a", b"b"], keys=[b"1", b"2"], codec=Compression.GZIP)
-    keyless = make_batch([b"a", b"b"], keys=[b"1", None], codec=Compression.LZ4)
-    records = keyed + keyless
-    infos = validate(records, None)
-    assert first_keyless_record(records, infos) == 1
-    assert first_keyless_record(keyed, validate(keyed, None)) is None
+def _batch_of(payload: bytes, count: int) -> bytes:
+    return encode_batch(
+        payload,
+        base_offset=0,
+        partition_leader_epoch=-1,
+        attributes=0,
+        last_offset_delta=count - 1,
+        base_timestamp=1_000,
+        max_timestamp=1_000,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        record_count=count,
+    )
+
+
+GOOD = encode_record(0, 0, bytes_field(b"k") + bytes_field(b"v") + zigzag_varint(0))
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (GOOD[:-2], "Invalid record size: expected"),  # the record runs past the data
+        (zigzag_varint(-5) + GOOD[1:], "Invalid record size: expected -5"),
+        (b"\xff" * 11, "varint too long"),  # Kafka's "Varlong is too long"
+        (
+            zigzag_varint(3) + b"\x00\x00\x00" + GOOD[4:],  # key and value beyond its 3 bytes
+            "key or value past the record's end",
+        ),
+        (GOOD + b"\x00", "records still remaining"),
+    ],
+)
+def test_records_that_do_not_decode_are_invalid(payload: bytes, message: str) -> None:
+    """Kafka's DefaultRecord checks (INVALID_RECORD), never an IndexError or a runaway loop."""
+    with pytest.raises(RecordError) as e:
+        list(raw_records(_batch_of(payload, 1)))
+    assert e.value.code == ErrorCode.invalid_record
+    assert message in str(e.value.message)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        bytes_field(b"k") + bytes_field(b"v") + zigzag_varint(1_000),  # more headers than bytes
+        bytes_field(b"k") + bytes_field(b"v") + zigzag_varint(0) + b"\x00",  # bytes left over
+    ],
+)
+def test_record_headers_must_end_with_the_record(body: bytes) -> None:
+    batch = _batch_of(encode_record(0, 0, body), 1)
+    with pytest.raises(RecordError) as e:
+        list(decode_records(batch))
+    assert e.value.code == ErrorCode.invalid_record
+    assert "Found invalid record structure" in str(e.value.message)
+
+
+def test_a_declared_count_of_two_billion_stops_at_the_data() -> None:
+    """Each record takes at least a byte: the loop ends at the data's end, whatever the count."""
+    with pytest.raises(RecordError) as e:
+        list(raw_records(_batch_of(GOOD * 3, 2**31 - 1)))
+    assert "premature EOF" in str(e.value.message)

@@ -6,6 +6,7 @@ import signal
 import struct
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -151,6 +152,63 @@ def test_lost_log_start_offset_data(open_log: OpenLog) -> None:
         os.truncate(path, 0)
     log = open_log(**CONFIG)
     assert (log.log_start_offset, log.log_end_offset) == (30, 30)
+
+
+EPOCHS_KEY = "log/topic-0/leader-epochs"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda store: store.delete(EPOCHS_KEY),  # a lost state store
+        lambda store: store.put_bytes(EPOCHS_KEY, b"[[1,0],[3,"),
+        lambda store: store.put_json(EPOCHS_KEY, [[3, 6], [1, 0]]),  # not increasing
+        lambda store: store.put_json(EPOCHS_KEY, {"1": 0}),
+    ],
+    ids=["missing", "torn", "unordered", "not-a-list"],
+)
+@pytest.mark.parametrize("clean", [True, False], ids=["closed", "crashed"])
+def test_a_lost_leader_epoch_checkpoint_is_rebuilt_from_the_batches(
+    open_log: OpenLog,
+    store: StateStore,
+    damage: Callable[[StateStore], None],
+    clean: bool,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """OffsetForLeaderEpoch and the divergence checks of followers' fetches answer from the
+    cache: without it a leader would tell every follower its log diverged before any epoch."""
+    log = open_log(**CONFIG)
+    append(log, 2, epoch=1)  # offsets 0-5
+    append(log, 2, epoch=3)  # 6-11
+    append(log, 3, epoch=4)  # 12-20
+    log.start_epoch(5)
+    append(log, 1, epoch=5)  # 21-23
+    assert len(log._segments) > 1
+    entries = [(1, 0), (3, 6), (4, 12), (5, 21)]
+    assert log._epochs.entries == entries
+    answers = [log.end_offset_for_epoch(epoch) for epoch in range(-1, 8)]
+    owners = [log.epoch_for_offset(offset) for offset in range(24)]
+    if clean:
+        log.close()
+    else:
+        crash(log)
+    damage(store)
+    with caplog.at_level(logging.WARNING):
+        log = open_log(**CONFIG)
+    assert log._epochs.entries == entries
+    assert [log.end_offset_for_epoch(epoch) for epoch in range(-1, 8)] == answers
+    assert [log.epoch_for_offset(offset) for offset in range(24)] == owners
+    assert "topic-0: no usable leader-epoch checkpoint; rebuilt" in caplog.text
+    log.close()
+    assert open_log(**CONFIG)._epochs.entries == entries  # stored again
+
+
+def test_a_new_log_has_nothing_to_rebuild(
+    open_log: OpenLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        log = open_log(**CONFIG)
+    assert log._epochs.entries == [] and not caplog.text
 
 
 @pytest.mark.timeout(120)

@@ -86,7 +86,7 @@ class Replica:
 
     def produce(self, records: bytes, now_ms: int = NOW) -> Produced:
         """The leader's produce path: validate, check, append, update."""
-        infos = self.log.validate(records)
+        infos = self.log.validate(records, now_ms)
         dup = self.producers.check(infos)
         if dup is not None:
             return Produced(dup.first_offset, dup.last_offset, True, b"")

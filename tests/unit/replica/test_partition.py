@@ -4,8 +4,9 @@ instead of sent to the meta service."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import cast
 
 import anyio
 import pytest
@@ -13,8 +14,11 @@ import pytest
 from dataplane.log import LogConfig, PartitionLog, StateStore
 from dataplane.metadata_cache import PartitionInfo
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.replica.isr import IsrManager
 from dataplane.replica.partition import Partition, now_ms
 from dataplane.replica.producer_state import ProducerStateManager
+from meta.client import MetaClient
+from proto import meta_pb2
 from tests.unit.replica.producers import NEVER, idem, plain
 
 ME, B, C = 1, 2, 3  # this broker and two others
@@ -189,6 +193,108 @@ def test_a_follower_rejoins_only_with_what_this_leader_epoch_began_with(
     assert r.asked == []
     p.record_follower_fetch(C, 4, now_ms())
     assert r.asked == [(ME, B, C)]
+
+
+# -- a diverged follower (KIP-320) ---------------------------------------------------------------
+
+
+def two_epochs(leader: Replica) -> int:
+    """Epoch 1 writes offsets 0-2, epoch 2 (this leader's, now) 3-4; returns the log end."""
+    leader.append(3)
+    leader.update(isr=leader.partition.isr, new_leader_epoch=True)
+    return leader.append(2)
+
+
+def test_a_diverged_follower_moves_neither_the_high_watermark_nor_the_isr(
+    leader: Replica,
+) -> None:
+    """Kafka's fetchRecords updates a follower's state only for a fetch that did not diverge:
+    a follower whose epoch-1 tail runs past where epoch 1 ended here (it led epoch 1 for a
+    while, say) does not hold offsets 3-4 whatever its fetch offset says."""
+    leader.update(isr=(ME, B))
+    end = two_epochs(leader)
+    p = leader.partition
+    p.record_follower_fetch(B, end, now_ms(), last_fetched_epoch=2)
+    assert p.high_watermark == end
+    leader.update(isr=(ME, B, C))  # C in the ISR: the high watermark waits for it
+    hw = p.high_watermark
+    leader.append(1)
+    p.record_follower_fetch(B, end + 1, now_ms(), last_fetched_epoch=2)
+    diverged = p.record_follower_fetch(C, end + 1, now_ms(), last_fetched_epoch=1)
+    assert diverged == (1, 3) == p.divergence(end + 1, 1)  # truncate to 3, where epoch 1 ended
+    assert p.high_watermark == hw  # not end + 1
+    assert p.followers[C].log_end_offset == -1
+    assert p.record_follower_fetch(C, 3, now_ms(), last_fetched_epoch=1) is None  # truncated
+    p.record_follower_fetch(C, end + 1, now_ms(), last_fetched_epoch=2)
+    assert p.high_watermark == end + 1
+
+
+def test_a_diverged_follower_does_not_join_the_isr(leader: Replica) -> None:
+    leader.update(isr=(ME, B))
+    end = two_epochs(leader)
+    p = leader.partition
+    p.record_follower_fetch(B, end, now_ms(), last_fetched_epoch=2)
+    assert p.record_follower_fetch(C, end, now_ms(), last_fetched_epoch=1) == (1, 3)
+    assert p.record_follower_fetch(C, end, now_ms(), last_fetched_epoch=0) == (0, 0)
+    assert leader.asked == []
+    assert p.record_follower_fetch(C, end, now_ms(), last_fetched_epoch=2) is None
+    assert leader.asked == [(ME, B, C)]
+
+
+# -- broker epochs of an ISR change (KIP-903) ----------------------------------------------------
+
+
+def test_an_isr_change_carries_the_broker_epochs_of_the_members_fetches(leader: Replica) -> None:
+    leader.update(isr=(ME, B))
+    p = leader.partition
+    end = leader.append(1)
+    assert p.isr_broker_epochs((ME, B, C)) == (-1, -1, -1)  # nobody fetched yet
+    p.record_follower_fetch(B, end, now_ms(), broker_epoch=7)
+    p.record_follower_fetch(C, end, now_ms(), broker_epoch=9)
+    assert leader.asked == [(ME, B, C)]
+    assert p.isr_broker_epochs((ME, B, C)) == (-1, 7, 9)  # this leader's is the request's
+    leader.update(isr=(ME, B, C), new_leader_epoch=True)  # a new epoch forgets the followers
+    assert p.isr_broker_epochs((ME, B, C)) == (-1, -1, -1)
+
+
+class RecordingMeta:
+    """The AlterPartition calls an IsrManager makes, answered with nothing (a failed call)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int, list[meta_pb2.AlterPartitionItem]]] = []
+
+    async def alter_partition(
+        self, broker_id: int, broker_epoch: int, items: Iterable[meta_pb2.AlterPartitionItem]
+    ) -> list[meta_pb2.AlterPartitionResult]:
+        self.calls.append((broker_id, broker_epoch, list(items)))
+        return []
+
+
+@pytest.mark.anyio
+async def test_the_isr_manager_sends_the_epochs_the_leader_decided_with(
+    replica_at: Callable[..., Replica],
+) -> None:
+    """The epochs are those of the fetches the expansion was decided on: a later fetch of a
+    new process of the member (registered again) must not vouch for it."""
+    meta = RecordingMeta()
+    manager = IsrManager(cast(MetaClient, meta), ME, lambda: 42)
+    r = replica_at()
+    r.partition._submit_isr = manager.submit
+    r.update(isr=(ME, B), new_leader_epoch=True)
+    p = r.partition
+    end = r.append(1)
+    p.record_follower_fetch(B, end, now_ms(), broker_epoch=7)
+    p.record_follower_fetch(C, end, now_ms(), broker_epoch=9)  # decides the expansion
+    p.record_follower_fetch(C, 0, now_ms(), broker_epoch=10)  # C restarted, empty
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(manager.run)
+        with anyio.fail_after(5):
+            while not meta.calls:
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    [(broker_id, broker_epoch, [item])] = meta.calls
+    assert (broker_id, broker_epoch) == (ME, 42)
+    assert (list(item.new_isr), list(item.new_isr_broker_epochs)) == ([ME, B, C], [-1, 7, 9])
 
 
 # -- ISR shrinking -------------------------------------------------------------------------------

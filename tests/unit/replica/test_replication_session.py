@@ -193,6 +193,22 @@ def test_out_of_sync_partitions_are_recorded_again_at_every_request() -> None:
     assert s.to_evaluate(False) == []
 
 
+def test_a_new_broker_epoch_records_every_partition_again() -> None:
+    """KIP-903: the leader sends each member's broker epoch with an ISR change, as recorded
+    with its fetches; a follower that registered again must have them recorded anew, standing
+    fetches included."""
+    s = LeaderSession(B)
+    s.receive([(P1, state(0)), (P2, state(0))], [], full=True, now=1, broker_epoch=7)
+    for key in (P1, P2):
+        s.entries[key].fresh = False
+        s.settled(key)
+    s.receive([], [], full=False, now=2, broker_epoch=7)
+    assert s.to_evaluate(False) == []
+    s.receive([], [], full=False, now=3, broker_epoch=8)
+    assert s.broker_epoch == 8
+    assert s.to_evaluate(False) == [P1, P2] and all(e.fresh for e in s.entries.values())
+
+
 # -- ISR standing of a standing fetch ------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.partition import Partition, now_ms
 from dataplane.replica.producer_state import ProducerStateManager
 from tests.unit.log.helpers import crash
-from tests.unit.replica.producers import NEVER, idem, plain
+from tests.unit.replica.producers import NEVER, NOW, idem, plain
 
 ME, B = 1, 2
 SMALL = LogConfig(segment_bytes=600, index_interval_bytes=100)
@@ -51,7 +51,7 @@ class Node:
     def txn(self, pid: int, seq: int, count: int = 1, epoch: int = 0) -> int:
         """A transactional batch, verified as the produce handler does; its base offset."""
         guard = self.p.maybe_start_transaction_verification(pid, seq, epoch)
-        return self.p.append(txn_batch(pid, seq, count, epoch), 0, guard)[0]
+        return self.p.append(txn_batch(pid, seq, count, epoch), NOW, guard)[0]
 
     def end(self, pid: int, commit: bool, epoch: int = 0, coordinator_epoch: int = 0) -> int:
         """The coordinator's marker; its offset."""
@@ -88,7 +88,7 @@ def test_lso_stops_at_the_oldest_open_transaction(node: Callable[..., Node]) -> 
     n = node()
     p = n.p
     first1 = n.txn(1, 0, 2)  # offsets 0-1
-    p.append(bytearray(plain(2)), 0)  # 2-3: not transactional, readable once committed below
+    p.append(bytearray(plain(2)), NOW)  # 2-3: not transactional, readable once committed below
     first2 = n.txn(2, 0)  # 4
     n.txn(1, 2)  # 5
     assert p.high_watermark == p.log.log_end_offset == 6
@@ -157,11 +157,11 @@ def test_open_transaction_checks(node: Callable[..., Node]) -> None:
     n.txn(1, 0)
     assert p.has_open_transaction(1, 0) and not p.has_open_transaction(1, 1)
     with pytest.raises(KafkaError) as e:  # Kafka: a transactional producer stays transactional
-        p.append(bytearray(idem(1, 0, 1)), 0)
+        p.append(bytearray(idem(1, 0, 1)), NOW)
     assert e.value.code == ErrorCode.invalid_txn_state
     n.end(1, commit=True)
     assert not p.has_open_transaction(1, 0)
-    p.append(bytearray(idem(1, 0, 1)), 0)
+    p.append(bytearray(idem(1, 0, 1)), NOW)
 
 
 def test_a_marker_wakes_read_committed_polls(node: Callable[..., Node]) -> None:
@@ -266,7 +266,7 @@ def test_retention_keeps_open_transactions(node: Callable[..., Node]) -> None:
     n = node()
     n.p.log.config = LogConfig(segment_bytes=600, index_interval_bytes=100, retention_bytes=0)
     for i in range(30):
-        n.p.append(bytearray(plain(3)), 0)
+        n.p.append(bytearray(plain(3)), NOW)
         if i == 12:
             first = n.txn(1, 0)
     assert len(n.p.log._bases) > 4
@@ -294,7 +294,7 @@ def test_markers_in_a_producer_append_are_refused() -> None:
 def refused_append(p: Partition, records: bytearray, guard: object = None) -> ErrorCode:
     end = p.log.log_end_offset
     with pytest.raises(KafkaError) as e:
-        p.append(records, 0, guard)  # type: ignore[arg-type]
+        p.append(records, NOW, guard)  # type: ignore[arg-type]
     assert p.log.log_end_offset == end  # nothing written
     return e.value.code
 
@@ -314,7 +314,7 @@ def test_a_marker_during_verification_voids_the_guard(node: Callable[..., Node])
     fresh = p.maybe_start_transaction_verification(1, 0, 0)
     assert fresh is not None and fresh is not guard
     assert refused_append(p, txn_batch(1, 0), guard) == ErrorCode.invalid_txn_state
-    p.append(txn_batch(1, 0), 0, fresh)
+    p.append(txn_batch(1, 0), NOW, fresh)
     assert p.has_open_transaction(1, 0)
 
 
@@ -341,7 +341,7 @@ def test_verification_asks_again_when_the_previous_transactions_marker_lands(
 
     code, guard = anyio.run(p.verify_transaction, 1, 0, 2, ask)
     assert (code, asked) == (ErrorCode.none, 2) and guard is not None
-    p.append(txn_batch(1, 0, epoch=2), 0, guard)  # a new epoch starts at sequence 0
+    p.append(txn_batch(1, 0, epoch=2), NOW, guard)  # a new epoch starts at sequence 0
     assert p.has_open_transaction(1, 2)
 
     # A late batch: the coordinator confirmed the partition, then the transaction ended (its
@@ -366,13 +366,13 @@ def test_a_verified_batch_opens_the_transaction_and_the_next_needs_no_guard(
     guard = p.maybe_start_transaction_verification(1, 0, 0)
     assert guard is not None and p.producers.verification_guard(1) is guard
     n.end(2, commit=True)  # another producer's marker leaves this guard alone
-    first = p.append(txn_batch(1, 0, 2), 0, guard).base_offset
+    first = p.append(txn_batch(1, 0, 2), NOW, guard).base_offset
     assert p.has_open_transaction(1, 0) and p.last_stable_offset == first
     assert p.producers.verification_guard(1) is None  # written: the guard is dropped
     assert p.maybe_start_transaction_verification(1, 2, 0) is None  # open: no check
-    p.append(txn_batch(1, 2), 0)
+    p.append(txn_batch(1, 2), NOW)
     # A retry of a written batch is still answered as a duplicate.
-    assert p.append(txn_batch(1, 0, 2), 0).base_offset == first
+    assert p.append(txn_batch(1, 0, 2), NOW).base_offset == first
 
 
 def test_an_unverified_batch_cannot_open_a_transaction(node: Callable[..., Node]) -> None:
@@ -388,7 +388,7 @@ def test_an_unverified_batch_cannot_open_a_transaction(node: Callable[..., Node]
     n.end(1, commit=True)
     guard = p.maybe_start_transaction_verification(1, 2, 0)
     two = txn_batch(1, 2) + txn_batch(1, 3)
-    assert p.append(two, 0, guard).last_offset == p.log.log_end_offset - 1
+    assert p.append(two, NOW, guard).last_offset == p.log.log_end_offset - 1
     # followers replicate transactional batches without guards
     follower = node("follower")
     follower.p.update(PartitionInfo(0, (ME, B), (ME, B), B, 5, 5))
@@ -410,14 +410,14 @@ def test_verification_keeps_the_lowest_sequence_and_newest_epoch(
         ErrorCode.out_of_order_sequence_number
     )
     assert refused_append(p, txn_batch(1, 0, epoch=0), guard) == ErrorCode.invalid_producer_epoch
-    p.append(txn_batch(1, 0, 3, epoch=1), 0, guard)
-    p.append(txn_batch(1, 3, epoch=1), 0)  # the check ends with the first batch
+    p.append(txn_batch(1, 0, 3, epoch=1), NOW, guard)
+    p.append(txn_batch(1, 3, epoch=1), NOW)  # the check ends with the first batch
     # a newer epoch resets the lowest sequence
     n.end(1, commit=True, epoch=2)
     guard = p.maybe_start_transaction_verification(1, 4, 2)
     assert p.maybe_start_transaction_verification(1, 0, 3) is guard
     assert refused_append(p, txn_batch(1, 0, epoch=2), guard) == ErrorCode.invalid_producer_epoch
-    p.append(txn_batch(1, 0, epoch=3), 0, guard)
+    p.append(txn_batch(1, 0, epoch=3), NOW, guard)
 
 
 def test_unused_guards_expire_with_idle_producers(node: Callable[..., Node]) -> None:

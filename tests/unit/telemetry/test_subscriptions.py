@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 import uuid
 from collections.abc import Mapping
 
@@ -21,7 +22,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import (
 )
 from prometheus_client import CollectorRegistry, generate_latest
 
-from dataplane.log.records import compress
+from dataplane.log.compression import compress
 from dataplane.protocol.errors import ErrorCode
 from dataplane.telemetry.catalog import (
     CLIENT_METRICS,
@@ -30,6 +31,7 @@ from dataplane.telemetry.catalog import (
 )
 from dataplane.telemetry.collector import TelemetryCollector
 from dataplane.telemetry.subscriptions import ClientMetricsManager, subscription_id, uuid_hash
+from tests.unit.log.test_compression import zstd_bomb
 
 
 class Configs:
@@ -177,6 +179,22 @@ def test_push_flow_errors() -> None:
     assert manager.push(iid, ATTRS, sid, False, 0, _payload()) == ErrorCode.invalid_request
     assert manager.push(None, ATTRS, sid, False, 0, b"") == ErrorCode.invalid_request
     assert manager.push(uuid.UUID(int=0), ATTRS, sid, False, 0, b"") == ErrorCode.invalid_request
+
+
+def test_a_compressed_push_is_not_inflated_past_telemetry_max_bytes() -> None:
+    """A 32 KiB zstd push that inflates to 1 GiB: TELEMETRY_TOO_LARGE, with no more than
+    telemetry.max.bytes (1 MiB here) inflated (Kafka checks the compressed size only)."""
+    manager, _, _ = _manager(a={"metrics": "*", "interval.ms": "1000"})
+    got = manager.get_subscriptions(None, ATTRS)
+    bomb = zstd_bomb(8192)
+    tracemalloc.start()
+    try:
+        error = manager.push(got.instance_id, ATTRS, got.subscription_id, False, 4, bomb)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert error == ErrorCode.telemetry_too_large
+    assert peak < 2 * manager.max_bytes
 
 
 @pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])

@@ -3,11 +3,13 @@ in-memory `__transaction_state` with a fake marker sender."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 
 import anyio
 
 from dataplane.protocol.errors import ErrorCode
+from dataplane.transaction import coordinator as coordinator_module
 from dataplane.transaction.state import MAX_EPOCH, TransactionState
 
 from .harness import Counter, FakeMarkers, Log, coordinator, settle
@@ -80,6 +82,117 @@ def test_tv2_bumps_epoch_each_transaction() -> None:
         # the old epoch is fenced now
         assert (await c.add_partitions(TID, pid, 1, TP))[TP[0]] == E.producer_fenced
         assert runtime.shard(TID).transactions[TID].client_transaction_version == 2
+
+    run(test)
+
+
+def test_tv2_abort_right_after_commit_waits_for_its_markers() -> None:
+    """TV2: the producer's next EndTxn (an abort of a transaction it sent nothing in) comes
+    at the epoch the commit answered, while that commit's markers are being written. It is
+    answered once they are, with the epoch bumped again; it used to be PRODUCER_FENCED
+    (PrepareCommit admits only a retry, one epoch lower; Kafka's KAFKA-18464)."""
+
+    async def test(c, runtime, markers) -> None:
+        _, pid, epoch = await c.init_producer_id(TID, 60_000)
+        await c.add_partitions(TID, pid, epoch, TP)
+        markers.gate = anyio.Event()
+        assert await c.end_txn(TID, pid, epoch, commit=True, tv2=True) == (E.none, pid, 1)
+        await settle()
+        results: list[tuple[int, int, int]] = []
+
+        async def abort() -> None:
+            results.append(await c.end_txn(TID, pid, 1, commit=False, tv2=True))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(abort)
+            await settle()
+            assert not results  # parked while PrepareCommit waits for its markers
+            markers.gate.set()
+        assert results == [(E.none, pid, 2)]
+        await settle()
+        meta = runtime.shard(TID).transactions[TID]
+        assert (meta.state, meta.producer_epoch) == (S.COMPLETE_ABORT, 2)
+        assert markers.written[-1][:3] == (pid, 2, False) and markers.written[-1][4] == ()
+
+    run(test)
+
+
+def test_tv2_end_txn_checks_a_pending_transition_first(monkeypatch) -> None:
+    """A pending transition (CONCURRENT_TRANSACTIONS, the client retries) is checked before the
+    epoch (Kafka's KAFKA-18464) and the producer id. While PrepareCommit's markers are written
+    beyond the wait, the next EndTxn at the new epoch is told to retry, not fenced; once it
+    completes, only the EndTxn's retry (the epoch before the bump) and the current epoch pass,
+    anything older is PRODUCER_FENCED, another producer id INVALID_PRODUCER_ID_MAPPING."""
+    monkeypatch.setattr(coordinator_module, "_SETTLE_WAIT_S", 0.01)
+
+    async def test(c, runtime, markers) -> None:
+        _, pid, epoch = await c.init_producer_id(TID, 60_000)
+        await c.add_partitions(TID, pid, epoch, TP)
+        markers.gate = anyio.Event()
+        assert await c.end_txn(TID, pid, epoch, commit=True, tv2=True) == (E.none, pid, 1)
+        await settle()
+        for commit, at in ((False, 1), (True, 1), (True, 0), (False, 0)):
+            code = (await c.end_txn(TID, pid, at, commit=commit, tv2=True))[0]
+            assert code == E.concurrent_transactions, (commit, at)
+        markers.gate.set()
+        await settle()
+        assert await c.end_txn(TID, pid, 0, commit=True, tv2=True) == (E.none, pid, 1)  # retry
+        assert await c.end_txn(TID, pid, 1, commit=False, tv2=True) == (E.none, pid, 2)
+        await settle()
+        assert (await c.end_txn(TID, pid, 0, commit=False, tv2=True))[0] == E.producer_fenced
+        assert (await c.end_txn(TID, pid + 1, 2, commit=False, tv2=True))[0] == (
+            E.invalid_producer_id_mapping
+        )
+
+    run(test)
+
+
+def test_tv2_next_end_txn_after_the_epochs_ran_out(monkeypatch) -> None:
+    """The EndTxn that exhausts the epochs answers a new producer id at epoch 0, which
+    CompleteCommit installs once the markers are written. The producer's next EndTxn with it
+    (an abort with nothing sent) meanwhile is told to retry, not INVALID_PRODUCER_ID_MAPPING."""
+    monkeypatch.setattr(coordinator_module, "_SETTLE_WAIT_S", 0.01)
+
+    async def test(c, runtime, markers) -> None:
+        _, pid, _ = await c.init_producer_id(TID, 60_000)
+        runtime.shard(TID).transactions[TID].producer_epoch = MAX_EPOCH - 1
+        await c.add_partitions(TID, pid, MAX_EPOCH - 1, TP)
+        markers.gate = anyio.Event()
+        code, new_pid, epoch = await c.end_txn(TID, pid, MAX_EPOCH - 1, commit=True, tv2=True)
+        assert (code, epoch) == (E.none, 0) and new_pid != pid
+        await settle()
+        code = (await c.end_txn(TID, new_pid, 0, commit=False, tv2=True))[0]
+        assert code == E.concurrent_transactions
+        markers.gate.set()
+        await settle()
+        assert await c.end_txn(TID, new_pid, 0, commit=False, tv2=True) == (E.none, new_pid, 1)
+
+    run(test)
+
+
+def test_fencing_decisions_are_logged(caplog) -> None:
+    """Every refusal of a producer's epoch or id says which transactional id, which epochs were
+    seen and expected, and why, for the operator (the client only sees the code)."""
+
+    async def test(c, runtime, markers) -> None:
+        _, pid, epoch = await c.init_producer_id(TID, 60_000)
+        await c.init_producer_id(TID, 60_000)  # a new incarnation: epoch + 1
+        with caplog.at_level(logging.INFO, logger="rafka.transaction"):
+            assert (await c.add_partitions(TID, pid, epoch, TP))[TP[0]] == E.producer_fenced
+            assert (await c.end_txn(TID, pid, epoch, False, True))[0] == E.producer_fenced
+            assert (await c.end_txn(TID, pid + 1, epoch, False, True))[0] == (
+                E.invalid_producer_id_mapping
+            )
+            code = (await c.init_producer_id(TID, 60_000, pid, epoch + 5))[0]
+            assert code == E.producer_fenced
+        refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+        assert len(refusals) == 4, refusals
+        assert all(repr(TID) in m and "expects" in m and "Likely cause" in m for m in refusals)
+        seen = f"producer {pid} epoch {epoch}; the coordinator has producer {pid} epoch 1"
+        assert seen in refusals[0]
+        assert "EndTxn (abort, transaction version 2)" in refusals[1]
+        assert "INVALID_PRODUCER_ID_MAPPING" in refusals[2]
+        assert refusals[3].startswith("InitProducerId") and "expects epoch 1." in refusals[3]
 
     run(test)
 

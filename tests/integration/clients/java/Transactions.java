@@ -83,6 +83,7 @@ final class Transactions extends RafkaDriver {
                 : System.currentTimeMillis();
         String[] ends = ends(o);
         Hold hold = new Hold(o);
+        boolean flush = Boolean.parseBoolean(o.getOrDefault("flush", "true"));
         try (KafkaProducer<byte[], byte[]> p =
                      txnProducer(bootstrap, required(o, "transactional-id"), timeoutMs)) {
             p.initTransactions();
@@ -92,11 +93,14 @@ final class Transactions extends RafkaDriver {
                 int end = (int) ((long) (k + 1) * count / batches);
                 p.beginTransaction();
                 for (int i = first; i < end; i++) sent.add(p.send(reference(topic, i, startTs)));
-                flushAll(p, sent);
+                if (flush) flushAll(p, sent);
                 hold.await(k);
                 String how = ends[k % ends.length];
+                // --flush false: commit flushes the sends itself (and fails if one did); abort
+                // drops those not sent yet
                 if (how.equals("commit")) p.commitTransaction();
                 else p.abortTransaction();
+                sent.clear();
                 event(how, "\"txn\":" + k + ",\"first\":" + first + ",\"count\":" + (end - first));
             }
         }
