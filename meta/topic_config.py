@@ -79,14 +79,12 @@ def list_items(value: str) -> list[str]:
 
 
 def _list_of(*choices: str) -> Check:
-    """ConfigDef.ValidList.in: the empty list is allowed, an item may not be empty nor named
-    twice, and each must be one of `choices`."""
+    """ConfigDef.ValidList.in as Kafka 4.4 applies it to topic configs: the empty list is
+    allowed (and an item named twice), an item may not be empty, each must be one of
+    `choices`."""
 
     def check(name: str, value: str) -> str | None:
-        items = list_items(value)
-        if len(set(items)) != len(items):
-            return f"Configuration '{name}' values must not be duplicated."
-        for item in items:
+        for item in list_items(value):
             if not item:
                 return f"Configuration '{name}' values must not be empty."
             if item not in choices:
@@ -106,8 +104,8 @@ def _throttled_replicas(name: str, value: str) -> str | None:
         return None
     return invalid(
         name,
-        value,
-        "must be the literal '*' or a list of replicas in the following format: "
+        f"[{', '.join(items)}]",  # the parsed list, as Java prints it
+        f"{name} must be the literal '*' or a list of replicas in the following format: "
         "[partitionId]:[brokerId],[partitionId]:[brokerId],...",
     )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from dataplane.config_admin import topic_configs_problem
 from dataplane.config_catalog import ConfigLayers
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
@@ -24,6 +25,7 @@ from meta.topic_planning import validate_topic_name
 API_KEY = 19
 VERSIONS = (2, 7)
 _STRICT_QUOTA_VERSION = 6  # KIP-599: from v6 a mutation over the quota is refused
+METADATA_TOPIC = "__cluster_metadata"  # KRaft's metadata log: never a topic clients create
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
@@ -33,12 +35,14 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     todo: list[NewTopic] = []
     denied, hidden_configs = _refusals(ctx, list(counts))
     for t in req.topics:
-        if counts[t.name] > 1:
+        if counts[t.name] > 1 or t.name == METADATA_TOPIC:
             results[t.name] = b.CreatableTopicResult(
                 name=t.name,
                 topic_id=None,
                 error_code=ErrorCode.invalid_request,
-                error_message=f"Duplicate topic name {t.name!r} in the request",
+                error_message="Duplicate topic name."
+                if counts[t.name] > 1
+                else f"Creation of internal topic {METADATA_TOPIC} is prohibited.",
                 configs=None,
             )
         elif t.name in denied:
@@ -110,15 +114,17 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
 
 
 def _config_refusal(ctx: RequestContext, t: Any) -> str | None:
-    """What Kafka's controller says of null config values and of names that are not topic
-    configs (the meta service still accepts the ones Kafka 4 removed: meta.topic_config).
-    Kafka checks the name first: a topic whose name is bad or taken is left to the meta
-    service, which says so."""
+    """What Kafka's controller says of null config values, of names that are not topic
+    configs (the meta service still accepts the ones Kafka 4 removed: meta.topic_config) and
+    of values, alone and together (LogConfig.validate, as AlterConfigs checks them). Kafka
+    checks the name first: a topic whose name is bad or taken is left to the meta service,
+    which says so."""
     if validate_topic_name(t.name) or t.name in ctx.services.cache.topics:
         return None
     if nulls := [c.name for c in t.configs if c.value is None]:
         return f"Null value not supported for topic configs: {','.join(nulls)}"
-    return unknown_topic_config(c.name for c in t.configs)
+    configs = {c.name: c.value for c in t.configs}
+    return unknown_topic_config(configs) or topic_configs_problem(ctx, configs)
 
 
 def _within_mutation_quota(ctx: RequestContext, req: Any, t: Any) -> bool:
