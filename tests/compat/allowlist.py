@@ -110,7 +110,9 @@ _TLS_CONTEXT = (
 )
 _MIGRATION = (
     "Rafka has no online migration between the classic and consumer group protocols: a group "
-    "id changes type only while the group is empty"
+    "id changes type only while the group is empty, as in Kafka with "
+    "group.consumer.migration.policy=disabled (to move a group to the other protocol, stop its "
+    "consumers, then start them with the new group.protocol)"
 )
 
 _NOT_LISTED = {
@@ -330,10 +332,16 @@ _ANSWERS = {
     ),
 }
 
+_GROUPS = {
+    "Online migration: ConsumerGroupHeartbeat joining a live classic group": _MIGRATION,
+    "Online migration: JoinGroup to a live consumer group": _MIGRATION,
+}
+
 ALLOWED: dict[str, str] = {
     "Metadata v1: unknown topic, auto-created": _AUTO_CREATE,
     "Metadata v12: unknown topic, auto-created": _AUTO_CREATE,
     **_NOT_LISTED,
     **_READ_DIFFERENTLY,
     **_ANSWERS,
+    **_GROUPS,
 }
