@@ -114,16 +114,16 @@ class DescribedGroup:
 def validate_heartbeat(req: HeartbeatRequest) -> None:
     """Kafka's throwIfShareGroupHeartbeatRequestIsInvalid (INVALID_REQUEST)."""
     problem = None
-    if not req.group_id:
-        problem = "GroupId can't be empty."
-    elif not req.member_id.strip():
+    if not req.member_id.strip():
         problem = "MemberId can't be empty."
+    elif not req.group_id.strip():
+        problem = "GroupId can't be empty."
     elif req.rack_id is not None and not req.rack_id.strip():
         problem = "RackId can't be empty."
     elif req.member_epoch == 0 and not req.subscribed_topic_names:
         problem = "SubscribedTopicNames must be set in first request."
-    elif req.member_epoch < 0 and req.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
-        problem = f"MemberEpoch {req.member_epoch} is invalid."
+    elif req.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
+        problem = "MemberEpoch is invalid."
     if problem is not None:
         raise KafkaError(ErrorCode.invalid_request, problem)
 
@@ -275,10 +275,8 @@ class ShareGroup:
         session = session_timeout_ms or self.config.session_timeout_ms
         interval = heartbeat_interval_ms or self.config.heartbeat_interval_ms
         if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            if not self.exists:
-                raise KafkaError(
-                    ErrorCode.group_id_not_found, f"Share group {self.group_id} not found."
-                )
+            if not self.exists:  # Kafka's shareGroupLeave looks the group up by id only
+                raise KafkaError(ErrorCode.group_id_not_found, f"Group {self.group_id} not found.")
             self._member(req.member_id)
             fencing = self.fence_members([req.member_id], now_ms, topics)
             return HeartbeatResponse(req.member_id, LEAVE_GROUP_MEMBER_EPOCH, 0), fencing

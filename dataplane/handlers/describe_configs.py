@@ -115,7 +115,9 @@ def _describe(
 def _resource_entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigEntry]:
     """Kafka's ConfigHelper for GROUP (and CLIENT_METRICS) resources: every config of the
     type, the resource's own value (source GROUP_CONFIG / CLIENT_METRICS_CONFIG) or the
-    broker's default (DEFAULT_CONFIG); the resource need not exist."""
+    broker's default; the resource need not exist. A group config's synonyms are its own
+    value, then the layers of the broker setting that gives its default (Kafka's default
+    alone when none does)."""
     catalog = CATALOGS[kind]
     services = ctx.services
     acl_name = name if catalog.acl_name is None else catalog.acl_name
@@ -130,13 +132,23 @@ def _resource_entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigE
     own = services.cache.resource_configs(kind, name)
     defaults = catalog.defaults(services.config)
     source = ConfigSource.GROUP_CONFIG if kind == GROUP else ConfigSource.CLIENT_METRICS_CONFIG
+    layers = _layers(ctx) if kind == GROUP else None
     out = []
     for key in catalog.keys.values():
+        default = defaults.get(key.name, key.default)
+        inherited: tuple[Synonym, ...] = ()
+        if layers is not None:
+            broker = catalog.broker_synonyms.get(key.name)
+            inherited = (
+                tuple(layers.synonyms(broker, False))
+                if broker is not None
+                else (Synonym(key.name, default, ConfigSource.DEFAULT_CONFIG),)
+            )
         if key.name in own:
             value: str | None = own[key.name]
-            found: tuple[Synonym, ...] = (Synonym(key.name, value, source),)
+            found: tuple[Synonym, ...] = (Synonym(key.name, value, source), *inherited)
         else:
-            value, found = defaults.get(key.name, key.default), ()
+            value, found = default, inherited
         out.append(
             ConfigEntry(
                 key, value, found[0].source if found else ConfigSource.DEFAULT_CONFIG, found

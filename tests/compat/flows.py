@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.kafka_client import KafkaConnection, builder
+from cluster.polling import wait_for
 from tests.compat import diff
 from tests.compat.pair import CompatClient, Pair, Side
 
-METADATA = 3
+METADATA, FIND_COORDINATOR = 3, 10
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -93,6 +94,22 @@ class Broker:
         for c in self._conns.values():
             c.sock.close()
         self._conns.clear()
+
+
+def wait_for_coordinators(pair: Pair) -> None:
+    """Until both brokers coordinate groups and transactional ids: each creates
+    __consumer_offsets and __transaction_state on first use, answering
+    COORDINATOR_NOT_AVAILABLE until then."""
+    for side in pair.sides:
+        for key_type in (0, 1):
+
+            def ready(side: Side = side, key_type: int = key_type) -> bool:
+                r = side.conn().call(
+                    FIND_COORDINATOR, 4, key_type=key_type, coordinator_keys=("compat-warm-up",)
+                )
+                return r.coordinators[0].error_code == 0
+
+            wait_for(ready, 120, f"{side.name}'s coordinator for key type {key_type}")
 
 
 def run(

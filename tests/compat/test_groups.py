@@ -17,7 +17,7 @@ from cluster.polling import wait_for
 from tests.compat import flows
 from tests.compat.conftest import create_topics
 from tests.compat.flows import Broker, assignment, subscription
-from tests.compat.pair import Pair, Side
+from tests.compat.pair import Pair
 
 COMMIT, FETCH_OFFSETS, FIND, JOIN, HEARTBEAT, LEAVE, SYNC = 8, 9, 10, 11, 12, 13, 14
 DESCRIBE, LIST, DELETE, OFFSET_DELETE, CG_HEARTBEAT, CG_DESCRIBE = 15, 16, 42, 47, 68, 69
@@ -30,16 +30,7 @@ NONE, GROUP, TRANSACTION, SHARE = 0, 0, 1, 2
 @pytest.fixture(scope="module", autouse=True)
 def topics(pair: Pair) -> None:
     create_topics(pair, NewTopic(TOPIC, 3, 1), NewTopic(OTHER, 1, 1))
-    # Both brokers create __consumer_offsets and __transaction_state on first use: until then
-    # FindCoordinator answers COORDINATOR_NOT_AVAILABLE.
-    for side in pair.sides:
-        for key_type, key in ((GROUP, "compat-warm-up"), (TRANSACTION, "compat-warm-up")):
-
-            def ready(key_type: int = key_type, key: str = key, side: Side = side) -> bool:
-                r = side.conn().call(FIND, 4, key_type=key_type, coordinator_keys=(key,))
-                return r.coordinators[0].error_code == 0
-
-            wait_for(ready, 120, f"{side.name}'s coordinator for key type {key_type}")
+    flows.wait_for_coordinators(pair)
 
 
 # -- FindCoordinator ----------------------------------------------------------------------------

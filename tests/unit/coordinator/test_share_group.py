@@ -14,6 +14,7 @@ from dataplane.coordinator.share_group import (
     ShareGroup,
     ShareGroupConfig,
     simple_assign,
+    validate_heartbeat,
 )
 from dataplane.coordinator.share_group_adapter import ShareGroupAdapter
 from dataplane.protocol.errors import ErrorCode, KafkaError
@@ -125,6 +126,22 @@ def test_heartbeat_errors() -> None:
     with pytest.raises(KafkaError) as e:
         h.hb("zzz", 2)
     assert e.value.code == E.unknown_member_id
+
+
+@pytest.mark.parametrize(
+    ("req", "problem"),
+    [
+        (HeartbeatRequest("", "", 0), "MemberId can't be empty."),  # checked first, as Kafka
+        (HeartbeatRequest(" ", "m", 0, None, ("t",)), "GroupId can't be empty."),
+        (HeartbeatRequest("g", "m", 1, " "), "RackId can't be empty."),
+        (HeartbeatRequest("g", "m", 0), "SubscribedTopicNames must be set in first request."),
+        (HeartbeatRequest("g", "m", -2), "MemberEpoch is invalid."),
+    ],
+)
+def test_invalid_heartbeats_in_kafkas_words(req: HeartbeatRequest, problem: str) -> None:
+    with pytest.raises(KafkaError) as e:
+        validate_heartbeat(req)
+    assert (e.value.code, e.value.message) == (E.invalid_request, problem)
 
 
 def test_leave_and_session_expiry_remove_members() -> None:
