@@ -228,7 +228,7 @@ def test_every_version_of_heartbeat_and_describe(cluster: LocalCluster) -> None:
             for _ in range(2):
                 b.take(b.heartbeat())
             assert sorted(b.owned[0][1]) == [0, 1, 2, 3]
-            assert describe(w, group).groups[0].group_epoch == 3
+            assert describe(w, group).groups[0].group_epoch == 4
         # another broker is not the coordinator
         other = next(p for p in broker_ports(cluster) if p != port)
         with WireClient(other) as o:
