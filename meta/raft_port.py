@@ -70,6 +70,17 @@ _ALLOWED_GLOBALS = frozenset(
 )
 
 
+# Protocol 2 pickles b"" as bytes() (the last chunk of a state dump the leader sends): built by
+# `_empty_bytes`, since bytes(n) would allocate n bytes.
+_BYTES = frozenset({("__builtin__", "bytes"), ("builtins", "bytes")})
+
+
+def _empty_bytes(*args: object) -> bytes:
+    if args:
+        raise pickle.UnpicklingError("Raft data holds bytes() only empty")
+    return b""
+
+
 class _RestrictedUnpickler(pickle.Unpickler):
     """Builds only what Raft messages, log entries and dumps hold; refuses any other global
     (a function to call, a class with side effects) before it is looked up."""
@@ -77,6 +88,8 @@ class _RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _ALLOWED_GLOBALS:
             return super().find_class(module, name)
+        if (module, name) in _BYTES:
+            return _empty_bytes
         if module.startswith("meta."):
             found = super().find_class(module, name)
             if isinstance(found, type) and (
