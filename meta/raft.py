@@ -36,7 +36,6 @@ from pysyncobj.monotonic import monotonic as monotonic_time
 from pysyncobj.node import TCPNode
 from pysyncobj.syncobj import _RAFT_STATE, SyncObjException
 from pysyncobj.tcp_connection import CONNECTION_STATE
-from pysyncobj.transport import TCPTransport
 
 from meta import raft_port, records, wire
 from meta.commands import Body, Command
@@ -49,7 +48,7 @@ from meta.journal import (
     open_journal,
     read_dump,
 )
-from meta.raft_port import MAX_ENTRY_BYTES, GuardedConnection
+from meta.raft_port import MAX_ENTRY_BYTES, GuardedConnection, GuardedServer, GuardedTransport
 from meta.state import MetaState, apply
 
 log = logging.getLogger("rafka.meta.raft")
@@ -73,10 +72,11 @@ _RETRIABLE = {
 pysyncobj.syncobj.createJournal = lambda path: (
     MemoryJournal() if path is None else open_journal(Path(path))
 )
-# Nor for its connections or its unpickling: these are meta.raft_port's, which bound frames
-# before they are buffered and build only the classes Raft data holds.
+# Nor for its connections, listener or unpickling: these are meta.raft_port's, which bound
+# frames before they are buffered, keep listening and build only the classes Raft data holds.
 pysyncobj.tcp_server.TcpConnection = GuardedConnection
 pysyncobj.transport.TcpConnection = GuardedConnection
+pysyncobj.transport.TcpServer = GuardedServer  # nor for its listener (meta.raft_port too)
 pysyncobj.pickle.loads = raft_port.loads
 pysyncobj.pickle.load = raft_port.load
 
@@ -136,7 +136,7 @@ class MetaStateMachine(SyncObjConsumer):
         log.info("Loaded a metadata snapshot at offset %d", state.offset)
 
 
-class ReresolvingTransport(TCPTransport):
+class ReresolvingTransport(GuardedTransport):
     """pysyncobj's TCP transport, with connection attempts bounded by connectionTimeout.
 
     A peer that restarts with a new IP (every Kubernetes pod restart; a container on a new
