@@ -1,7 +1,7 @@
 """The Raft port's listener (meta/raft_port.py `GuardedServer`), driven by hand on a real socket
 and pysyncobj's poller: a failed accept (out of descriptors) pauses it and it listens on, a
 connection over the unproven bound is closed at once, one that does not prove the password in
-time is dropped.
+time is dropped; and a dial without a descriptor fails instead of raising through pysyncobj.
 
 (The same on real meta nodes, flooded and out of descriptors: the integration test
 tests/integration/meta/test_raft_port.py.)"""
@@ -99,3 +99,18 @@ def test_a_connection_that_does_not_prove_the_password_in_time_is_dropped(
     (warning,) = [r.getMessage() for r in caplog.records]
     assert "did not prove the cluster's Raft password within 0.3s" in warning
     sock.close()
+
+
+def test_a_dial_without_a_descriptor_is_logged_not_raised(
+    listener: Listener, caplog: pytest.LogCaptureFixture
+) -> None:
+    """pysyncobj's dial raises through its tick when no socket can be made (out of
+    descriptors); the connection fails it instead, and is dialled again later."""
+    host, port = listener.address.rsplit(":", 1)
+    conn = GuardedConnection(poller=listener.poller)
+    with descriptors_left(0), caplog.at_level(logging.ERROR, "rafka.meta.raft"):
+        assert not conn.connect(host, int(port))
+    (failure,) = [r.getMessage() for r in caplog.records]
+    assert f"Raft port: cannot dial the peer {listener.address}: [Errno 24]" in failure
+    assert conn.connect(host, int(port))  # descriptors free again
+    conn.disconnect()
