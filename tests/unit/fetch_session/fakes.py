@@ -97,7 +97,7 @@ def context(
         ),
         authorizer=SimpleNamespace(enabled=False),
         config=SimpleNamespace(
-            replica_selector_class="", broker_rack=None, fetch_max_bytes=55 * 1024 * 1024
+            replica_selector_class="", broker_rack=None, fetch_max_bytes=57_671_680
         ),
         quotas=QuotaManagers(WindowConfig(), WindowConfig()),
         fetch_sessions=FetchSessionCache(10, 120_000) if sessions is None else sessions,
