@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -151,6 +152,16 @@ def remove_voter(
         )
     finally:
         conn.sock.close()
+
+
+def rafka(cluster: LocalCluster, *args: str) -> str:
+    """`rafka meta-quorum ARGS -b <the broker>`; its output (it must succeed)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "cluster.cli", "meta-quorum", *args, "-b", cluster.bootstrap],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
 
 
 def config(cluster: LocalCluster, node_id: int) -> dict[str, str]:
@@ -297,18 +308,25 @@ def _change_the_quorum(cluster: LocalCluster, writes: Writes) -> dict[int, Any]:
     wait_for(lambda: 1 in observers(cluster), 90, "meta node 1 among the observers")
     cluster.stop_node("meta-1")
 
-    # Replace node 2: its disk is lost; it is removed, then added again with a fresh one
+    # Replace node 2 (with `rafka meta-quorum`): its disk is lost; it is removed, then added
+    # again with a fresh one. It keeps its configuration: still among meta.quorum.voters, it
+    # learns from the quorum that it is not a voter and follows the log as an observer.
     old2 = directory_of(cluster, 2)
     cluster.stop_node("meta-2")
     shutil.rmtree(cluster.data_dir / "meta-2")
-    assert remove_voter(cluster, 2, old2).error_code == ErrorCode.none
+    out = rafka(cluster, "remove-controller", "--controller-id", "2",
+                "--controller-directory-id", quorum.kafka_uuid(old2))  # fmt: skip
+    assert "Removed meta node 2" in out
     assert sorted(voters(cluster)) == [3, 4]
-    join_config(cluster, 2)  # the same Raft endpoint, no longer in meta.quorum.voters
+    join_config(cluster, 2)  # the same Raft endpoint; meta.quorum.voters unchanged
     cluster.start_node("meta-2")
-    wait_for(lambda: 2 in observers(cluster), 60, "the new meta node 2 among the observers")
+    wait_for(lambda: 2 in observers(cluster), 90, "the new meta node 2 among the observers")
     new2 = directory_of(cluster, 2)
     assert new2 != old2
-    assert add_voter(cluster, 2, new2).error_code == ErrorCode.none
+    config2 = str(cluster.nodes["meta-2"].config_file)
+    assert "Added meta node 2" in rafka(cluster, "add-controller", "--config", config2)
+    table = rafka(cluster, "describe", "--replication")
+    assert quorum.kafka_uuid(new2) in table and "Leader" in table, table
     after = {i: v.replica_directory_id for i, v in voters(cluster).items()}
     assert after == {2: new2, 3: directory_of(cluster, 3), 4: directory4}
     acked = writes.acked
