@@ -315,10 +315,22 @@ class QuorumAgent:
         asyncio.run(self._loop())
 
     async def _loop(self) -> None:
+        # Reports go to the leader: MetaClient follows the redirects of the nodes it asks.
+        async with MetaClient(self._peers(), timeout_s=2, security=self._security) as reporter:
+            await self._loop_with(reporter)
+
+    def _peers(self) -> list[str]:
+        """The gRPC addresses of the other meta nodes this node knows of."""
+        addresses = {m.grpc_address for m in self._raft.members() if m.grpc_address}
+        addresses |= set(self._bootstrap)
+        addresses.discard(self._raft.identity.grpc_address)
+        return sorted(addresses) or [self._raft.identity.grpc_address]
+
+    async def _loop_with(self, reporter: MetaClient) -> None:
         while not self._stopping.is_set():
             try:
                 if self._raft.observer:
-                    await self._report()
+                    await self._report(reporter)
                 else:
                     await self._publish_identity()
                 await self._check_quorum()
@@ -332,21 +344,17 @@ class QuorumAgent:
         address = self._raft.leader_address()
         return next((m for m in self._raft.members() if m.raft_address == address), None)
 
-    async def _report(self) -> None:
-        leader = self._leader()
-        if leader is None or not leader.grpc_address:
-            return
+    async def _report(self, reporter: MetaClient) -> None:
         me = self._raft.identity
-        async with MetaClient([leader.grpc_address], timeout_s=2, security=self._security) as c:
-            await c.report_observer(
-                meta_pb2.ReportObserverRequest(
-                    node_id=me.node_id,
-                    directory_id=me.directory_id,
-                    raft_address=me.raft_address,
-                    grpc_address=me.grpc_address,
-                    log_end_offset=self._raft.log_end(),
-                )
+        await reporter.report_observer(
+            meta_pb2.ReportObserverRequest(
+                node_id=me.node_id,
+                directory_id=me.directory_id,
+                raft_address=me.raft_address,
+                grpc_address=me.grpc_address,
+                log_end_offset=self._raft.log_end(),
             )
+        )
 
     async def _publish_identity(self) -> None:
         """UpdateRaftVoter's part: the quorum's record of this voter gets its directory id and
@@ -388,12 +396,7 @@ class QuorumAgent:
             return
         self._next_check = now + _ORPHAN_AFTER_S
         me = self._raft.identity
-        addresses = {m.grpc_address for m in self._raft.members() if m.grpc_address}
-        addresses |= set(self._bootstrap)
-        addresses.discard(me.grpc_address)
-        if not addresses:
-            return
-        async with MetaClient(sorted(addresses), timeout_s=5, security=self._security) as c:
+        async with MetaClient(self._peers(), timeout_s=5, security=self._security) as c:
             answer = await c.describe_quorum(timeout_s=5)
         voters = [
             Member(v.node_id, v.raft_address, v.grpc_address, v.directory_id) for v in answer.voters
