@@ -8,6 +8,7 @@ an entry, and readers holding the old one see a consistent snapshot.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -132,6 +133,17 @@ class MetadataCache:
 
     def live_brokers(self) -> list[BrokerInfo]:
         return sorted((b for b in self.brokers.values() if not b.fenced), key=lambda b: b.id)
+
+    def topic_name(self, topic_id: uuid.UUID | None) -> str | None:
+        """The name of the topic a request names by id (KIP-516; kio reads the zero id as
+        None), or None when no topic has that id."""
+        info = None if topic_id is None else self.topics_by_id.get(topic_id.bytes)
+        return None if info is None else info.name
+
+    def topic_id(self, name: str) -> bytes:
+        """A topic's id, all zero for a topic this broker does not know."""
+        info = self.topics.get(name)
+        return bytes(16) if info is None else info.topic_id
 
     def controller_id(self) -> int:
         """Clients need some broker to send admin requests to; Kafka (KRaft) names a live one."""

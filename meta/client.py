@@ -374,13 +374,17 @@ class MetaClient:
         return response.error_code, response.error_message
 
     async def alter_partition_reassignments(
-        self, changes: Sequence[tuple[str, int, Sequence[int] | None]]
+        self,
+        changes: Sequence[tuple[str, int, Sequence[int] | None]],
+        keep_replication_factor: bool = False,
     ) -> list[tuple[int, str]]:
         """Kafka's AlterPartitionReassignments: per (topic, partition, target replicas or None
         to cancel), in order, (error code, message): UNKNOWN_TOPIC_OR_PARTITION,
-        INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS."""
+        INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS, and with
+        `keep_replication_factor` INVALID_REPLICATION_FACTOR for a target of another size."""
         request = meta_pb2.AlterPartitionReassignmentsRequest(
             request_id=_request_id(),
+            keep_replication_factor=keep_replication_factor,
             reassignments=[
                 meta_pb2.Reassignment(
                     topic=topic,

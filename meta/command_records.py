@@ -390,6 +390,7 @@ def _alter_reassignments(b: AlterReassignments) -> pb.AlterReassignments:
             for topic, index, target in b.reassignments
         ],
         unclean_election_default=b.unclean_election_default,
+        keep_replication_factor=b.keep_replication_factor,
     )
 
 
@@ -399,6 +400,7 @@ def _alter_reassignments_from(r: pb.AlterReassignments) -> AlterReassignments:
             (a.topic, a.partition, None if a.cancel else tuple(a.replicas)) for a in r.reassignments
         ),
         r.unclean_election_default,
+        r.keep_replication_factor,
     )
 
 

@@ -215,6 +215,8 @@ class AlterReassignments:
 
     reassignments: tuple[tuple[str, int, tuple[int, ...] | None], ...]
     unclean_election_default: bool = False  # the proposer's unclean.leader.election.enable
+    # allow_replication_factor_change=false (KIP-860): a target must keep the replica count
+    keep_replication_factor: bool = False
 
 
 @dataclass(frozen=True)

@@ -378,6 +378,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
                 for r in request.reassignments
             ),
             self._unclean_default,
+            request.keep_replication_factor,
         )
         outcomes: list[Outcome] = self._write(context, command, request.request_id)
         return meta_pb2.AlterPartitionReassignmentsResponse(

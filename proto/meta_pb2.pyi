@@ -764,12 +764,14 @@ class Reassignment(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., cancel: _Optional[bool] = ..., replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AlterPartitionReassignmentsRequest(_message.Message):
-    __slots__ = ("request_id", "reassignments")
+    __slots__ = ("request_id", "reassignments", "keep_replication_factor")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    KEEP_REPLICATION_FACTOR_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     reassignments: _containers.RepeatedCompositeFieldContainer[Reassignment]
-    def __init__(self, request_id: _Optional[str] = ..., reassignments: _Optional[_Iterable[_Union[Reassignment, _Mapping]]] = ...) -> None: ...
+    keep_replication_factor: bool
+    def __init__(self, request_id: _Optional[str] = ..., reassignments: _Optional[_Iterable[_Union[Reassignment, _Mapping]]] = ..., keep_replication_factor: _Optional[bool] = ...) -> None: ...
 
 class AlterPartitionReassignmentsResponse(_message.Message):
     __slots__ = ("results",)

@@ -543,12 +543,14 @@ class Reassignment(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., cancel: _Optional[bool] = ..., replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AlterReassignments(_message.Message):
-    __slots__ = ("reassignments", "unclean_election_default")
+    __slots__ = ("reassignments", "unclean_election_default", "keep_replication_factor")
     REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
     UNCLEAN_ELECTION_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    KEEP_REPLICATION_FACTOR_FIELD_NUMBER: _ClassVar[int]
     reassignments: _containers.RepeatedCompositeFieldContainer[Reassignment]
     unclean_election_default: bool
-    def __init__(self, reassignments: _Optional[_Iterable[_Union[Reassignment, _Mapping]]] = ..., unclean_election_default: _Optional[bool] = ...) -> None: ...
+    keep_replication_factor: bool
+    def __init__(self, reassignments: _Optional[_Iterable[_Union[Reassignment, _Mapping]]] = ..., unclean_election_default: _Optional[bool] = ..., keep_replication_factor: _Optional[bool] = ...) -> None: ...
 
 class FeatureUpdate(_message.Message):
     __slots__ = ("name", "level", "upgrade_type")
