@@ -180,6 +180,8 @@ class MetadataCache:
                 self._remove_topic(old)
         elif kind == "broker":
             self._set_broker(_broker(event.broker))
+        elif kind == "broker_unregistered":
+            self._remove_broker(event.broker_unregistered.broker_id)
         elif kind == "acls":
             removed = set(map(wire.acl_from_proto, event.acls.removed))
             kept = [b for b in self.acls if b not in removed]
@@ -225,10 +227,8 @@ class MetadataCache:
         for topic in new_topics.values():
             self._set_topic(topic)
         new_brokers = {b.id: _broker(b) for b in snap.brokers}
-        for old_b in list(self.brokers.values()):
-            if old_b.id not in new_brokers:
-                del self.brokers[old_b.id]
-                self._notify_broker(old_b, None)
+        for gone in self.brokers.keys() - new_brokers.keys():
+            self._remove_broker(gone)
         for broker in new_brokers.values():
             self._set_broker(broker)
         self._set_acls(map(wire.acl_from_proto, snap.acls))
@@ -303,6 +303,11 @@ class MetadataCache:
         if old != broker:
             self.brokers[broker.id] = broker
             self._notify_broker(old, broker)
+
+    def _remove_broker(self, broker_id: int) -> None:
+        old = self.brokers.pop(broker_id, None)
+        if old is not None:
+            self._notify_broker(old, None)
 
     def _notify_broker(self, old: BrokerInfo | None, new: BrokerInfo | None) -> None:
         for listener in self.broker_listeners:

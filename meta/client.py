@@ -459,6 +459,13 @@ class MetaClient:
             raise MetaRequestError(response.error_code, response.error_message)
         return response.partitions_changed
 
+    async def unregister_broker(self, broker_id: int) -> tuple[int, str]:
+        """Kafka's UnregisterBroker: (error code, message), BROKER_ID_NOT_REGISTERED for an id
+        no broker has. Every broker's cache drops the broker within a watch round trip."""
+        request = meta_pb2.UnregisterBrokerRequest(request_id=_request_id(), broker_id=broker_id)
+        response = await self._call("UnregisterBroker", request)
+        return response.error_code, response.error_message
+
     # ------------------------------------------------------------ consumer groups
 
     async def register_groups(self, groups: Iterable[tuple[str, int]]) -> int:

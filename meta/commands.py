@@ -78,6 +78,15 @@ class UnfenceBroker:
 
 
 @dataclass(frozen=True)
+class UnregisterBroker:
+    """Kafka's UnregisterBroker (64): the registration removed, whatever its epoch; answers an
+    Outcome (BROKER_ID_NOT_REGISTERED for an id no broker has)."""
+
+    broker_id: int
+    unclean_election_default: bool
+
+
+@dataclass(frozen=True)
 class AlterPartition:
     """A partition leader asks to change the ISR of partitions it leads (Kafka's API 56)."""
 
@@ -264,6 +273,7 @@ Body = (
     | AlterReassignments
     | UpdateFeatures
     | OfflineReplicas
+    | UnregisterBroker
     | AlterResourceConfigs
     | AlterClientQuotas
 )
@@ -283,6 +293,7 @@ ChangeKind = Literal[
     "topic",
     "topic_deleted",
     "broker",
+    "broker_unregistered",
     "acls",
     "scram",
     "token",
