@@ -37,6 +37,10 @@ _FEATURE_LEVEL_0_VERSION = 4  # below it, features supported from level 0 are le
 _SOFTWARE_VERSION = 3  # v3+: the client's software name and version
 _TARGET_VERSION = 5  # v5+: the cluster id and node id the client means to reach (KIP-1242)
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+# Kafka 4 lists Produce from v0 though it serves v3+ only (a request below is refused as any
+# unsupported version is): librdkafka cannot produce compressed batches to a broker that does
+# not list v0 (KAFKA-18659, Kafka's ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION).
+ADVERTISED_MIN_VERSIONS = {0: 0}
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
@@ -53,7 +57,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return b.ApiVersionsResponse(
         error_code=0,
         api_keys=tuple(
-            b.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            b.ApiVersion(api_key=k, min_version=ADVERTISED_MIN_VERSIONS.get(k, lo), max_version=hi)
             for k, (lo, hi) in sorted(ctx.supported.items())
         ),
         throttle_time=0,

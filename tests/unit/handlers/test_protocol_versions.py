@@ -71,6 +71,20 @@ def test_api_versions_v5_checks(fields: dict[str, Any], code: ErrorCode) -> None
     assert conn.client_software == remembered
 
 
+def test_produce_is_listed_from_v0_as_kafka_lists_it() -> None:
+    """KAFKA-18659: librdkafka needs Produce v0 listed; v0-v2 are still refused (closed)."""
+    ctx = context(18, 4, MetadataCache())
+    ctx.supported = {0: (3, 13), 18: (0, 5)}
+    req = EntityBuilder(18, 4, EntityType.request).ApiVersionsRequest(
+        client_software_name="librdkafka", client_software_version="2.16.0"
+    )
+    answer = anyio.run(api_versions.handle, ctx, req)
+    assert [(k.api_key, k.min_version, k.max_version) for k in answer.api_keys] == [
+        (0, 0, 13),
+        (18, 0, 5),
+    ]
+
+
 def test_api_versions_before_v5_ignore_the_target() -> None:
     answer, _ = ask_api_versions(4)
     assert answer.error_code == ErrorCode.none and answer.api_keys
