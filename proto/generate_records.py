@@ -79,6 +79,8 @@ KIO_MODULES: dict[str, tuple[str, int]] = {
     "dataplane/protocol/legacy/offset_commit_v1_request.py": ("OffsetCommitRequest", 1),
     "dataplane/protocol/legacy/describe_configs_v0_request.py": ("DescribeConfigsRequest", 0),
     "dataplane/protocol/legacy/describe_configs_v0_response.py": ("DescribeConfigsResponse", 0),
+    "dataplane/protocol/legacy/txn_offset_commit_v6_request.py": ("TxnOffsetCommitRequest", 6),
+    "dataplane/protocol/legacy/txn_offset_commit_v6_response.py": ("TxnOffsetCommitResponse", 6),
 }
 """Output module -> (spec, version), in kio's generated form."""
 
@@ -456,6 +458,7 @@ def kio_module(spec: MessageSpec, version: int) -> str:
     )
     imports = {"i16"}
     types: set[str] = set()
+    modules: set[str] = set()  # of the standard library
     classes: list[str] = []
 
     def present(f: FieldSpec) -> bool:
@@ -494,6 +497,9 @@ def kio_module(spec: MessageSpec, version: int) -> str:
             elif f.element == "string" and f.entity_type in _KIO_ENTITY_TYPES:
                 py = _KIO_ENTITY_TYPES[f.entity_type]
                 types.add(py)
+            elif f.element == "uuid":  # kio's: a UUID, None for the zero one
+                py, nullable = "uuid.UUID", True
+                modules.add("uuid")
             else:
                 py = _PY_TYPES.get(f.element, f.element)
             if f.type.startswith("[]"):
@@ -501,7 +507,9 @@ def kio_module(spec: MessageSpec, version: int) -> str:
             if nullable:
                 py += " | None"
             args = [] if f.struct is not None else [f'metadata={{"kafka_type": "{kafka_type}"}}']
-            if f.has_default:
+            if f.has_default and f.element == "string":
+                args.append(f"default={_default(f)}")
+            elif f.has_default:
                 value = int(f.default, 0) if isinstance(f.default, str) else f.default
                 args.append(f"default={_KIO_INTS[f.element]}({value})")
             value = f" = field({', '.join(args)})" if args else ""
@@ -516,6 +524,7 @@ def kio_module(spec: MessageSpec, version: int) -> str:
             f"{spec.name} v{version} in the form kio generates, from Kafka's {spec.file}.", ""
         ),
         "",
+        *(f"import {m}" for m in sorted(modules)),
         "from dataclasses import dataclass, field",
         "from typing import ClassVar",
         "",

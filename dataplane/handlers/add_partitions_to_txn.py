@@ -118,12 +118,13 @@ async def _transaction(
         denied = internal | authorizer.denied(
             ctx.conn, AclOperation.WRITE, ResourceType.TOPIC, names - internal
         )
-    failed: dict[tuple[str, int], ErrorCode] = {}
+    # Kafka's order: the refused partitions, then the unknown ones, then the others
+    failed = dict.fromkeys(
+        (tp for tp in partitions if tp[0] in denied), ErrorCode.topic_authorization_failed
+    )
     for topic, index in partitions:
         info = cache.topics.get(topic)
-        if topic in denied:
-            failed[(topic, index)] = ErrorCode.topic_authorization_failed
-        elif info is None or not 0 <= index < len(info.partitions):
+        if topic not in denied and (info is None or not 0 <= index < len(info.partitions)):
             failed[(topic, index)] = ErrorCode.unknown_topic_or_partition
     if failed:
         log.info(
@@ -132,7 +133,9 @@ async def _transaction(
             ctx.conn.peer,
             ", ".join(f"{t}-{p} {code.name}" for (t, p), code in sorted(failed.items())),
         )
-        return {tp: failed.get(tp, ErrorCode.operation_not_attempted) for tp in partitions}
+        return failed | {
+            tp: ErrorCode.operation_not_attempted for tp in partitions if tp not in failed
+        }
     return await services.txn_coordinator.add_partitions(
         transactional_id, producer_id, producer_epoch, partitions, verify_only=verify_only
     )

@@ -247,14 +247,21 @@ class Partition:
         return self.producers.has_open_transaction(producer_id, producer_epoch)
 
     def maybe_start_transaction_verification(
-        self, producer_id: int, sequence: int, producer_epoch: int
+        self,
+        producer_id: int,
+        sequence: int,
+        producer_epoch: int,
+        supports_epoch_bump: bool = False,
     ) -> VerificationGuard | None:
         """Kafka's maybeStartTransactionVerification: None when the producer's transaction is
         already open here at this epoch (no coordinator check needed), else the guard to pass
-        to `append` once the coordinator confirmed the partition is in the transaction."""
+        to `append` once the coordinator confirmed the partition is in the transaction.
+        ``supports_epoch_bump``: a transaction version 2 producer (`start_verification`)."""
         if self.producers.has_open_transaction(producer_id, producer_epoch):
             return None
-        return self.producers.start_verification(producer_id, sequence, producer_epoch, now_ms())
+        return self.producers.start_verification(
+            producer_id, sequence, producer_epoch, now_ms(), supports_epoch_bump
+        )
 
     async def verify_transaction(
         self,
@@ -262,6 +269,7 @@ class Partition:
         sequence: int,
         producer_epoch: int,
         ask: Callable[[], Awaitable[ErrorCode]],
+        supports_epoch_bump: bool = False,
     ) -> tuple[ErrorCode, VerificationGuard | None]:
         """KIP-890 part 1 around the coordinator's answer (``ask``): NONE and the guard for
         `append` (None: the transaction is open here already, nothing to ask), or the
@@ -271,7 +279,9 @@ class Partition:
         asked again with a fresh guard: for a batch of a transaction that has really ended the
         coordinator then refuses it."""
         for _ in range(_VERIFY_ATTEMPTS):
-            guard = self.maybe_start_transaction_verification(producer_id, sequence, producer_epoch)
+            guard = self.maybe_start_transaction_verification(
+                producer_id, sequence, producer_epoch, supports_epoch_bump
+            )
             if guard is None:
                 return ErrorCode.none, None
             code = await ask()

@@ -1,13 +1,15 @@
-"""Request and response schemas of the API versions Kafka 4 removed (KIP-896), which kio,
-generated from Kafka 4's JSON messages, does not have: OffsetCommit v0-v1, OffsetFetch v0,
-DescribeConfigs v0, AlterReplicaLogDirs v0 and DescribeLogDirs v0.
+"""Request and response schemas of API versions kio does not have: those Kafka 4 removed
+(KIP-896: OffsetCommit v0-v1, OffsetFetch v0, DescribeConfigs v0, AlterReplicaLogDirs v0 and
+DescribeLogDirs v0), and those newer than kio's Kafka (TxnOffsetCommit v6, Kafka 4.4's topic
+ids, KIP-1319).
 
 `codec.entity_class` falls back on `SCHEMAS` (api key, version) -> {request|response: path}.
 A version whose layout Kafka's JSON declares identical to a later one kio has reuses kio's
 classes (OffsetCommitResponse: "Versions 1 and 2 are the same as version 0"; OffsetFetch v0
 differs from v1 only in where 0.8.1 brokers kept the offsets); the OffsetCommitRequest v0 and
-v1 modules and the DescribeConfigs v0 ones here are generated in kio's form by `python -m
-proto.generate_records` from Kafka's JSON messages (vendored in proto/kafka-message-specs).
+v1 modules, the DescribeConfigs v0 and the TxnOffsetCommit v6 ones here are generated in kio's
+form by `python -m proto.generate_records` from Kafka's JSON messages (vendored in
+proto/kafka-message-specs).
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ SCHEMAS: Mapping[tuple[int, int], Mapping[EntityType, str]] = {
     (32, 0): {
         EntityType.request: f"{_OWN}.describe_configs_v0_request:DescribeConfigsRequest",
         EntityType.response: f"{_OWN}.describe_configs_v0_response:DescribeConfigsResponse",
+    },
+    (28, 6): {
+        EntityType.request: f"{_OWN}.txn_offset_commit_v6_request:TxnOffsetCommitRequest",
+        EntityType.response: f"{_OWN}.txn_offset_commit_v6_response:TxnOffsetCommitResponse",
     },
     # "Version 1 is the same as version 0" (AlterReplicaLogDirs and DescribeLogDirs, both ways)
     (34, 0): {

@@ -428,3 +428,17 @@ def test_unused_guards_expire_with_idle_producers(node: Callable[..., Node]) -> 
     assert producers.verification_guard(1) is guard
     producers.remove_expired(6_000)
     assert producers.verification_guard(1) is None
+
+
+def test_a_transaction_version_2_producer_starts_a_partition_at_sequence_0(
+    node: Callable[..., Node],
+) -> None:
+    """Kafka's checkSequence for a transaction version 2 producer (Produce v12+) with nothing
+    of it in the partition: its first batch must be at sequence 0 (OUT_OF_ORDER_SEQUENCE_NUMBER
+    otherwise). An older producer may start anywhere (KIP-360: its state may be gone)."""
+    p = node().p
+    guard = p.maybe_start_transaction_verification(1, 2, 0, supports_epoch_bump=True)
+    assert refused_append(p, txn_batch(1, 2), guard) == ErrorCode.out_of_order_sequence_number
+    p.append(txn_batch(1, 0, 2), NOW, guard)
+    guard = p.maybe_start_transaction_verification(2, 2, 0)
+    p.append(txn_batch(2, 2), NOW, guard)
