@@ -290,10 +290,11 @@ class Partition:
         return ErrorCode.concurrent_transactions, None  # the producer retries (as Kafka's)
 
     def delete_records_before(self, offset: int) -> int:
-        """DeleteRecords on this replica: the log start moves up to ``offset``, but never past
-        the first unstable offset (open transactions keep their data). Returns the log start."""
+        """DeleteRecords on this replica: the log start moves up to ``offset``, past an open
+        transaction's first records too, as Kafka's maybeIncrementLogStartOffset does (the
+        last stable offset is then the log start until its marker). Returns the log start."""
         before = self.log.log_start_offset
-        start = self.log.delete_records_before(offset, self.producers.first_unstable_offset)
+        start = self.log.delete_records_before(offset)
         if start > before:
             self._wake(self._hw_waiters)  # consumers' fetch sessions answer the new log start
         return start
@@ -301,8 +302,7 @@ class Partition:
     def delete_records_on_leader(self, offset: int) -> int:
         """Kafka's deleteRecordsOnLeader: move the log start to ``offset`` (-1: the high
         watermark) and return the offset every replica's log start must reach before the
-        deletion is complete (`wait_for_low_watermark`): ``offset``, or less when an open
-        transaction keeps the log start below it. Raises `KafkaError` NOT_LEADER_OR_FOLLOWER,
+        deletion is complete (`wait_for_low_watermark`). Raises `KafkaError` NOT_LEADER_OR_FOLLOWER,
         POLICY_VIOLATION (cleanup.policy without delete) or OFFSET_OUT_OF_RANGE (beyond the
         high watermark). The segments wholly below go at the next retention check."""
         self.check_leader()
@@ -324,13 +324,6 @@ class Partition:
             log.info("%r: records before %d deleted (log start was %d)", self, start, before)
             self._wake(self._start_waiters)
             self._notify(urgent=True)  # parked follower fetches carry the new start now
-        if start < target:
-            log.info(
-                "%r: records deleted only up to %d, not %d: an open transaction starts there",
-                self,
-                start,
-                target,
-            )
         return min(start, target)
 
     def low_watermark(self, alive: Callable[[int], bool]) -> int:

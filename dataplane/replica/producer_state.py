@@ -512,12 +512,14 @@ class ProducerStateManager:
     @property
     def first_unstable_offset(self) -> int | None:
         """First offset of the oldest transaction that is open, or completed with its marker
-        not yet below the high watermark (Kafka's firstUnstableOffset); None if there is none."""
+        not yet below the high watermark (Kafka's firstUnstableOffset); None if there is none.
+        Never below the log start: DeleteRecords may delete an open transaction's first
+        records (Kafka's maybeIncrementFirstUnstableOffset)."""
         first = next(iter(self._ongoing.values()), None)
         if self._unreplicated:
             unreplicated = min(f for f, _ in self._unreplicated)
             first = unreplicated if first is None else min(first, unreplicated)
-        return first
+        return first if first is None else max(first, self._log.log_start_offset)
 
     def on_high_watermark(self, high_watermark: int) -> None:
         """The partition's high watermark moved: completed transactions whose marker is now
