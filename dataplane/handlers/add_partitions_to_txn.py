@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.topic_admin import INTERNAL_TOPICS
 from dataplane.transaction.coordinator import for_client_version
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
@@ -114,7 +115,7 @@ async def _transaction(
     names = {topic for topic, _ in partitions}
     denied: set[str] = set()
     if from_client:
-        internal = {n for n in names if (info := cache.topics.get(n)) is not None and info.internal}
+        internal = names & INTERNAL_TOPICS  # by name, as Kafka's Topic.isInternal (even unmade)
         denied = internal | authorizer.denied(
             ctx.conn, AclOperation.WRITE, ResourceType.TOPIC, names - internal
         )

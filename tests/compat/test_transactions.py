@@ -60,14 +60,18 @@ def topics(pair: Pair) -> None:
 
 
 def coordinators(pair: Pair) -> None:
-    """FindCoordinator of a transactional id on each side until it answers (as a producer
-    does first: it creates `__transaction_state` on a broker that has none yet)."""
-    pair.both(
-        lambda side: until_settled(
-            lambda: ask(side, FIND_COORDINATOR, 6, key_type=1, coordinator_keys=("t",)),
-            f"the transaction coordinator of {side.name}",
+    """FindCoordinator of a group and of a transactional id on each side until they answer
+    (as clients do first: it creates `__consumer_offsets` and `__transaction_state` on a
+    broker that has none yet), and an idempotent producer id (the first one may wait for the
+    broker's block of ids)."""
+    for key_type in (0, 1):
+        pair.both(
+            lambda side, key_type=key_type: until_settled(
+                lambda: ask(side, FIND_COORDINATOR, 6, key_type=key_type, coordinator_keys=("t",)),
+                f"the coordinator (key type {key_type}) of {side.name}",
+            )
         )
-    )
+    pair.both(lambda side: until_settled(lambda: init_request(side, 5, None), "a producer id"))
 
 
 def new_id(what: str) -> str:
@@ -864,7 +868,7 @@ def test_txn_offset_commit(pair: Pair, version: int) -> None:
             settle=settle,
         )
 
-    call("before AddOffsetsToTxn", settle=True)
+    call("before AddOffsetsToTxn", settle=True)  # the group's coordinator may be loading
     pair.both(
         lambda side: until_settled(
             lambda: add_offsets_request(side, ids, group, 3), "AddOffsetsToTxn"
@@ -1167,6 +1171,7 @@ def fetch_compare(pair: Pair, case: str, version: int, isolation: int, *ids: Ids
     b = builder(FETCH, version)
 
     def one(side: Side) -> diff.Plain:
+        tid = topic_id(side, FETCH_TOPIC) if version >= 13 else None
         part = b.FetchPartition(
             partition=0,
             current_leader_epoch=-1,
@@ -1189,7 +1194,7 @@ def fetch_compare(pair: Pair, case: str, version: int, isolation: int, *ids: Ids
             isolation_level=isolation,
             session_id=0,
             session_epoch=-1,
-            topics=(b.FetchTopic(topic=FETCH_TOPIC, topic_id=None, partitions=(part,)),),
+            topics=(b.FetchTopic(topic=FETCH_TOPIC, topic_id=tid, partitions=(part,)),),
             forgotten_topics_data=(),
             rack_id="",
         )
