@@ -185,8 +185,8 @@ def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None = None) -
     """The batch at ``pos`` after checking its framing, magic, size and CRC, in Kafka's order.
 
     Raises `RecordError`: CORRUPT_MESSAGE for a truncated or inconsistent length, an unknown
-    magic or a bad CRC; UNSUPPORTED_FOR_MESSAGE_FORMAT for magic 0/1; MESSAGE_TOO_LARGE above the
-    limit.
+    magic or a bad CRC; INVALID_RECORD for magic 0/1 (Kafka's ProduceRequest.validateRecords:
+    Produce v3+ carries magic 2 batches only); MESSAGE_TOO_LARGE above the limit.
     """
     left = len(buf) - pos
     if left <= _MAGIC_POS:
@@ -197,10 +197,11 @@ def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None = None) -
     magic = buf[pos + _MAGIC_POS]
     if magic in (0, 1):
         raise RecordError(
-            ErrorCode.unsupported_for_message_format, f"batch at byte {pos}: magic {magic} < 2"
+            ErrorCode.invalid_record,
+            f"batch at byte {pos}: magic {magic}; Produce v3+ carries only magic 2 batches",
         )
     if magic != MAGIC:
-        raise RecordError(ErrorCode.corrupt_message, f"batch at byte {pos}: invalid magic {magic}")
+        raise RecordError(ErrorCode.corrupt_message, f"Invalid magic found in record: {magic}")
     size = length + LOG_OVERHEAD
     if size < HEADER_SIZE:
         raise RecordError(ErrorCode.corrupt_message, f"batch at byte {pos}: length {length}")

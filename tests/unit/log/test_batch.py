@@ -86,10 +86,8 @@ def test_length_too_small_is_corrupt() -> None:
 
 
 @pytest.mark.parametrize("magic", [0, 1])
-def test_old_magic_is_unsupported(magic: int) -> None:
-    assert (
-        code_of(make_batch(values_of(1), magic=magic)) == ErrorCode.unsupported_for_message_format
-    )
+def test_old_magic_is_an_invalid_record(magic: int) -> None:
+    assert code_of(make_batch(values_of(1), magic=magic)) == ErrorCode.invalid_record
 
 
 def test_unknown_magic_is_corrupt() -> None:
