@@ -1034,6 +1034,11 @@ def test_describe_producers(pair: Pair) -> None:
         "DescribeProducers: an unknown topic",
         lambda side: producers_request(side, "compat-txn-nope", [0]),
     )
+    compare(
+        pair,
+        "DescribeProducers: an invalid topic name",
+        lambda side: producers_request(side, "compat txn!", [0]),
+    )
 
 
 # -- Produce of transactional batches ---------------------------------------------------------
