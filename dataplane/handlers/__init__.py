@@ -70,6 +70,7 @@ from dataplane.handlers import (
     share_group_heartbeat,
     sync_group,
     txn_offset_commit,
+    unregister_broker,
     update_features,
 )
 from dataplane.handlers.context import Handler, HandlerModule
@@ -136,10 +137,11 @@ _MODULES: tuple[HandlerModule, ...] = (
     elect_leaders,
     alter_partition_reassignments,
     list_partition_reassignments,
-    # log directories of this broker; the cluster's finalized feature levels
+    # log directories of this broker; the cluster's finalized feature levels; registrations
     describe_log_dirs,
     alter_replica_log_dirs,
     update_features,
+    unregister_broker,
     # the meta quorum (KIP-853), answered by the meta service's Raft leader
     describe_quorum,
     add_raft_voter,
