@@ -68,6 +68,7 @@ from dataplane.handlers import (
     sync_group,
     txn_offset_commit,
     update_features,
+    write_txn_markers,
 )
 from dataplane.handlers.context import Handler, HandlerModule
 
@@ -113,6 +114,7 @@ _MODULES: tuple[HandlerModule, ...] = (
     describe_producers,
     describe_transactions,
     list_transactions,
+    write_txn_markers,  # from operators' tools (abort a hanging transaction)
     # KIP-848 consumer groups
     consumer_group_heartbeat,
     consumer_group_describe,

@@ -1,5 +1,10 @@
-"""ListOffsets (2): earliest, latest, by timestamp and max timestamp (KIP-734); DESCRIBE on
-each topic, as Kafka checks (TOPIC_AUTHORIZATION_FAILED).
+"""ListOffsets (2) v1-v11: earliest, latest, by timestamp and max timestamp (KIP-734); DESCRIBE
+on each topic, as Kafka checks (TOPIC_AUTHORIZATION_FAILED).
+
+Rafka has no tiered storage, so as Kafka's UnifiedLog without it: earliest-local (-4, v8+) is
+the log start offset, latest-tiered (-5, v9+) and earliest-pending-upload (-6, v11+) find no
+offset (-1). A special timestamp that the request's version does not know (or an unknown
+negative one) is UNSUPPORTED_VERSION for that partition, as Kafka's ReplicaManager answers.
 
 The isolation level (v2+) sets what a consumer could read, as Kafka's
 Partition.fetchOffsetForTimestamp does: "latest" is the high watermark, or for read_committed the
@@ -18,10 +23,20 @@ if TYPE_CHECKING:
     from dataplane.replica.partition import Partition
 
 API_KEY = 2
-VERSIONS = (1, 8)
+VERSIONS = (1, 11)
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -5, -6
 READ_COMMITTED = 1
+# The first version that knows each special timestamp (Kafka's timestampMinSupportedVersion).
+_MIN_VERSION = {
+    EARLIEST: 1,
+    LATEST: 1,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL: 8,
+    LATEST_TIERED: 9,
+    EARLIEST_PENDING_UPLOAD: 11,
+}
 
 
 def lookup(partition: Partition, timestamp: int, isolation_level: int = 0) -> tuple[int, int]:
@@ -29,6 +44,8 @@ def lookup(partition: Partition, timestamp: int, isolation_level: int = 0) -> tu
     log = partition.log
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return log.log_start_offset, -1
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return -1, -1  # nothing is tiered
     readable = (
         partition.last_stable_offset
         if isolation_level == READ_COMMITTED
@@ -61,6 +78,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             try:
                 if topic.name in denied:
                     raise KafkaError(ErrorCode.topic_authorization_failed)
+                if p.timestamp < 0 and _MIN_VERSION.get(p.timestamp, 99) > ctx.header.api_version:
+                    raise KafkaError(ErrorCode.unsupported_version)
                 partition = replicas.leader_partition(
                     topic.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
                 )
