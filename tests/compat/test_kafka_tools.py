@@ -100,6 +100,7 @@ def rows(text: str) -> list[list[str]]:
 _MASKS = [
     (re.compile(r"127\.0\.0\.1:\d+\s*\(\d+\)"), "COORDINATOR"),  # host:port (id)
     (re.compile(r"127\.0\.0\.1:\d+"), "HOST:PORT"),
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "UUID"),
     (re.compile(r"(?<![\w-])[A-Za-z0-9_-]{22}(?![\w-])"), "UUID"),  # member and topic ids
     (re.compile(r"\b1\d{12}\b"), "TIME"),  # epoch milliseconds
 ]
@@ -419,6 +420,18 @@ def test_consumer_groups(sides: Sides, cluster: LocalCluster) -> None:
         "groups: reset --shift-by --dry-run",
         f"{groups} --reset-offsets --group cg1 --all-topics --shift-by 1 --dry-run",
     )
+    for target in ("--to-offset 1", "--to-datetime 2020-01-01T00:00:00.000", "--to-latest"):
+        both(
+            sides,
+            f"groups: reset {target} --dry-run",
+            f"{groups} --reset-offsets --group cg1 --topic cg {target} --dry-run",
+        )
+    exported = both(
+        sides,
+        "groups: reset --export",
+        f"{groups} --reset-offsets --group cg1 --topic cg:1 --to-latest --dry-run --export",
+    )
+    assert exported == "cg,1,2\n\n"  # topic,partition,offset (--from-file reads it back)
     both(sides, "groups: delete offsets", f"{groups} --delete-offsets --group cg1 --topic cg:1")
     both(sides, "groups: describe after delete offsets", f"{groups} --describe --group cg1")
     both(sides, "groups: delete", f"{groups} --delete --group cg1")
@@ -480,6 +493,47 @@ def test_consumer_groups(sides: Sides, cluster: LocalCluster) -> None:
     wait_for(lambda: state()[:2] == ["uniform", "Empty"], what="the member to leave")
 
 
+def test_classic_group_with_a_member(sides: Sides) -> None:
+    """A console consumer in a classic group, as describe shows its member and assignment."""
+
+    def start_member(bootstrap: str) -> subprocess.Popen[bytes]:
+        ok(bootstrap, "kafka-topics --create --topic classic --partitions 2 --replication-factor 1")
+        options = (
+            f"--bootstrap-server {bootstrap} --topic classic --group cg3 "
+            "--consumer-property client.id=classic-1"
+        )
+        return subprocess.Popen(
+            java_command("kafka-console-consumer", *shlex.split(options)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    members = each(sides, start_member)
+    groups = "kafka-consumer-groups --describe --group cg3"
+    try:
+        for bootstrap in (sides.kafka, sides.rafka):
+            wait_for(
+                lambda b=bootstrap: " Stable " in ok(b, f"{groups} --state"),
+                what="a stable group",
+            )
+        state = rows(both(sides, "classic group: describe --state", f"{groups} --state"))
+        assert state[1][3:] == ["range", "Stable", "1"]
+        described = rows(
+            both(
+                sides,
+                "classic group: describe --members --verbose",
+                f"{groups} --members --verbose",
+            )
+        )
+        # CURRENT-EPOCH CURRENT-ASSIGNMENT TARGET-EPOCH TARGET-ASSIGNMENT: "-" but the current
+        assert described[1][2:] == ["/127.0.0.1", "classic-1", "2", "-", "classic:0,1", "-", "-"]
+        both(sides, "classic group: describe", groups)
+    finally:
+        for member in members:
+            member.terminate()
+            member.wait(30)
+
+
 def test_console_producer_and_consumer(cluster: LocalCluster) -> None:
     """Keys and headers through the console tools, read back with what the formatter
     prints of each record."""
@@ -506,6 +560,32 @@ def test_console_producer_and_consumer(cluster: LocalCluster) -> None:
         "--max-messages 1",
     )
     assert first == "one\n"
+
+
+def test_cluster_id_and_broker_api_versions(cluster: LocalCluster) -> None:
+    b = cluster.bootstrap
+    cluster_id = run_tool("kafka-cluster", "cluster-id", "--bootstrap-server", b)
+    assert re.fullmatch(r"Cluster ID: \S+\n", cluster_id.stdout), cluster_id
+    listed = ok(b, "kafka-broker-api-versions")
+    brokers = re.findall(
+        r"^127\.0\.0\.1:\d+ \(id: (\d+) rack: null isFenced: false\) -> \($", listed, re.M
+    )
+    assert sorted(brokers) == ["1", "2", "3"]
+    # What Kafka's tools need is served by every broker (`Name(key): min to max [usable: v]`).
+    for api in (
+        "ListOffsets(2)",
+        "WriteTxnMarkers(27)",
+        "DescribeProducers(61)",
+        "ElectLeaders(43)",
+        "AlterPartitionReassignments(45)",
+        "DescribeLogDirs(35)",
+        "UpdateFeatures(57)",
+        "DescribeShareGroupOffsets(90)",
+        "AlterShareGroupOffsets(91)",
+        "ListConfigResources(74)",
+    ):
+        served = re.findall(rf"^\t{re.escape(api)}: (.*?),?$", listed, re.M)
+        assert len(served) == 3 and "UNSUPPORTED" not in served, (api, served)
 
 
 # -- kafka-share-groups, kafka-console-share-consumer -------------------------------------------
@@ -988,9 +1068,12 @@ _LOGIN = {
 }
 
 
-def command_config(secured: SecuredCluster, path: Path, user: str, mechanism: str) -> str:
-    """A --command-config file: SASL_SSL with `user`'s password, trusting the cluster's CA."""
-    password = secured.credentials(user, mechanism)["password"]
+def command_config(
+    secured: SecuredCluster, path: Path, user: str, mechanism: str, password: str | None = None
+) -> str:
+    """A --command-config file: SASL_SSL with `user`'s password (the test principals' own by
+    default), trusting the cluster's CA."""
+    password = secured.credentials(user, mechanism, password)["password"]
     path.write_text(
         "security.protocol=SASL_SSL\n"
         "ssl.truststore.type=PEM\n"
@@ -1070,6 +1153,42 @@ def test_acls(secured: SecuredCluster, tmp_path: Path) -> None:
     assert ok(b, f"{acls} {remove}") == ""
     after = ok(b, f"{acls} --list --topic secret")
     assert acl_blocks(after) == {topic: {w("DESCRIBE"), r("READ"), r("DESCRIBE")}}
+
+
+def test_scram_users(secured: SecuredCluster, tmp_path: Path) -> None:
+    """SCRAM credentials set and removed with kafka-configs, as the user then logs in."""
+    b = secured.bootstrap
+    admin = command_config(secured, tmp_path / "admin.properties", "admin", "PLAIN")
+    carol = f"kafka-configs {admin} --entity-type users --entity-name carol"
+    for mechanism in (
+        "SCRAM-SHA-256=[iterations=8192,password=carol-secret]",
+        "SCRAM-SHA-512=[password=carol-secret]",
+    ):
+        assert ok(b, f"{carol} --alter --add-config {mechanism}") == (
+            "Completed updating config for user carol.\n"
+        )
+    assert ok(b, f"{carol} --describe") == (
+        "SCRAM credential configs for user-principal 'carol' are "
+        "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096\n"
+    )
+    # One change per user and request, as Kafka's controller allows.
+    both_at_once = "SCRAM-SHA-256=[password=x],SCRAM-SHA-512=[password=y]"
+    assert (
+        "DuplicateResourceException: A user credential cannot be altered twice in the same request"
+        in fails(b, f"{carol} --alter --add-config {both_at_once}")
+    )
+    login = command_config(
+        secured, tmp_path / "carol.properties", "carol", "SCRAM-SHA-256", "carol-secret"
+    )
+    assert ok(b, f"kafka-topics {login} --list").strip() == ""  # no topic it may see
+    ok(b, f"{carol} --alter --delete-config SCRAM-SHA-256")
+    assert ok(b, f"{carol} --describe") == (
+        "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-512=iterations=4096\n"
+    )
+    assert fails(b, f"kafka-topics {login} --list").splitlines()[0] == (
+        "Error while executing topic command : Authentication failed during authentication due "
+        "to invalid credentials with SASL mechanism SCRAM-SHA-256"
+    )
 
 
 def test_delegation_tokens(secured: SecuredCluster, tmp_path: Path) -> None:

@@ -52,6 +52,8 @@ TOOLS = {
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
     "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
     "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
+    "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
+    "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
 }
 
 
