@@ -150,13 +150,13 @@ def meta_node(
 ) -> None:
     """Run one node of the Raft metadata service."""
     from meta.config import MetaConfig
-    from meta.node import MetaStartupError, run_meta_node
+    from meta.node import MetaFailedError, MetaStartupError, run_meta_node
 
     setup_logging(log_level)
     raise_open_files_limit("meta node")
     try:
         run_meta_node(MetaConfig.load(config, parse_overrides(override)))
-    except MetaStartupError:
+    except (MetaStartupError, MetaFailedError):
         raise typer.Exit(1) from None  # already logged with what to do
 
 

@@ -120,6 +120,34 @@ class BrokerConfig(InternalSecurityConfig):
     log_index_interval_bytes: int = Field(
         4096, description="log.index.interval.bytes: bytes between sparse index entries."
     )
+    log_index_size_max_bytes: int = Field(
+        10485760,
+        description="log.index.size.max.bytes: the default segment.index.bytes of topics "
+        "(accepted for compatibility: Rafka's indexes do not preallocate).",
+    )
+    log_roll_jitter_ms: int | None = Field(
+        None,
+        description="log.roll.jitter.ms: the default segment.jitter.ms of topics (accepted for "
+        "compatibility: segments roll without jitter).",
+    )
+    log_roll_jitter_hours: int = Field(
+        0, description="log.roll.jitter.hours: log.roll.jitter.ms in hours, when that is not set."
+    )
+    log_segment_delete_delay_ms: int = Field(
+        60000,
+        description="log.segment.delete.delay.ms: the default file.delete.delay.ms of topics "
+        "(accepted for compatibility: a deleted segment's files go at once).",
+    )
+    log_preallocate: bool = Field(
+        False,
+        description="log.preallocate: the default preallocate of topics (accepted for "
+        "compatibility: segments are not preallocated).",
+    )
+    compression_type: str = Field(
+        "producer",
+        description="compression.type: the default compression.type of topics (accepted for "
+        "compatibility: batches are stored as the producer compressed them).",
+    )
     log_flush_interval_messages: int = Field(
         9223372036854775807,
         description="log.flush.interval.messages: fsync after this many messages (default: never).",
@@ -142,12 +170,6 @@ class BrokerConfig(InternalSecurityConfig):
         ge=0,
         description="log.message.timestamp.after.max.ms: how far after the broker's clock a "
         "CreateTime timestamp may be (INVALID_TIMESTAMP past it; default 1 hour, as Kafka 4).",
-    )
-    log_message_timestamp_difference_max_ms: int = Field(
-        9223372036854775807,
-        ge=0,
-        description="log.message.timestamp.difference.max.ms: deprecated by Kafka; still bounds "
-        "both sides of the two above.",
     )
     log_retention_ms: int = Field(
         604800000,
@@ -352,7 +374,7 @@ class BrokerConfig(InternalSecurityConfig):
         "share.partition.max.record.locks a group config may set.",
     )
     group_share_max_partition_max_record_locks: int = Field(
-        10000,
+        4000,
         description="group.share.max.partition.max.record.locks: the highest "
         "share.partition.max.record.locks a group config may set.",
     )

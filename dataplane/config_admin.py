@@ -22,6 +22,7 @@ from dataplane import log_levels
 from dataplane.config_catalog import (
     BROKER_KEYS,
     CLUSTER_DEFAULT,
+    READ_AT_START,
     TOPIC_KEYS,
     ConfigLayers,
     ConfigType,
@@ -34,7 +35,8 @@ from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
 from meta.model import ConfigAlteration
 from meta.resource_configs import ResourceConfigAlteration
-from meta.topic_config import validate_topic_configs
+from meta.topic_config import unknown_topic_config, validate_topic_configs
+from meta.topic_planning import validate_topic_name
 
 if TYPE_CHECKING:  # handlers import this module
     from dataplane.handlers.context import RequestContext
@@ -232,17 +234,16 @@ def _broker_alteration(
         raise Refused(ErrorCode.invalid_request, f"Unknown broker configs: {', '.join(unknown)}")
     fixed = sorted(n for n in new if n not in BROKER_KEYS or not BROKER_KEYS[n].dynamic)
     if fixed:
-        raise Refused(
-            ErrorCode.invalid_request,
-            f"Cannot update these configs dynamically: {', '.join(fixed)} (they are read at "
-            "start-up: set them in the broker's properties and restart it)",
-        )
+        message = f"Cannot update these configs dynamically: [{', '.join(fixed)}]"
+        if later := [n for n in fixed if n not in BROKER_KEYS or n in READ_AT_START]:
+            message += (
+                f" ({', '.join(later)}: dynamic in Kafka, read at start-up by Rafka: set them "
+                "in the broker's properties and restart it)"
+            )
+        raise Refused(ErrorCode.invalid_request, message)
     for name, value in new.items():
         if problem := BROKER_KEYS[name].problem(value):
-            raise Refused(
-                ErrorCode.invalid_request,
-                f"Invalid value {value} for configuration {name}: {problem}",
-            )
+            raise Refused(ErrorCode.invalid_request, problem)
     return _alteration("broker", change, current, new), new
 
 
@@ -251,6 +252,8 @@ def _topic_alteration(
 ) -> tuple[ConfigAlteration, Mapping[str, str]]:
     if not change.name:
         raise Refused(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+    if problem := validate_topic_name(change.name):
+        raise Refused(ErrorCode.invalid_topic_exception, problem)
     topic = ctx.services.cache.topics.get(change.name)
     if topic is None:
         raise Refused(
@@ -263,7 +266,8 @@ def _topic_alteration(
         {n: k.type is ConfigType.LIST for n, k in TOPIC_KEYS.items()},
         {n: k.default for n, k in TOPIC_KEYS.items()},
     )
-    if problem := topic_configs_problem(ctx, new):
+    changed = [n for n, v in new.items() if current.get(n) != v]
+    if problem := unknown_topic_config(changed) or topic_configs_problem(ctx, new):
         raise Refused(ErrorCode.invalid_config, problem)
     return _alteration("topic", change, current, new), new
 

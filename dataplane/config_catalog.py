@@ -15,7 +15,7 @@ can be set dynamically (`ConfigKey.dynamic`); the others are read-only, as Kafka
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import cache, cached_property
@@ -25,7 +25,9 @@ from pydantic import SecretStr, TypeAdapter, ValidationError
 
 from cluster.settings import kafka_name
 from dataplane.config import BrokerConfig
+from dataplane.config_docs import TOPIC_DOCS
 from meta.topic_config import TOPIC_CONFIGS as TOPIC_CHECKS
+from meta.topic_config import invalid, number_problem
 
 CLUSTER_DEFAULT = -1  # the broker id under which the cluster-wide dynamic configs are kept
 LONG_MAX = 2**63 - 1
@@ -63,30 +65,13 @@ class ConfigSource(IntEnum):
 PER_BROKER = "per-broker"
 CLUSTER_WIDE = "cluster-wide"
 
-_INT_RANGES = {
-    ConfigType.SHORT: (-(2**15), 2**15 - 1),
-    ConfigType.INT: (-(2**31), 2**31 - 1),
-    ConfigType.LONG: (-(2**63), LONG_MAX),
-}
-
 
 def type_problem(kind: ConfigType, value: str) -> str | None:
     """Why `value` is not a value of Kafka type `kind` (Kafka's ConfigDef.parseType message), or
     None."""
-    text = value.strip()
-    if kind in _INT_RANGES:
-        low, high = _INT_RANGES[kind]
-        try:
-            number = int(text)
-        except ValueError:
-            return f"Not a number of type {kind.name}"
-        return None if low <= number <= high else f"Not a number of type {kind.name}"
-    if kind is ConfigType.DOUBLE:
-        try:
-            float(text)
-        except ValueError:
-            return "Not a number of type DOUBLE"
-    if kind is ConfigType.BOOLEAN and text.lower() not in ("true", "false"):
+    if kind in (ConfigType.SHORT, ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE):
+        return number_problem(kind.name, value)
+    if kind is ConfigType.BOOLEAN and value.strip().lower() not in ("true", "false"):
         return "Expected value to be either true or false"
     return None
 
@@ -112,11 +97,12 @@ class ConfigKey:
         return not self.dynamic
 
     def problem(self, value: str) -> str | None:
-        """Why `value` is not valid for this setting (type, then Kafka's range), or None."""
+        """Kafka's message when `value` is not valid for this setting (its type, then the
+        range of the topic config it is the default of), or None."""
         if problem := type_problem(self.type, value):
-            return problem
+            return invalid(self.name, value, problem)
         topic_check = TOPIC_CHECKS.get(self.name) or TOPIC_CHECKS.get(_TOPIC_OF.get(self.name, ""))
-        return topic_check(value) if topic_check is not None else None
+        return topic_check(self.name, value) if topic_check is not None else None
 
 
 def value_text(value: Any) -> str | None:
@@ -158,14 +144,25 @@ _BROKER_TYPES: dict[str, ConfigType] = {
             "connections.max.idle.ms",
             "log.message.timestamp.before.max.ms",
             "log.message.timestamp.after.max.ms",
-            "log.message.timestamp.difference.max.ms",
+            "log.segment.delete.delay.ms",
+            "log.roll.jitter.ms",
         ),
         ConfigType.LONG,
     ),
-    "offsets.topic.replication.factor": ConfigType.SHORT,
-    "transaction.state.log.replication.factor": ConfigType.SHORT,
     **dict.fromkeys(
         (
+            "offsets.topic.replication.factor",
+            "transaction.state.log.replication.factor",
+            "share.coordinator.state.topic.replication.factor",
+            "share.coordinator.state.topic.min.isr",
+        ),
+        ConfigType.SHORT,
+    ),
+    **dict.fromkeys(
+        (
+            "listeners",
+            "advertised.listeners",
+            "log.dirs",
             "log.cleanup.policy",
             "ssl.enabled.protocols",
             "ssl.cipher.suites",
@@ -183,16 +180,74 @@ _BROKER_TYPES: dict[str, ConfigType] = {
             "ssl.truststore.certificates",
             "sasl.jaas.config",
             "delegation.token.secret.key",
+            "internal.ssl.keystore.certificate.chain",
+            "internal.ssl.truststore.certificates",
         ),
         ConfigType.PASSWORD,
     ),
 }
 
+# Settings Kafka has no default for: their field's default is what Rafka does when they are
+# not set (log.retention.ms: from log.retention.hours; "": none), which Kafka reports as null.
+_NO_DEFAULT = frozenset(
+    (
+        "log.retention.ms",
+        "log.roll.ms",
+        "log.flush.interval.ms",
+        "advertised.listeners",
+        "replica.selector.class",
+        "sasl.oauthbearer.expected.issuer",
+        "sasl.oauthbearer.jwks.endpoint.url",
+        "ssl.keystore.location",
+        "ssl.truststore.location",
+        "internal.ssl.keystore.location",
+        "internal.ssl.truststore.location",
+    )
+)
+
+# Settings Kafka's KafkaConfig does not define (quota rates are dynamic-only, the ACL settings
+# the authorizer's own): Kafka's DescribeConfigs lists them only once set.
+_LISTED_WHEN_SET = frozenset(
+    (
+        "leader.replication.throttled.rate",
+        "follower.replication.throttled.rate",
+        "super.users",
+        "allow.everyone.if.no.acl.found",
+    )
+)
+
 # Broker settings that apply live when changed dynamically, beyond the broker defaults of topic
 # configs (`_TOPIC_TABLE`'s first synonyms, Kafka's DynamicLogConfig): Kafka's LogCleaner and
 # replication quota settings that Rafka reads at runtime, and SocketServer's connection limits.
-# Kafka's other dynamic settings (listeners, SSL stores per listener, thread pools,
-# producer.id.expiration.ms) take a restart here: they are read-only.
+# Kafka's other dynamic settings Rafka has take a restart here (READ_AT_START): read-only.
+READ_AT_START = frozenset(
+    (
+        "listeners",
+        "listener.security.protocol.map",
+        "producer.id.expiration.ms",
+        "sasl.enabled.mechanisms",
+        "sasl.jaas.config",
+        *(
+            f"ssl.{name}"
+            for name in (
+                "cipher.suites",
+                "client.auth",
+                "enabled.protocols",
+                "key.password",
+                "keystore.certificate.chain",
+                "keystore.key",
+                "keystore.location",
+                "keystore.type",
+                "truststore.certificates",
+                "truststore.location",
+                "truststore.type",
+            )
+        ),
+    )
+)
+"""Kafka's dynamic broker settings that Rafka reads at start only (listener.name.* overrides
+of them too): AlterConfigs refuses them, saying to restart."""
+
 _MORE_DYNAMIC = (
     "log.cleaner.backoff.ms",
     *(f"{s}.replication.throttled.rate" for s in ("leader", "follower")),
@@ -210,6 +265,7 @@ _UNIT_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
         ("log.retention.hours", 3_600_000),
     ),
     "log.roll.ms": (("log.roll.ms", 1), ("log.roll.hours", 3_600_000)),
+    "log.roll.jitter.ms": (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3_600_000)),
 }
 _SYNONYM_GROUP = {
     name: tuple(n for n, _ in group) for group in _UNIT_SYNONYMS.values() for name, _ in group
@@ -240,178 +296,55 @@ def _doc(name: str, description: str | None) -> str:
 # -- topic settings --------------------------------------------------------------------------
 
 # topic config -> (Kafka type, Kafka's default when no broker setting gives one, the broker
-# settings giving its default, first wins, documentation).
-_TOPIC_TABLE: dict[str, tuple[ConfigType, str | None, tuple[str, ...], str]] = {
-    "cleanup.policy": (
-        ConfigType.LIST,
-        "delete",
-        ("log.cleanup.policy",),
-        "delete: old segments are removed by retention; compact: the latest record of each key "
-        "is kept; both may be given.",
-    ),
-    "compression.type": (
-        ConfigType.STRING,
-        "producer",
-        ("compression.type",),
-        "The compression of the topic's batches (producer: as the producer sent them).",
-    ),
-    "delete.retention.ms": (
-        ConfigType.LONG,
-        "86400000",
-        ("log.cleaner.delete.retention.ms",),
-        "How long tombstones of a compacted topic are kept after their first cleaning.",
-    ),
-    "file.delete.delay.ms": (
-        ConfigType.LONG,
-        "60000",
-        ("log.segment.delete.delay.ms",),
-        "How long a deleted segment's files stay on disk.",
-    ),
-    "flush.messages": (
-        ConfigType.LONG,
-        str(LONG_MAX),
-        ("log.flush.interval.messages",),
-        "fsync the log after this many records.",
-    ),
-    "flush.ms": (
-        ConfigType.LONG,
-        str(LONG_MAX),
-        ("log.flush.interval.ms",),
-        "fsync the log when data is older than this.",
-    ),
-    "follower.replication.throttled.replicas": (
-        ConfigType.LIST,
-        "",
-        (),
-        "partition:broker,... (or *): the replicas whose fetches follower.replication."
-        "throttled.rate limits on their follower.",
-    ),
-    "index.interval.bytes": (
-        ConfigType.INT,
-        "4096",
-        ("log.index.interval.bytes",),
-        "Bytes between two entries of the offset index.",
-    ),
-    "leader.replication.throttled.replicas": (
-        ConfigType.LIST,
-        "",
-        (),
-        "partition:broker,... (or *): the replicas whose fetches leader.replication."
-        "throttled.rate limits on the leader.",
-    ),
+# settings giving its default, first wins: Kafka's ServerTopicConfigSynonyms). Documentation:
+# Kafka's own (config_docs).
+_TOPIC_TABLE: dict[str, tuple[ConfigType, str | None, tuple[str, ...]]] = {
+    "cleanup.policy": (ConfigType.LIST, "delete", ("log.cleanup.policy",)),
+    "compression.type": (ConfigType.STRING, "producer", ("compression.type",)),
+    "delete.retention.ms": (ConfigType.LONG, "86400000", ("log.cleaner.delete.retention.ms",)),
+    "file.delete.delay.ms": (ConfigType.LONG, "60000", ("log.segment.delete.delay.ms",)),
+    "flush.messages": (ConfigType.LONG, str(LONG_MAX), ("log.flush.interval.messages",)),
+    "flush.ms": (ConfigType.LONG, str(LONG_MAX), ("log.flush.interval.ms",)),
+    "follower.replication.throttled.replicas": (ConfigType.LIST, "", ()),
+    "index.interval.bytes": (ConfigType.INT, "4096", ("log.index.interval.bytes",)),
+    "leader.replication.throttled.replicas": (ConfigType.LIST, "", ()),
     "max.compaction.lag.ms": (
         ConfigType.LONG,
         str(LONG_MAX),
         ("log.cleaner.max.compaction.lag.ms",),
-        "A record stays uncompacted at most this long.",
     ),
-    "max.message.bytes": (
-        ConfigType.INT,
-        "1048588",
-        ("message.max.bytes",),
-        "The largest record batch the topic accepts (MESSAGE_TOO_LARGE above).",
-    ),
-    "message.downconversion.enable": (
-        ConfigType.BOOLEAN,
-        "true",
-        ("log.message.downconversion.enable",),
-        "Accepted for compatibility; Rafka never down-converts.",
-    ),
+    "max.message.bytes": (ConfigType.INT, "1048588", ("message.max.bytes",)),
     "message.timestamp.after.max.ms": (
         ConfigType.LONG,
         "3600000",
         ("log.message.timestamp.after.max.ms",),
-        "How far after the broker's clock a CreateTime timestamp may be (INVALID_TIMESTAMP).",
     ),
     "message.timestamp.before.max.ms": (
         ConfigType.LONG,
         str(LONG_MAX),
         ("log.message.timestamp.before.max.ms",),
-        "How far before the broker's clock a CreateTime timestamp may be (INVALID_TIMESTAMP).",
     ),
-    "message.timestamp.difference.max.ms": (
-        ConfigType.LONG,
-        str(LONG_MAX),
-        ("log.message.timestamp.difference.max.ms",),
-        "Deprecated by Kafka for message.timestamp.before/after.max.ms; bounds both sides.",
-    ),
-    "message.timestamp.type": (
-        ConfigType.STRING,
-        "CreateTime",
-        ("log.message.timestamp.type",),
-        "CreateTime (the producer's timestamp) or LogAppendTime (the broker's).",
-    ),
-    "min.cleanable.dirty.ratio": (
-        ConfigType.DOUBLE,
-        "0.5",
-        ("log.cleaner.min.cleanable.ratio",),
-        "A compacted log is cleaned once its uncleaned share exceeds this.",
-    ),
-    "min.compaction.lag.ms": (
-        ConfigType.LONG,
-        "0",
-        ("log.cleaner.min.compaction.lag.ms",),
-        "A record stays uncompacted at least this long.",
-    ),
-    "min.insync.replicas": (
-        ConfigType.INT,
-        "1",
-        ("min.insync.replicas",),
-        "The in-sync replicas an acks=all write needs (NOT_ENOUGH_REPLICAS below).",
-    ),
-    "preallocate": (
-        ConfigType.BOOLEAN,
-        "false",
-        ("log.preallocate",),
-        "Accepted for compatibility; segments are not preallocated.",
-    ),
-    "retention.bytes": (
-        ConfigType.LONG,
-        "-1",
-        ("log.retention.bytes",),
-        "The most bytes a partition keeps before old segments are deleted (-1: no limit).",
-    ),
-    "retention.ms": (
-        ConfigType.LONG,
-        "604800000",
-        _SYNONYM_GROUP["log.retention.ms"],
-        "How long a segment is kept after its newest record (-1: no limit).",
-    ),
-    "segment.bytes": (
-        ConfigType.INT,
-        "1073741824",
-        ("log.segment.bytes",),
-        "The size at which a new segment is rolled.",
-    ),
-    "segment.index.bytes": (
-        ConfigType.INT,
-        str(10 << 20),
-        ("log.index.size.max.bytes",),
-        "The size of a segment's offset index.",
-    ),
-    "segment.jitter.ms": (
-        ConfigType.LONG,
-        "0",
-        ("log.roll.jitter.ms",),
-        "Random jitter subtracted from segment.ms.",
-    ),
-    "segment.ms": (
-        ConfigType.LONG,
-        "604800000",
-        _SYNONYM_GROUP["log.roll.ms"],
-        "The age at which a new segment is rolled.",
-    ),
+    "message.timestamp.type": (ConfigType.STRING, "CreateTime", ("log.message.timestamp.type",)),
+    "min.cleanable.dirty.ratio": (ConfigType.DOUBLE, "0.5", ("log.cleaner.min.cleanable.ratio",)),
+    "min.compaction.lag.ms": (ConfigType.LONG, "0", ("log.cleaner.min.compaction.lag.ms",)),
+    "min.insync.replicas": (ConfigType.INT, "1", ("min.insync.replicas",)),
+    "preallocate": (ConfigType.BOOLEAN, "false", ("log.preallocate",)),
+    "retention.bytes": (ConfigType.LONG, "-1", ("log.retention.bytes",)),
+    "retention.ms": (ConfigType.LONG, "604800000", _SYNONYM_GROUP["log.retention.ms"]),
+    "segment.bytes": (ConfigType.INT, "1073741824", ("log.segment.bytes",)),
+    "segment.index.bytes": (ConfigType.INT, str(10 << 20), ("log.index.size.max.bytes",)),
+    "segment.jitter.ms": (ConfigType.LONG, "0", _SYNONYM_GROUP["log.roll.jitter.ms"]),
+    "segment.ms": (ConfigType.LONG, "604800000", _SYNONYM_GROUP["log.roll.ms"]),
     "unclean.leader.election.enable": (
         ConfigType.BOOLEAN,
         "false",
         ("unclean.leader.election.enable",),
-        "Whether a replica outside the ISR may become leader when no in-sync replica is left.",
     ),
 }
 
 
 def _build_broker_keys() -> dict[str, ConfigKey]:
-    dynamic = {s[0] for _, _, s, _ in _TOPIC_TABLE.values() if s} | set(_MORE_DYNAMIC)
+    dynamic = {s[0] for _, _, s in _TOPIC_TABLE.values() if s} | set(_MORE_DYNAMIC)
     keys = {}
     for fname, info in BrokerConfig.model_fields.items():
         if fname == "prefixed":
@@ -422,7 +355,9 @@ def _build_broker_keys() -> dict[str, ConfigKey]:
             name=name,
             type=_BROKER_TYPES.get(name, _python_type(info.annotation)),
             doc=_doc(name, info.description),
-            default=None if isinstance(default, SecretStr) else value_text(default),
+            default=None
+            if isinstance(default, SecretStr) or name in _NO_DEFAULT
+            else value_text(default),
             dynamic=CLUSTER_WIDE if name in dynamic else "",
             field=fname,
         )
@@ -435,7 +370,7 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
     name: ConfigKey(
         name=name,
         type=_TOPIC_TABLE[name][0],
-        doc=_TOPIC_TABLE[name][3],
+        doc=TOPIC_DOCS[name],
         default=_TOPIC_TABLE[name][1],
         dynamic=CLUSTER_WIDE,
         synonyms=tuple(s for s in _TOPIC_TABLE[name][2] if s in BROKER_KEYS),
@@ -543,16 +478,21 @@ class ConfigLayers:
             (_DEFAULTS, ConfigSource.DEFAULT_CONFIG),
         )
 
-    def synonyms(self, names: Iterable[str], sensitive: bool) -> list[Synonym]:
-        """Kafka's ConfigHelper.configSynonyms: every layer's value of each name, highest layer
-        first."""
-        names = tuple(names)
-        return [
-            Synonym(name, None if sensitive else values[name], source)
+    def synonyms(self, name: str, sensitive: bool) -> list[Synonym]:
+        """Kafka's ConfigHelper.configSynonyms: every layer's value of each name `name` goes by
+        (broker_synonyms), highest layer first, from the first of `name` itself on (a value
+        of a name that wins over it, e.g. log.retention.ms over log.retention.hours, is not
+        its synonym)."""
+        names = broker_synonyms(name)
+        found = [
+            Synonym(n, None if sensitive else values[n], source)
             for values, source in self._layers()
-            for name in names
-            if name in values
+            for n in names
+            if n in values
         ]
+        while found and found[0].name != name:
+            found.pop(0)
+        return found
 
     @cached_property
     def applied(self) -> dict[str, str]:
@@ -604,15 +544,14 @@ class ConfigLayers:
         if cluster_default:
             names = sorted(self.cluster)
         else:
-            names = sorted({*BROKER_KEYS, *self.static.prefixed, *self.per_broker, *self.cluster})
+            given = {*self.static_values, *self.per_broker, *self.cluster}
+            names = sorted({*(n for n in BROKER_KEYS if n not in _LISTED_WHEN_SET), *given})
         out = []
         for name in names:
             key = broker_key(name) or ConfigKey(name, ConfigType.UNKNOWN, "", None)
-            found = self.synonyms(broker_synonyms(name), key.sensitive)
+            found = self.synonyms(name, key.sensitive)
             if cluster_default:
                 found = [s for s in found if s.source is ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
-            while found and found[0].name != name:  # Kafka drops higher-precedence synonyms
-                found.pop(0)
             value = None if key.sensitive else self._value(name, cluster_default)
             source = found[0].source if found else ConfigSource.DEFAULT_CONFIG
             out.append(ConfigEntry(key, value, source, tuple(found)))
@@ -633,7 +572,7 @@ class ConfigLayers:
         effective = self.effective
         out = []
         for name, key in TOPIC_KEYS.items():
-            found = self.synonyms(key.synonyms, key.sensitive)
+            found = self.synonyms(key.synonyms[0], key.sensitive) if key.synonyms else []
             if name in overrides:
                 value: str | None = overrides[name]
                 found.insert(0, Synonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))

@@ -83,6 +83,7 @@ class CachedPartition:
         "fetch_offset",
         "high_watermark",
         "key",
+        "last_fetched_epoch",
         "last_stable_offset",
         "local_log_start",
         "partition",
@@ -106,6 +107,7 @@ class CachedPartition:
         self.fetch_offset: int = p.fetch_offset
         self.partition_max_bytes: int = p.partition_max_bytes
         self.current_leader_epoch: int = getattr(p, "current_leader_epoch", -1)
+        self.last_fetched_epoch: int = getattr(p, "last_fetched_epoch", -1)
 
     def must_respond(self, data: FetchPartition) -> bool:
         """Whether an incremental response includes this partition's `data`."""

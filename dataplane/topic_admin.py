@@ -38,7 +38,9 @@ class NewTopic:
     name: str
     num_partitions: int = -1
     replication_factor: int = -1
-    assignments: dict[int, list[int]] = field(default_factory=dict)
+    # (partition index, broker ids) as requested: a partition named twice is the meta
+    # service's to refuse
+    assignments: list[tuple[int, list[int]]] = field(default_factory=list)
     configs: dict[str, str] = field(default_factory=dict)
     internal: bool = False  # __consumer_offsets and friends
 
@@ -68,15 +70,15 @@ class TopicAdmin:
         requests = [
             meta_pb2.CreatableTopic(
                 name=t.name,
-                num_partitions=0
-                if t.assignments
-                else _default(t.num_partitions, self._default_partitions),
-                replication_factor=0
-                if t.assignments
-                else _default(t.replication_factor, self._default_replication_factor),
+                num_partitions=_default(
+                    t.num_partitions, 0 if t.assignments else self._default_partitions
+                ),
+                replication_factor=_default(
+                    t.replication_factor, 0 if t.assignments else self._default_replication_factor
+                ),
                 assignments=[
                     meta_pb2.ReplicaAssignment(partition_index=i, broker_ids=ids)
-                    for i, ids in sorted(t.assignments.items())
+                    for i, ids in t.assignments
                 ],
                 configs=t.configs,
                 internal=t.internal,

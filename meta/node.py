@@ -40,6 +40,10 @@ class MetaStartupError(RuntimeError):
     """The node cannot start; the message says why and what to do about it."""
 
 
+class MetaFailedError(RuntimeError):
+    """The running node had to stop; the message says why and what to do about it."""
+
+
 class MetaServer:
     """One meta node: its Raft member, gRPC API and leader duties, started and stopped together."""
 
@@ -116,6 +120,11 @@ class MetaServer:
             f"Meta node {config.node_id}", f"its gRPC port {config.meta_listener}"
         )
 
+    @property
+    def failure(self) -> str | None:
+        """Why the node must stop (its Raft member cannot go on), if it must."""
+        return self._raft.failure
+
     def stop(self) -> None:
         stopped = self._server.stop(_SHUTDOWN_GRACE_S)  # refuse new RPCs, let others finish
         self._service.stop()  # ends Watch streams
@@ -142,7 +151,8 @@ def run_meta_node(config: MetaConfig) -> None:
     """Run one meta node until SIGTERM or SIGINT, then shut it down cleanly.
 
     Must be called from the main thread (it installs signal handlers). Raises MetaStartupError,
-    after logging it, when the node cannot start.
+    after logging it, when the node cannot start, and MetaFailedError once it has stopped
+    because it could not go on (`MetaServer.failure`, logged by the Raft member).
     """
     stop = threading.Event()
     previous = {
@@ -155,8 +165,12 @@ def run_meta_node(config: MetaConfig) -> None:
         except MetaStartupError as exc:
             log.error("Meta node %d cannot start: %s", config.node_id, exc)
             raise
-        while not stop.wait(_SIGNAL_CHECK_S):
+        while not stop.wait(_SIGNAL_CHECK_S) and node.failure is None:
             pass
+        if node.failure is not None:
+            log.error("Meta node %d stops: its Raft member cannot go on", config.node_id)
+            node.stop()
+            raise MetaFailedError(node.failure)
         log.info("Meta node %d shutting down", config.node_id)
         node.stop()
     finally:
@@ -188,7 +202,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(exc))
     try:
         run_meta_node(config)
-    except MetaStartupError:
+    except (MetaStartupError, MetaFailedError):
         sys.exit(1)
 
 

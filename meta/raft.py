@@ -4,7 +4,9 @@ pysyncobj runs Raft on its own thread and calls ``MetaStateMachine.apply_command
 order, on every node. A command submitted on a follower is forwarded by pysyncobj to the leader
 (its ``apply_command`` message) and the caller gets the result once the follower itself has
 applied the entry, so a write sent to any node behaves the same and is visible there on return.
-Log entries and state dumps hold ``meta.records`` records.
+Log entries and state dumps hold ``meta.records`` records. A state dump that cannot be loaded
+stops the node: at start-up (StateDumpError), or sent by the leader to catch this node up
+(``MetaRaft.failure``), rather than serve a state without it.
 
 Raft peers always share a password (pysyncobj's, derived from ``internal.secret``): their frames
 are authenticated before anything in them is unpickled, and bounded before they are buffered
@@ -14,6 +16,7 @@ peer, so nobody may talk to its Raft port.
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 import threading
@@ -33,13 +36,19 @@ from pysyncobj.monotonic import monotonic as monotonic_time
 from pysyncobj.node import TCPNode
 from pysyncobj.syncobj import _RAFT_STATE, SyncObjException
 from pysyncobj.tcp_connection import CONNECTION_STATE
-from pysyncobj.transport import TCPTransport
 
 from meta import raft_port, records, wire
 from meta.commands import Body, Command
 from meta.feed import ChangeFeed
-from meta.journal import DurableJournal, Entry, dump_codec, open_journal, read_dump
-from meta.raft_port import MAX_ENTRY_BYTES, GuardedConnection
+from meta.journal import (
+    DurableJournal,
+    Entry,
+    StateDumpError,
+    dump_codec,
+    open_journal,
+    read_dump,
+)
+from meta.raft_port import MAX_ENTRY_BYTES, GuardedConnection, GuardedServer, GuardedTransport
 from meta.state import MetaState, apply
 
 log = logging.getLogger("rafka.meta.raft")
@@ -63,10 +72,11 @@ _RETRIABLE = {
 pysyncobj.syncobj.createJournal = lambda path: (
     MemoryJournal() if path is None else open_journal(Path(path))
 )
-# Nor for its connections or its unpickling: these are meta.raft_port's, which bound frames
-# before they are buffered and build only the classes Raft data holds.
+# Nor for its connections, listener or unpickling: these are meta.raft_port's, which bound
+# frames before they are buffered, keep listening and build only the classes Raft data holds.
 pysyncobj.tcp_server.TcpConnection = GuardedConnection
 pysyncobj.transport.TcpConnection = GuardedConnection
+pysyncobj.transport.TcpServer = GuardedServer  # nor for its listener (meta.raft_port too)
 pysyncobj.pickle.loads = raft_port.loads
 pysyncobj.pickle.load = raft_port.load
 
@@ -126,7 +136,7 @@ class MetaStateMachine(SyncObjConsumer):
         log.info("Loaded a metadata snapshot at offset %d", state.offset)
 
 
-class ReresolvingTransport(TCPTransport):
+class ReresolvingTransport(GuardedTransport):
     """pysyncobj's TCP transport, with connection attempts bounded by connectionTimeout.
 
     A peer that restarts with a new IP (every Kubernetes pod restart; a container on a new
@@ -268,6 +278,19 @@ class DurableTransport(ReresolvingTransport):
             super().send(node, message)
 
 
+class _SyncObj(SyncObj):
+    """pysyncobj's SyncObj, telling ``on_dump_loaded`` (with its last applied index) after each
+    load of a state dump: pysyncobj catches and only logs a load that fails, at any step."""
+
+    def __init__(self, *args: Any, on_dump_loaded: Callable[[int], None], **kwargs: Any) -> None:
+        self._on_dump_loaded = on_dump_loaded
+        super().__init__(*args, **kwargs)
+
+    def _SyncObj__loadDumpFile(self, clearJournal: bool) -> None:
+        SyncObj._SyncObj__loadDumpFile(self, clearJournal)  # type: ignore[attr-defined]
+        self._on_dump_loaded(self._SyncObj__raftLastApplied)  # type: ignore[attr-defined]
+
+
 class MetaRaft:
     """Starts pysyncobj for this node and submits commands with bounded retries."""
 
@@ -287,7 +310,8 @@ class MetaRaft:
         Peers without one raise RaftPasswordError; a node without peers makes a random one.
 
         A state dump in ``data_dir`` that cannot be loaded raises StateDumpError (pysyncobj
-        would only log it, and serve the state without what the dump held)."""
+        would only log it, and serve the state without what the dump held). One the leader
+        sends later that cannot be loaded sets ``failure``: the node must stop."""
         if password is None:
             if peer_addresses:
                 raise RaftPasswordError(
@@ -296,6 +320,9 @@ class MetaRaft:
                 )
             password = secrets.token_hex(32)  # no peer: nobody needs to know it
         self.machine = MetaStateMachine(feed)
+        # Why this node cannot go on (a state dump from the leader failed to load), or None.
+        self.failure: str | None = None
+        self._dump: tuple[Any, ...] | Exception | None = None  # the last load's outcome
         dump = data_dir / "state.dump"
         if dump.exists():
             read_dump(dump, self.machine._decode)
@@ -308,7 +335,7 @@ class MetaRaft:
             journalFile=str(data_dir / "raft.log"),
             fullDumpFile=str(data_dir / "state.dump"),
             serializer=serialize,  # the dump fsynced before its rename (meta.journal)
-            deserializer=deserialize,
+            deserializer=functools.partial(self._load_dump, deserialize),
             commandsWaitLeader=False,  # fail fast (MISSING_LEADER); submit() retries until timeout
             useFork=False,  # forking next to gRPC threads is unsafe; the state is small
             appendEntriesUseBatch=False,  # replicate each command at once: low write latency
@@ -327,12 +354,13 @@ class MetaRaft:
             password=password,
             onStateChanged=self._on_state_changed,
         )
-        self._sync = SyncObj(
+        self._sync = _SyncObj(
             self_address,
             peer_addresses,
             conf,
             consumers=[self.machine],
             transportClass=DurableTransport,
+            on_dump_loaded=self._dump_loaded,
         )
         try:
             self._sync.waitBinded()
@@ -382,6 +410,45 @@ class MetaRaft:
     def destroy(self) -> None:
         """Stop Raft and close the journal."""
         self._sync.destroy_synchronous()
+
+    def _load_dump(self, load: Callable[[str], tuple[Any, ...]], file: str) -> tuple[Any, ...]:
+        """pysyncobj's load of a state dump (meta.journal.dump_codec's), its outcome kept for
+        `_dump_loaded`."""
+        try:
+            self._dump = position = load(file)
+        except Exception as exc:
+            self._dump = exc
+            raise
+        return position
+
+    def _dump_loaded(self, last_applied: int) -> None:
+        """pysyncobj finished loading a state dump (on the Raft thread): the one on disk at
+        start-up (read once before, so it loads) or one the leader sent this lagging node.
+        pysyncobj only logs a load that failed, and the node would go on with the state it had,
+        never catching up (the leader sends the same dump again), or, failing past the state's
+        swap (the Raft log not reset to the dump), apply old log entries onto the new state.
+        Either way ``failure`` says so: the node stops rather than serve that state."""
+        outcome, self._dump = self._dump, None
+        if isinstance(outcome, tuple) and outcome[0][1] == last_applied:
+            return
+        if self.failure is not None:
+            return
+        if isinstance(outcome, StateDumpError):  # it names the file and why
+            what = f"{outcome}, as the Raft leader sent it"
+        elif isinstance(outcome, Exception):
+            what = f"the metadata state dump the Raft leader sent cannot be loaded ({outcome!r})"
+        else:
+            what = (
+                "the metadata state dump the Raft leader sent was loaded, but the Raft log "
+                "could not be reset to it (see the error above)"
+            )
+        self.failure = (
+            f"{what}; this meta node stops rather than serve metadata without it. If the "
+            "leader runs a newer Rafka version, upgrade this node; then start it again (if its "
+            "dump still cannot be loaded, move its meta.data.dir aside and start it with an "
+            "empty one: it catches up from the other meta nodes)"
+        )
+        log.error("%s", self.failure)
 
     def _on_state_changed(self, old: int, new: int) -> None:
         if new == _RAFT_STATE.LEADER:

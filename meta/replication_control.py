@@ -83,6 +83,12 @@ def _create_topics(
     return outcomes
 
 
+_UNKNOWN = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+    ErrorCode.UNKNOWN_TOPIC_ID: "This server does not host this topic ID.",
+}
+
+
 def _delete_topics(state: MetaState, cmd: DeleteTopics, changes: Changes) -> list[DeleteOutcome]:
     by_id = {topic.topic_id: topic for topic in state.topics.values()}
     wanted: list[tuple[str, bytes, Topic | None, ErrorCode]] = [
@@ -94,9 +100,8 @@ def _delete_topics(state: MetaState, cmd: DeleteTopics, changes: Changes) -> lis
     ]
     outcomes = []
     for name, topic_id, topic, missing in wanted:
-        if topic is None:
-            what = f"topic {name}" if name else f"topic id {topic_id.hex()}"
-            outcomes.append(DeleteOutcome(name, topic_id, missing, f"Unknown {what}."))
+        if topic is None:  # Kafka answers with the error's own message
+            outcomes.append(DeleteOutcome(name, topic_id, missing, _UNKNOWN[missing]))
         elif topic.name not in state.topics:
             outcomes.append(
                 DeleteOutcome(

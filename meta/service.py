@@ -389,6 +389,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         request: meta_pb2.ListPartitionReassignmentsRequest,
         context: grpc.ServicerContext,
     ) -> meta_pb2.ListPartitionReassignmentsResponse:
+        self._require_leader(context)  # read what is committed, as Kafka's controller answers
         wanted = None
         if not request.all_partitions:
             wanted = tuple((t.topic, p) for t in request.partitions for p in t.partitions)
@@ -452,6 +453,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
     def ListGroups(
         self, request: meta_pb2.ListGroupsRequest, context: grpc.ServicerContext
     ) -> meta_pb2.ListGroupsResponse:
+        self._require_leader(context)  # a group registered a moment ago is listed
         wanted = set(request.coordinator_partitions)
         with self._machine.lock:
             entries = sorted(self._machine.state.groups.items())
@@ -660,6 +662,9 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         return self._node_by_raft_address.get(self._raft.leader_address() or "", -1)
 
     def _require_leader(self, context: grpc.ServicerContext) -> None:
+        """Send the caller to the Raft leader (FAILED_PRECONDITION naming it, which MetaClient
+        follows): for leases, and for admin reads that must see every acknowledged write (a
+        follower may not have applied the latest ones yet)."""
         if self._raft.is_leader():
             return
         leader = self._leader_id()

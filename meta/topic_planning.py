@@ -48,19 +48,24 @@ class Rejection:
 
 
 def validate_topic_name(name: str) -> str | None:
-    """Kafka's rules for topic names; returns the error message, or None when legal."""
+    """Kafka's rules for topic names (Topic.validate); the error message, or None when legal."""
+    if problem := _invalid_topic_name(name):
+        return f"Topic name is invalid: {problem}"
+    return None
+
+
+def _invalid_topic_name(name: str) -> str | None:
     if not name:
-        return "Topic name is illegal, it can't be empty"
+        return "the empty string is not allowed"
     if name in (".", ".."):
-        return 'Topic name cannot be "." or ".."'
+        return f"'{name}' is not allowed"
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         return (
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
-            f"characters, topic name: {name}"
+            f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
         )
     if not _LEGAL_TOPIC_NAME.fullmatch(name):
         return (
-            f'Topic name "{name}" is illegal, it contains a character other than '
+            f"'{name}' contains one or more characters other than "
             "ASCII alphanumerics, '.', '_' and '-'"
         )
     return None
@@ -231,17 +236,24 @@ def _colliding_topic(name: str, topics: Iterable[str]) -> str | None:
 
 
 def _default_placement(request: NewTopic, live: Sequence[Broker]) -> list[list[int]] | Rejection:
+    """Kafka's createTopic without assignments: the replication factor is checked first."""
+    rf = request.replication_factor
+    if rf < 1:
+        return Rejection(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        )
     if request.num_partitions < 1:
         return Rejection(
             ErrorCode.INVALID_PARTITIONS,
             "Number of partitions was set to an invalid non-positive value.",
         )
-    rf = request.replication_factor
-    if rf < 1:
-        return Rejection(
-            ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+    placed = place_partitions(live, 0, request.num_partitions, rf, request.placement_seed)
+    if isinstance(placed, Rejection):  # Kafka says which factor could not be placed
+        return replace(
+            placed, message=f"Unable to replicate the partition {rf} time(s): " + placed.message
         )
-    return place_partitions(live, 0, request.num_partitions, rf, request.placement_seed)
+    return placed
 
 
 def place_partitions(
@@ -249,12 +261,19 @@ def place_partitions(
 ) -> list[list[int]] | Rejection:
     """Replicas of partitions ``first_partition`` .. ``first_partition + count - 1`` of a topic
     by Kafka's default placement, ``seed`` picking its random start index and replica shift;
-    later partitions continue the round-robin of the first ones."""
+    later partitions continue the round-robin of the first ones. Too few brokers get the
+    messages of Kafka's StripedReplicaPlacer."""
+    if not live:
+        return Rejection(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "All brokers are currently fenced, or have all their log directories cordoned.",
+        )
     if rf > len(live):
         return Rejection(
             ErrorCode.INVALID_REPLICATION_FACTOR,
-            f"Unable to replicate the partition {rf} time(s): The target replication factor "
-            f"of {rf} cannot be reached because only {len(live)} broker(s) are registered.",
+            f"The target replication factor of {rf} cannot be reached because only "
+            f"{len(live)} broker(s) are registered or some brokers have all their log "
+            "directories cordoned.",
         )
     rng = random.Random(seed)
     start_index, replica_shift = rng.randrange(len(live)), rng.randrange(len(live))
@@ -262,24 +281,42 @@ def place_partitions(
     return placed[first_partition:]
 
 
+# A CreateTopics with assignments asks for -1 partitions and replicas; the broker sends 0 for
+# -1 (older metadata records hold 0: "unset"), anything else as given.
+_UNSET = (0, -1)
+
+
 def _manual_placement(
     request: NewTopic, brokers: Mapping[int, Broker]
 ) -> list[list[int]] | Rejection:
-    if request.num_partitions > 0 or request.replication_factor > 0:
-        return Rejection(
-            ErrorCode.INVALID_REQUEST,
-            "Both numPartitions or replicationFactor and replicasAssignments were set. "
-            "Both cannot be used at the same time.",
-        )
-    by_index = dict(request.assignments)
-    if sorted(index for index, _ in request.assignments) != list(range(len(by_index))):
+    """Kafka's createTopic with assignments: the counts must be unset, then each partition's
+    replicas are checked in request order, then the indexes must be 0, 1, 2, ..."""
+    for field_name, what in (
+        ("replication_factor", "replication factor"),
+        ("num_partitions", "numPartitions"),
+    ):
+        if getattr(request, field_name) not in _UNSET:
+            return Rejection(
+                ErrorCode.INVALID_REQUEST,
+                f"A manual partition assignment was specified, but {what} was not set to -1.",
+            )
+    by_index: dict[int, list[int]] = {}
+    for index, broker_ids in request.assignments:
+        if index in by_index:
+            return Rejection(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Found multiple manual partition assignments for partition {index}",
+            )
+        rf = len(next(iter(by_index.values()))) if by_index else None
+        if problem := check_manual_assignments([broker_ids], brokers, rf, index):
+            return problem
+        by_index[index] = list(broker_ids)
+    if sorted(by_index) != list(range(len(by_index))):
         return Rejection(
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
             "partitions should be a consecutive 0-based integer sequence",
         )
-    replicas = [list(by_index[index]) for index in range(len(by_index))]
-    problem = check_manual_assignments(replicas, brokers, len(replicas[0]), 0)
-    return replicas if problem is None else problem
+    return [by_index[index] for index in range(len(by_index))]
 
 
 def check_manual_assignments(
@@ -297,7 +334,7 @@ def check_manual_assignments(
             return Rejection(
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 "All brokers specified in the manual partition assignment for partition "
-                f"{first_partition + offset} are fenced.",
+                f"{first_partition + offset} are fenced or in controlled shutdown.",
             )
     return None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from dataplane.config_admin import topic_configs_problem
 from dataplane.config_catalog import ConfigLayers
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
@@ -18,10 +19,13 @@ from dataplane.quota import throttle as quota
 from dataplane.topic_admin import NewTopic
 from dataplane.topic_configs import effective_topic_configs
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
+from meta.topic_config import unknown_topic_config
+from meta.topic_planning import validate_topic_name
 
 API_KEY = 19
 VERSIONS = (2, 7)
 _STRICT_QUOTA_VERSION = 6  # KIP-599: from v6 a mutation over the quota is refused
+METADATA_TOPIC = "__cluster_metadata"  # KRaft's metadata log: never a topic clients create
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
@@ -31,12 +35,14 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     todo: list[NewTopic] = []
     denied, hidden_configs = _refusals(ctx, list(counts))
     for t in req.topics:
-        if counts[t.name] > 1:
+        if counts[t.name] > 1 or t.name == METADATA_TOPIC:
             results[t.name] = b.CreatableTopicResult(
                 name=t.name,
                 topic_id=None,
                 error_code=ErrorCode.invalid_request,
-                error_message=f"Duplicate topic name {t.name!r} in the request",
+                error_message="Duplicate topic name."
+                if counts[t.name] > 1
+                else f"Creation of internal topic {METADATA_TOPIC} is prohibited.",
                 configs=None,
             )
         elif t.name in denied:
@@ -47,12 +53,12 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                 error_message="Authorization failed.",
                 configs=None,
             )
-        elif any(c.value is None for c in t.configs):
+        elif refusal := _config_refusal(ctx, t):
             results[t.name] = b.CreatableTopicResult(
                 name=t.name,
                 topic_id=None,
                 error_code=ErrorCode.invalid_config,
-                error_message="Null value not supported for topic configs",
+                error_message=refusal,
                 configs=None,
             )
         elif not _within_mutation_quota(ctx, req, t):
@@ -69,8 +75,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                     t.name,
                     t.num_partitions,
                     t.replication_factor,
-                    {a.partition_index: list(a.broker_ids) for a in t.assignments},
-                    {c.name: c.value for c in t.configs},
+                    [(a.partition_index, list(a.broker_ids)) for a in t.assignments],
+                    {c.name: c.value for c in t.configs if c.value is not None},
                 )
             )
     # the broker defaults in force: static settings under the dynamic broker configs
@@ -105,6 +111,20 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         throttle_time=0,
         topics=tuple(results[name] for name in dict.fromkeys(t.name for t in req.topics)),
     )
+
+
+def _config_refusal(ctx: RequestContext, t: Any) -> str | None:
+    """What Kafka's controller says of null config values, of names that are not topic
+    configs (the meta service still accepts the ones Kafka 4 removed: meta.topic_config) and
+    of values, alone and together (LogConfig.validate, as AlterConfigs checks them). Kafka
+    checks the name first: a topic whose name is bad or taken is left to the meta service,
+    which says so."""
+    if validate_topic_name(t.name) or t.name in ctx.services.cache.topics:
+        return None
+    if nulls := [c.name for c in t.configs if c.value is None]:
+        return f"Null value not supported for topic configs: {','.join(nulls)}"
+    configs = {c.name: c.value for c in t.configs}
+    return unknown_topic_config(configs) or topic_configs_problem(ctx, configs)
 
 
 def _within_mutation_quota(ctx: RequestContext, req: Any, t: Any) -> bool:

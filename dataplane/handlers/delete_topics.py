@@ -6,6 +6,7 @@ id that the principal may not even DESCRIBE is refused without its name.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from dataplane.handlers.context import Request, RequestContext, Response
@@ -21,14 +22,10 @@ _STRICT_QUOTA_VERSION = 5  # KIP-599: from v5 a mutation over the quota is refus
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
-    if ctx.header.api_version >= 6:
-        names = [t.name for t in req.topics if t.name is not None]
-        ids = [t.topic_id.bytes for t in req.topics if t.name is None and t.topic_id is not None]
-    else:
-        names, ids = list(req.topic_names), []
-    refused: list[Any] = []
+    names, ids, refused = _named(ctx, b, req)
     if ctx.services.authorizer.enabled:
-        names, ids, refused = _authorized(ctx, b, names, ids)
+        names, ids, denied = _authorized(ctx, b, names, ids)
+        refused += denied
     if ctx.services.quotas.mutation.enabled:
         names, ids, throttled = _within_mutation_quota(ctx, b, names, ids)
         refused += throttled
@@ -46,6 +43,56 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         )
         + tuple(refused),
     )
+
+
+def _named(
+    ctx: RequestContext, b: EntityBuilder, req: Any
+) -> tuple[list[str], list[bytes], list[Any]]:
+    """Kafka's checks of what a request names (ControllerApis.deleteTopics): the names and ids
+    to delete, and INVALID_REQUEST for an entry with neither or both, a name or id given twice
+    (none of its entries is deleted) and a name whose topic's id is given too."""
+    refused: list[Any] = []
+
+    def invalid(name: str | None, topic_id: bytes | None, message: str) -> None:
+        refused.append(_refused(b, name, topic_id, ErrorCode.invalid_request, message))
+
+    names: list[str] = [] if ctx.header.api_version >= 6 else list(req.topic_names)
+    ids: list[bytes] = []
+    for t in req.topics if ctx.header.api_version >= 6 else ():
+        topic_id = t.topic_id.bytes if t.topic_id is not None else _NO_ID
+        if t.name is not None and topic_id != _NO_ID:
+            invalid(t.name, topic_id, "You may not specify both topic name and topic id.")
+        elif t.name is not None:
+            names.append(t.name)
+        elif topic_id != _NO_ID:
+            ids.append(topic_id)
+        else:
+            invalid(None, None, "Neither topic name nor id were specified.")
+    names, twice = _once(names)
+    for name in twice:
+        invalid(name, None, "Duplicate topic name.")
+    ids, twice = _once(ids)
+    for topic_id in twice:
+        invalid(None, topic_id, "Duplicate topic id.")
+    topics = ctx.services.cache.topics
+    for name in [n for n in names if n in topics and topics[n].topic_id in ids]:
+        names.remove(name)
+        ids.remove(topics[name].topic_id)
+        invalid(
+            name,
+            topics[name].topic_id,
+            "The provided topic name maps to an ID that was already supplied.",
+        )
+    return names, ids, refused
+
+
+_NO_ID = bytes(16)
+
+
+def _once(items: list[Any]) -> tuple[list[Any], list[Any]]:
+    """(the items named once, in order; those named more than once)."""
+    counts = Counter(items)
+    return [i for i in items if counts[i] == 1], [i for i in counts if counts[i] > 1]
 
 
 def _authorized(
@@ -95,12 +142,15 @@ def _refused(
     name: str | None,
     topic_id: bytes | None,
     code: ErrorCode = ErrorCode.topic_authorization_failed,
+    message: str | None = None,
 ) -> Any:
+    """A topic's refusal: `message`, else the one of `code` (authorization or quota)."""
+    if message is None:
+        message = (
+            "The topic authorization is failed."
+            if code == ErrorCode.topic_authorization_failed
+            else quota.THROTTLED
+        )
     return b.DeletableTopicResult(
-        name=name,
-        topic_id=topic_id,
-        error_code=code,
-        error_message="The topic authorization is failed."
-        if code == ErrorCode.topic_authorization_failed
-        else quota.THROTTLED,
+        name=name, topic_id=topic_id, error_code=code, error_message=message
     )

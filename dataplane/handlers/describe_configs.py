@@ -20,6 +20,7 @@ from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
+from meta.topic_planning import validate_topic_name
 
 API_KEY = 32
 VERSIONS = (0, 4)
@@ -42,9 +43,11 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
 
 
 def _result(b: EntityBuilder, resource: Any, code: int, message: str | None, configs: Any) -> Any:
+    """One resource's result; its error_message is "" unless there is one to give, as in
+    Kafka (whose answers leave the field at its default)."""
     return b.DescribeConfigsResult(
         error_code=code,
-        error_message=message,
+        error_message=message or "",
         resource_type=resource.resource_type,
         resource_name=resource.resource_name,
         configs=configs,
@@ -63,6 +66,8 @@ def _describe(
             ctx.conn, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name
         ):
             raise KafkaError(ErrorCode.topic_authorization_failed, "Topic authorization failed.")
+        if problem := validate_topic_name(name):
+            raise KafkaError(ErrorCode.invalid_topic_exception, problem)
         topic = services.cache.topics.get(name)
         if topic is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition, None)

@@ -39,10 +39,10 @@ from dataplane.fetch_session import (
     now_ms,
 )
 from dataplane.handlers.context import Request, RequestContext, Response
-from dataplane.log import LogError
 from dataplane.metrics.topics import FETCH_PURGATORY, fetched
 from dataplane.protocol.encoders import (
     AbortedTransaction,
+    EpochEndOffset,
     FetchPartition,
     FetchTopic,
     encode_fetch_response,
@@ -102,12 +102,8 @@ class _SessionRead(_Read):
 
 
 def _budget(ctx: RequestContext, req: Any) -> int:
-    """The bytes a fetch may answer (Kafka's fetchMaxBytes): its max_bytes, at most the broker's
-    fetch.max.bytes and, under consumer_byte_rate, one quota window."""
-    budget: int = min(req.max_bytes, ctx.services.config.fetch_max_bytes)
-    if ctx.services.quotas.fetch.enabled:
-        budget = quota.fetch_budget(ctx, budget)
-    return budget
+    """The bytes a fetch may answer (Kafka's fetchMaxBytes: quota.fetch_budget)."""
+    return quota.fetch_budget(ctx, req.max_bytes)
 
 
 def _min_bytes(ctx: RequestContext, req: Any) -> int:
@@ -148,8 +144,26 @@ def _read_partition(
             info.name, p.partition, epoch, _from_follower(ctx, req)
         )
     except KafkaError as e:
-        return FetchPartition(p.partition, e.code, -1, -1, -1, None, -1, b""), None
+        return _failed(p.partition, e.code), None
     return _partition_data(ctx, req, partition, p, budget, first), partition
+
+
+# Errors Kafka's KafkaApis answers before reading (FetchResponse.partitionResponse): their
+# aborted_transactions is the empty list; errors of the read itself (ReplicaManager's
+# createLogReadResult) have none (null).
+_REQUEST_ERRORS = frozenset(
+    (
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.unknown_topic_id,
+        ErrorCode.topic_authorization_failed,
+    )
+)
+
+
+def _failed(index: int, code: ErrorCode) -> FetchPartition:
+    """A partition answered with an error: Kafka's offsets are all unknown (-1)."""
+    aborted: list[AbortedTransaction] | None = [] if code in _REQUEST_ERRORS else None
+    return FetchPartition(index, code, -1, -1, -1, aborted, -1, b"")
 
 
 def _read(ctx: RequestContext, req: Any) -> _Read:
@@ -184,13 +198,38 @@ def _partition_data(
         no_aborts: list[AbortedTransaction] | None = [] if committed else None
         return FetchPartition(p.partition, ErrorCode.none, hw, lso, start, no_aborts, replica, b"")
     try:
+        if diverging := _diverging_epoch(partition, p, start):
+            return FetchPartition(
+                p.partition, ErrorCode.none, hw, lso, start, None, -1, b"", diverging
+            )
         records = partition.log.read(
             p.fetch_offset, min(p.partition_max_bytes, budget), lso if committed else hw, first
         )
-    except LogError as e:
-        return FetchPartition(p.partition, e.code, hw, lso, start, None, -1, b"")
+    except KafkaError as e:  # a LogError, or the epoch check's
+        return _failed(p.partition, e.code)
     aborted = aborted_transactions(partition, p.fetch_offset, lso, records) if committed else None
     return FetchPartition(p.partition, ErrorCode.none, hw, lso, start, aborted, -1, records)
+
+
+def _diverging_epoch(partition: Partition, p: Any, log_start: int) -> EpochEndOffset | None:
+    """Kafka's Partition.readRecords for a fetch that names its last fetched epoch (v12+, any
+    fetcher): the end of that epoch here when the fetcher's log diverged from ours (its epoch
+    ended earlier here, or is unknown before ours), else None. OFFSET_OUT_OF_RANGE when that
+    end cannot be found (an epoch newer than any here) or the offset is before the log."""
+    last = getattr(p, "last_fetched_epoch", -1)
+    if last < 0:
+        return None
+    epoch, end = partition.log.end_offset_for_epoch(last)
+    if epoch < 0 or end < 0:
+        raise KafkaError(
+            ErrorCode.offset_out_of_range,
+            f"Could not determine the end offset of the last fetched epoch {last} from the request",
+        )
+    if p.fetch_offset < log_start:
+        raise KafkaError(ErrorCode.offset_out_of_range)
+    if epoch < last or end < p.fetch_offset:
+        return EpochEndOffset(epoch, end)
+    return None
 
 
 def aborted_transactions(

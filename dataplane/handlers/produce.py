@@ -4,9 +4,12 @@ The hot path: no record is decoded. The batch header and CRC are checked, offset
 leader epoch are written into the header, and the bytes are appended as received. acks=-1
 returns an awaitable that completes when the high watermark passes the batch (the server keeps
 reading this connection's next requests meanwhile). WRITE on each topic is authorized once
-per request (TOPIC_AUTHORIZATION_FAILED for its partitions). The internal topics are written by
-their coordinators only, never through Produce: a client's append to one is refused with
-INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager refuses it.
+per request (TOPIC_AUTHORIZATION_FAILED for its partitions). Each partition's records must be
+one batch, as Kafka's ProduceRequest.validateRecords wants before anything else is checked:
+records holding a second whole batch are refused with INVALID_RECORD (two length fields
+read). The internal topics are written by their coordinators only, never through Produce: a
+client's append to one is refused with INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager
+refuses it.
 
 Transactional batches (one attributes bit of each partition's first batch, as Kafka's
 RequestUtils.hasTransactionalRecords looks) need the request's transactional id and WRITE on it,
@@ -31,7 +34,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from dataplane.handlers.context import Request, RequestContext, Response
-from dataplane.log.batch import ATTR_TRANSACTIONAL, HEADER_SIZE, RecordError, header_at
+from dataplane.log.batch import (
+    ATTR_TRANSACTIONAL,
+    HEADER_SIZE,
+    RecordError,
+    header_at,
+    holds_several_batches,
+)
 from dataplane.metrics.topics import PRODUCE_PURGATORY
 from dataplane.metrics.topics import topic as topic_stats
 from dataplane.protocol.encoders import (
@@ -126,6 +135,12 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                 failed = True
                 out.append(answer)
                 continue
+            if holds_several_batches(data.records or b"") and 0 <= data.index < _partition_count(
+                ctx, topic.name
+            ):
+                failed = True
+                out.append(_several_batches_refused(ctx, topic.name, data.index))
+                continue
             try:
                 partition = replicas.leader_partition(topic.name, data.index)
                 if acks == -1 and (code := partition.replication_error()) != ErrorCode.none:
@@ -174,8 +189,7 @@ def _internal_topic_refused(ctx: RequestContext, topic: Any) -> list[ProducePart
     """Kafka's answer to a client's append to an internal topic (only its coordinators write
     it: a record they cannot read would cost the groups or transactions it holds), after its
     check that the partition exists (UNKNOWN_TOPIC_OR_PARTITION first, as Kafka 4.4 answers)."""
-    info = ctx.services.cache.topics.get(topic.name)
-    count = 0 if info is None else len(info.partitions)
+    count = _partition_count(ctx, topic.name)
     message = f"Cannot append to internal topic {topic.name}"
     out = [
         _error(p.index, ErrorCode.invalid_topic_exception, message)
@@ -192,6 +206,31 @@ def _internal_topic_refused(ctx: RequestContext, topic: Any) -> list[ProducePart
             topic.name,
         )
     return out
+
+
+def _partition_count(ctx: RequestContext, topic: str) -> int:
+    """The topic's partitions in the metadata (0: no such topic)."""
+    info = ctx.services.cache.topics.get(topic)
+    return 0 if info is None else len(info.partitions)
+
+
+def _several_batches_refused(ctx: RequestContext, topic: str, index: int) -> ProducePartition:
+    """Kafka's answer to a partition's records of more than one batch (ProduceRequest's
+    validateRecords, before any other check of the records: INVALID_RECORD)."""
+    version = ctx.header.api_version
+    log.warning(
+        "refused produce from %s (client %r) to %s-%d: its records hold more than one batch, "
+        "as no Kafka producer sends them; fix the client to send one batch per partition",
+        ctx.conn.peer,
+        ctx.header.client_id,
+        topic,
+        index,
+    )
+    message = (
+        f"Produce requests with version {version} are only allowed to contain exactly one "
+        "record batch per partition"
+    )
+    return _error(index, ErrorCode.invalid_record, message)
 
 
 def _is_transactional(records: Any) -> bool:
@@ -238,8 +277,8 @@ async def _check_transaction(
         if topic.name in denied or topic.name in INTERNAL_TOPICS:  # refused by the append loop
             continue
         for data in topic.partition_data:
-            if not _is_transactional(data.records):
-                continue
+            if not _is_transactional(data.records) or holds_several_batches(data.records):
+                continue  # refused by the append loop, unverified (as Kafka refuses it first)
             if len(data.records) < HEADER_SIZE:
                 continue  # too short to be a batch: the log refuses it with its own error
             header = header_at(data.records, 0)

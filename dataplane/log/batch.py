@@ -181,12 +181,33 @@ def batch_size_at(buf: bytes | bytearray | memoryview, pos: int) -> int:
     return _INT32.unpack_from(buf, pos + _LENGTH_POS)[0] + LOG_OVERHEAD
 
 
+def _framed_size(buf: bytes | bytearray | memoryview, pos: int) -> int | None:
+    """Size of the batch at ``pos`` if Kafka's batch iterator (ByteBufferLogInputStream) would
+    give one there: a sane length and magic, the whole batch present. None otherwise (a torn
+    tail, or a frame the log's own checks refuse)."""
+    left = len(buf) - pos
+    if left <= _MAGIC_POS:
+        return None
+    length = _INT32.unpack_from(buf, pos + _LENGTH_POS)[0]
+    if length < _LEGACY_MIN_LENGTH or buf[pos + _MAGIC_POS] > MAGIC:
+        return None
+    size: int = length + LOG_OVERHEAD
+    return size if size <= left else None
+
+
+def holds_several_batches(buf: bytes | bytearray | memoryview) -> bool:
+    """Whether a partition's records hold a whole batch after the first one, as Kafka frames
+    them (ProduceRequest.validateRecords refuses that): two length fields read, no more."""
+    first = _framed_size(buf, 0)
+    return first is not None and first < len(buf) and _framed_size(buf, first) is not None
+
+
 def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None = None) -> BatchInfo:
     """The batch at ``pos`` after checking its framing, magic, size and CRC, in Kafka's order.
 
     Raises `RecordError`: CORRUPT_MESSAGE for a truncated or inconsistent length, an unknown
-    magic or a bad CRC; UNSUPPORTED_FOR_MESSAGE_FORMAT for magic 0/1; MESSAGE_TOO_LARGE above the
-    limit.
+    magic or a bad CRC; INVALID_RECORD for magic 0/1 (Kafka's ProduceRequest.validateRecords:
+    Produce v3+ carries magic 2 batches only); MESSAGE_TOO_LARGE above the limit.
     """
     left = len(buf) - pos
     if left <= _MAGIC_POS:
@@ -197,10 +218,11 @@ def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None = None) -
     magic = buf[pos + _MAGIC_POS]
     if magic in (0, 1):
         raise RecordError(
-            ErrorCode.unsupported_for_message_format, f"batch at byte {pos}: magic {magic} < 2"
+            ErrorCode.invalid_record,
+            f"batch at byte {pos}: magic {magic}; Produce v3+ carries only magic 2 batches",
         )
     if magic != MAGIC:
-        raise RecordError(ErrorCode.corrupt_message, f"batch at byte {pos}: invalid magic {magic}")
+        raise RecordError(ErrorCode.corrupt_message, f"Invalid magic found in record: {magic}")
     size = length + LOG_OVERHEAD
     if size < HEADER_SIZE:
         raise RecordError(ErrorCode.corrupt_message, f"batch at byte {pos}: length {length}")

@@ -26,7 +26,6 @@ _FIELDS: dict[str, tuple[str, Callable[[str], object]]] = {
     "message_timestamp_type": ("message.timestamp.type", str),
     "message_timestamp_before_max_ms": ("message.timestamp.before.max.ms", int),
     "message_timestamp_after_max_ms": ("message.timestamp.after.max.ms", int),
-    "message_timestamp_difference_max_ms": ("message.timestamp.difference.max.ms", int),
     "retention_ms": ("retention.ms", int),
     "retention_bytes": ("retention.bytes", int),
     "cleanup_policy": ("cleanup.policy", str),
@@ -49,10 +48,9 @@ class LogConfig:
     flush_ms: int = _NEVER
     message_timestamp_type: str = CREATE_TIME
     # KIP-937: how far a CreateTime timestamp may lie before / after the broker's clock (Kafka
-    # 4's defaults); the deprecated difference.max.ms (Kafka 3) still bounds both sides.
+    # 4's defaults; Kafka 4 removed the older message.timestamp.difference.max.ms).
     message_timestamp_before_max_ms: int = _NEVER
     message_timestamp_after_max_ms: int = 3_600_000
-    message_timestamp_difference_max_ms: int = _NEVER
     retention_ms: int = 7 * 24 * 3600 * 1000  # negative: no time limit
     retention_bytes: int = -1  # negative: no size limit
     cleanup_policy: str = "delete"  # "delete", "compact" or both (comma-separated)
@@ -73,7 +71,6 @@ class LogConfig:
             "max_message_bytes",
             "message_timestamp_before_max_ms",
             "message_timestamp_after_max_ms",
-            "message_timestamp_difference_max_ms",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name.replace('_', '.')} must be >= 0")
@@ -98,11 +95,7 @@ class LogConfig:
         """(before, after): read on every produce, so worked out once."""
         if self.log_append_time:
             return None
-        limit = self.message_timestamp_difference_max_ms
-        return (
-            min(self.message_timestamp_before_max_ms, limit),
-            min(self.message_timestamp_after_max_ms, limit),
-        )
+        return self.message_timestamp_before_max_ms, self.message_timestamp_after_max_ms
 
     @property
     def inflation_limit(self) -> int:

@@ -21,9 +21,20 @@ from tests.peers.apache_kafka import ApacheKafka
 REPO = Path(__file__).resolve().parents[2]
 
 
+# Settings both single brokers are started with, as tests/peers/apache_kafka.py and
+# cluster.local.LocalCluster set them for one broker (each sets the replication factors), so
+# DescribeConfigs finds them set the same way on both (STATIC_BROKER_CONFIG).
+SAME_SETTINGS = {
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "true",
+}
+
+
 @pytest.fixture(scope="session")
 def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafka]:
-    kafka = ApacheKafka(tmp_path_factory.mktemp("apache-kafka"), brokers=1)
+    kafka = ApacheKafka(tmp_path_factory.mktemp("apache-kafka"), brokers=1, overrides=SAME_SETTINGS)
     kafka.start()
     try:
         yield kafka
@@ -33,7 +44,9 @@ def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKaf
 
 @pytest.fixture(scope="session")
 def rafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_cluster(tmp_path_factory.mktemp("rafka"), brokers=1, metas=1) as cluster:
+    with running_cluster(
+        tmp_path_factory.mktemp("rafka"), brokers=1, metas=1, **SAME_SETTINGS
+    ) as cluster:
         yield cluster.bootstrap
 
 

@@ -31,11 +31,12 @@ def describe(
     keys: tuple[str, ...] | None = None,
     synonyms: bool = True,
     documentation: bool = True,
+    version: int = 4,
 ) -> tuple[Any, Any]:
-    b = builder(DESCRIBE_CONFIGS, 4)
+    b = builder(DESCRIBE_CONFIGS, version)
     return pair.send(
         DESCRIBE_CONFIGS,
-        4,
+        version,
         resources=(
             b.DescribeConfigsResource(
                 resource_type=resource_type, resource_name=name, configuration_keys=keys
@@ -69,7 +70,8 @@ def compare_configs(pair: Pair, what: str, kafka: Any, rafka: Any, broker: bool)
             found = [
                 f"{field}: kafka={kc[field]!r} rafka={rc[field]!r}"
                 for field in kc
-                if kc[field] != rc[field] and not (broker and field in _BROKER_LOCAL)
+                if kc[field] != rc[field]
+                and not (broker and name in _BROKER_LOCAL and field in _LOCAL_FIELDS)
             ]
             rtext = f"{rc['value']} ({rc['config_source']})"
         passed &= record(case, f"{kc['value']} ({kc['config_source']})", rtext, found, fail=False)
@@ -85,8 +87,13 @@ def compare_configs(pair: Pair, what: str, kafka: Any, rafka: Any, broker: bool)
 
 
 # A broker's own settings whose values differ between two installations by nature: its
-# directories, listeners, ports and identity.
-_BROKER_LOCAL = frozenset()
+# addresses and directories, and the listener map (Kafka's names its controller listener).
+# Their value and where it comes from are not compared (Kafka's fixture names its advertised
+# listener, Rafka's need not); their type and flags are.
+_BROKER_LOCAL = frozenset(
+    ("listeners", "advertised.listeners", "log.dirs", "listener.security.protocol.map")
+)
+_LOCAL_FIELDS = frozenset(("value", "config_source"))
 
 
 def test_topic_configs(pair: Pair) -> None:
@@ -114,6 +121,32 @@ def test_invalid_broker_name(pair: Pair) -> None:
     pair.compare("DescribeConfigs: a broker name that is not a number", kafka, rafka)
 
 
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_topic_config_keys_older_versions(pair: Pair, version: int) -> None:
+    kafka, rafka = describe(
+        pair, TOPIC, NAME, keys=("retention.ms", "segment.ms", "cleanup.policy"), version=version
+    )
+    pair.compare(f"DescribeConfigs v{version}: three keys of a topic", kafka, rafka)
+
+
+@pytest.mark.parametrize(("what", "name"), [("an invalid name", "bad name!"), ("no name", "")])
+def test_topic_with_a_bad_name(pair: Pair, what: str, name: str) -> None:
+    kafka, rafka = describe(pair, TOPIC, name)
+    pair.compare(f"DescribeConfigs: a topic with {what}", kafka, rafka)
+
+
+def test_cluster_default_configs(pair: Pair) -> None:
+    kafka, rafka = describe(pair, BROKER, "")
+    pair.compare("DescribeConfigs of the cluster-wide broker defaults", kafka, rafka)
+
+
+def test_broker_config_keys(pair: Pair) -> None:
+    kafka, rafka = describe(
+        pair, BROKER, "1", keys=("log.retention.ms", "log.retention.hours", "log.roll.jitter.ms")
+    )
+    pair.compare("DescribeConfigs: broker keys with synonyms in other units", kafka, rafka)
+
+
 def test_broker_configs(pair: Pair) -> None:
     kafka, rafka = describe(pair, BROKER, "1", synonyms=False, documentation=False)
     compare_configs(pair, "of a broker", kafka, rafka, broker=True)
@@ -125,10 +158,11 @@ def incremental(
     configs: list[tuple[str, int, str | None]],
     name: str = NAME,
     validate_only: bool = False,
+    resource_type: int = TOPIC,
 ) -> None:
     b = builder(INCREMENTAL_ALTER_CONFIGS, 1)
     resource = b.AlterConfigsResource(
-        resource_type=TOPIC,
+        resource_type=resource_type,
         resource_name=name,
         configs=tuple(
             b.AlterableConfig(name=n, config_operation=op, value=v) for n, op, v in configs
@@ -172,3 +206,81 @@ def test_incremental_alter(pair: Pair) -> None:
     )
     kafka, rafka = describe(pair, TOPIC, NAME, keys=("retention.ms", "cleanup.policy"))
     pair.compare("DescribeConfigs: after the incremental changes", kafka, rafka)
+
+
+def test_incremental_alter_more(pair: Pair) -> None:
+    incremental(
+        pair,
+        "IncrementalAlterConfigs: validate_only",
+        [("retention.ms", SET, "5000")],
+        validate_only=True,
+    )
+    incremental(
+        pair,
+        "IncrementalAlterConfigs: subtract from cleanup.policy",
+        [("cleanup.policy", SUBTRACT, "compact")],
+    )
+    incremental(
+        pair,
+        "IncrementalAlterConfigs: a config Kafka 4 removed",
+        [("message.timestamp.difference.max.ms", SET, "1000")],
+    )
+    incremental(
+        pair,
+        "IncrementalAlterConfigs: an unknown operation",
+        [("retention.ms", 7, "1000")],
+    )
+    incremental(
+        pair,
+        "IncrementalAlterConfigs: a topic with an invalid name",
+        [("retention.ms", SET, "1000")],
+        name="bad name!",
+    )
+    kafka, rafka = describe(pair, TOPIC, NAME, keys=("retention.ms", "cleanup.policy"))
+    pair.compare("DescribeConfigs: after validate_only and subtract", kafka, rafka)
+
+
+@pytest.mark.parametrize(
+    ("what", "name", "configs"),
+    [
+        ("a dynamic setting (validate_only)", "1", [("message.max.bytes", SET, "2000000")]),
+        ("a read-only setting", "1", [("log.dirs", SET, "/tmp/elsewhere")]),
+        ("an unknown setting", "1", [("no.such.setting", SET, "1")]),
+        ("a bad value", "1", [("message.max.bytes", SET, "big")]),
+        ("another broker", "42", [("message.max.bytes", SET, "2000000")]),
+        ("the cluster default (validate_only)", "", [("log.retention.ms", SET, "1000")]),
+    ],
+)
+def test_incremental_alter_broker(
+    pair: Pair, what: str, name: str, configs: list[tuple[str, int, str | None]]
+) -> None:
+    incremental(
+        pair,
+        f"IncrementalAlterConfigs of a broker: {what}",
+        configs,
+        name=name,
+        validate_only=True,
+        resource_type=BROKER,
+    )
+
+
+def test_alter_configs(pair: Pair) -> None:
+    """AlterConfigs (the older API) replaces a resource's whole config set."""
+    b = builder(ALTER_CONFIGS, 2)
+
+    def alter(case: str, name: str, configs: dict[str, str | None], validate: bool) -> None:
+        resource = b.AlterConfigsResource(
+            resource_type=TOPIC,
+            resource_name=name,
+            configs=tuple(b.AlterableConfig(name=k, value=v) for k, v in configs.items()),
+        )
+        pair.call(case, ALTER_CONFIGS, 2, resources=(resource,), validate_only=validate)
+
+    alter("AlterConfigs: validate_only", NAME, {"retention.ms": "777"}, True)
+    alter("AlterConfigs: an unknown topic", "compat-configs-nope", {"retention.ms": "1"}, True)
+    alter("AlterConfigs: a bad value", NAME, {"segment.ms": "0"}, True)
+    alter("AlterConfigs: an unknown config", NAME, {"no.such.config": "1"}, True)
+    alter("AlterConfigs: a null value", NAME, {"retention.ms": None}, True)
+    alter("AlterConfigs: replace the set", NAME, {"segment.ms": "100000"}, False)
+    kafka, rafka = describe(pair, TOPIC, NAME, keys=("retention.ms", "segment.ms"))
+    pair.compare("DescribeConfigs: after AlterConfigs replaced the set", kafka, rafka)

@@ -65,6 +65,7 @@ def fetch(
     max_bytes: int = 1 << 20,
     masked: tuple[str, ...] = (),
     unknown_id: bool = False,
+    isolation_level: int = 0,
 ) -> tuple[Any, Any]:
     b = builder(FETCH, version)
 
@@ -90,7 +91,7 @@ def fetch(
             max_wait=datetime.timedelta(milliseconds=0),
             min_bytes=0,
             max_bytes=max_bytes,
-            isolation_level=0,
+            isolation_level=isolation_level,
             session_id=0,
             session_epoch=-1,
             topics=(t,),
@@ -145,17 +146,73 @@ def test_fetch_diverging_epoch(pair: Pair) -> None:
     )
 
 
+def test_fetch_last_epoch_that_agrees(pair: Pair) -> None:
+    fetch(
+        pair,
+        "Fetch v12: last fetched epoch 0 at offset 6 (the log agrees)",
+        12,
+        offset=6,
+        last_fetched_epoch=0,
+    )
+    fetch(
+        pair,
+        "Fetch v12: last fetched epoch 0 at offset 3 (the log agrees, records follow)",
+        12,
+        offset=3,
+        last_fetched_epoch=0,
+    )
+
+
+def test_fetch_last_epoch_past_its_end(pair: Pair) -> None:
+    """Epoch 0 ends at 6 here: a fetcher at 100 in epoch 0 diverged (KIP-320)."""
+    fetch(
+        pair,
+        "Fetch v12: last fetched epoch 0 at offset 100 (diverged)",
+        12,
+        offset=100,
+        last_fetched_epoch=0,
+    )
+
+
+@pytest.mark.parametrize("version", [4, 11])
+def test_fetch_errors_before_flexible_versions(pair: Pair, version: int) -> None:
+    fetch(pair, f"Fetch v{version}: past the log end", version, offset=100)
+    fetch(pair, f"Fetch v{version}: unknown topic", version, name="compat-fetch-nope")
+
+
+def test_fetch_negative_offset(pair: Pair) -> None:
+    fetch(pair, "Fetch v12: offset -1", 12, offset=-1)
+
+
+def test_fetch_read_committed(pair: Pair) -> None:
+    fetch(pair, "Fetch v12: read_committed from offset 0", 12, isolation_level=1)
+    fetch(pair, "Fetch v12: read_committed at the end", 12, offset=6, isolation_level=1)
+    fetch(
+        pair,
+        "Fetch v12: read_committed, unknown partition",
+        12,
+        partition=9,
+        isolation_level=1,
+    )
+
+
 def test_fetch_small_max_bytes(pair: Pair) -> None:
     """The first batch is returned whole even over max_bytes (KIP-74)."""
     fetch(pair, "Fetch v12: max_bytes smaller than the first batch", 12, max_bytes=10)
 
 
 def list_offsets(
-    pair: Pair, case: str, version: int, timestamp: int, partition: int = 0, epoch: int = -1
+    pair: Pair,
+    case: str,
+    version: int,
+    timestamp: int,
+    partition: int = 0,
+    epoch: int = -1,
+    name: str = TOPIC,
 ) -> tuple[Any, Any]:
     b = builder(LIST_OFFSETS, version)
     t = b.ListOffsetsTopic(
-        name=TOPIC,
+        name=name,
         partitions=(
             b.ListOffsetsPartition(
                 partition_index=partition,
@@ -203,6 +260,16 @@ def test_list_offsets_fenced_epoch(pair: Pair) -> None:
     list_offsets(pair, "ListOffsets v8: current leader epoch ahead", 8, -1, epoch=7)
 
 
+def test_list_offsets_unknown_topic(pair: Pair) -> None:
+    list_offsets(pair, "ListOffsets v8: unknown topic", 8, -1, name="compat-fetch-nope")
+
+
+def test_list_offsets_empty_partition(pair: Pair) -> None:
+    """Partition 1 has no records."""
+    for timestamp, what in ((-1, "latest"), (-2, "earliest"), (-3, "max timestamp"), (T0, "T0")):
+        list_offsets(pair, f"ListOffsets v8: {what} of an empty partition", 8, timestamp, 1)
+
+
 def test_offset_for_leader_epoch(pair: Pair) -> None:
     b = builder(OFFSET_FOR_LEADER_EPOCH, 4)
     for epoch, what in ((0, "the current epoch"), (3, "an epoch ahead"), (-1, "epoch -1")):
@@ -221,3 +288,29 @@ def test_offset_for_leader_epoch(pair: Pair) -> None:
             replica_id=-1,
             topics=(t,),
         )
+
+
+@pytest.mark.parametrize(
+    ("what", "name", "partition", "current"),
+    [
+        ("unknown partition", TOPIC, 9, -1),
+        ("unknown topic", "compat-fetch-nope", 0, -1),
+        ("current leader epoch ahead", TOPIC, 0, 4),
+        ("an empty partition", TOPIC, 1, -1),
+    ],
+)
+def test_offset_for_leader_epoch_errors(
+    pair: Pair, what: str, name: str, partition: int, current: int
+) -> None:
+    b = builder(OFFSET_FOR_LEADER_EPOCH, 4)
+    t = b.OffsetForLeaderTopic(
+        topic=name,
+        partitions=(
+            b.OffsetForLeaderPartition(
+                partition=partition, current_leader_epoch=current, leader_epoch=0
+            ),
+        ),
+    )
+    pair.call(
+        f"OffsetForLeaderEpoch v4: {what}", OFFSET_FOR_LEADER_EPOCH, 4, replica_id=-1, topics=(t,)
+    )

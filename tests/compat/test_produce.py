@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 import time
 from typing import Any
 
@@ -13,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from cluster.kafka_client import builder
 from cluster.polling import wait_for
 from dataplane.log.batch import Compression
+from tests.compat import diff
 from tests.compat.conftest import create_topics
 from tests.compat.pair import Pair
 from tests.unit.log.batches import make_batch
@@ -123,22 +125,55 @@ def test_keyless_records_on_compacted_topic(pair: Pair) -> None:
 
 
 def test_timestamp_out_of_range(pair: Pair) -> None:
+    """Each record's message names the window from the broker's clock at that moment: the
+    epoch milliseconds in it are masked."""
     old = int(time.time() * 1000) - 3_600_000
     batch = make_batch([b"a", b"b"], timestamps=[old, old])
-    produce(
-        pair,
+    b = builder(PRODUCE, 11)
+    data = b.TopicProduceData(
+        name="compat-produce-ts",
+        partition_data=(b.PartitionProduceData(index=0, records=batch),),
+    )
+    k, r = pair.send(PRODUCE, 11, transactional_id=None, acks=-1, timeout=10000, topic_data=(data,))
+    pair.compare(
         "Produce: timestamps before message.timestamp.before.max.ms",
-        batch,
-        topic="compat-produce-ts",
+        _mask_millis(diff.plain(k)),
+        _mask_millis(diff.plain(r)),
+        masked=APPEND,
     )
 
 
-def test_magic_v1_batch(pair: Pair) -> None:
-    produce(pair, "Produce: a batch with magic 1 in a v2 header", now_batch(magic=1))
+def _mask_millis(tree: Any) -> Any:
+    """`tree` with every 13-digit number inside a string (epoch milliseconds) masked."""
+    if isinstance(tree, dict):
+        return {k: _mask_millis(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_mask_millis(v) for v in tree]
+    if isinstance(tree, str):
+        return re.sub(r"\b\d{13}\b", "<ms>", tree)
+    return tree
+
+
+@pytest.mark.parametrize("magic", [0, 1, 3])
+def test_magic(pair: Pair, magic: int) -> None:
+    produce(pair, f"Produce: a batch with magic {magic} in a v2 header", now_batch(magic=magic))
 
 
 def test_record_count_mismatch(pair: Pair) -> None:
     produce(pair, "Produce: a batch whose record count says 5 of 3", now_batch(record_count=5))
+
+
+@pytest.mark.parametrize(
+    ("version", "codec"), [(3, Compression.NONE), (11, Compression.NONE), (9, Compression.GZIP)]
+)
+def test_two_batches_for_one_partition(pair: Pair, version: int, codec: Compression) -> None:
+    """Kafka's ProduceRequest.validateRecords: exactly one batch per partition."""
+    produce(
+        pair,
+        f"Produce v{version}: two {codec.name.lower()} batches for one partition",
+        now_batch(codec=codec) + now_batch(codec=codec),
+        version=version,
+    )
 
 
 def _producer_id(pair: Pair) -> tuple[int, int]:

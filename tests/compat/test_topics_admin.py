@@ -4,6 +4,7 @@ every error an admin client can provoke."""
 from __future__ import annotations
 
 import datetime
+import uuid
 from typing import Any
 
 import pytest
@@ -115,6 +116,26 @@ def test_create_bad_counts(pair: Pair, what: str, partitions: int, replication: 
         ("min.insync.replicas 0", {"min.insync.replicas": "0"}),
         ("a null config value", {"retention.ms": None}),
         ("good configs", {"cleanup.policy": "compact", "retention.ms": "1000"}),
+        ("a config Kafka 4 removed", {"message.downconversion.enable": "true"}),
+        ("an empty cleanup.policy (infinite retention)", {"cleanup.policy": ""}),
+        ("cleanup.policy naming delete twice", {"cleanup.policy": "delete,delete"}),
+        ("cleanup.policy with an empty item", {"cleanup.policy": "delete,"}),
+        ("retention.bytes -5 (no lower bound)", {"retention.bytes": "-5"}),
+        ("preallocate=yes", {"preallocate": "yes"}),
+        ("min.cleanable.dirty.ratio 1.5", {"min.cleanable.dirty.ratio": "1.5"}),
+        ("an unknown compression.type", {"compression.type": "brotli"}),
+        ("segment.ms past the INT range is fine (LONG)", {"segment.ms": str(2**40)}),
+        ("max.message.bytes past the INT range", {"max.message.bytes": str(2**31)}),
+        ("max.message.bytes -1", {"max.message.bytes": "-1"}),
+        ("message.timestamp.type in lower case", {"message.timestamp.type": "createtime"}),
+        (
+            "min.compaction.lag.ms over max.compaction.lag.ms",
+            {"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"},
+        ),
+        (
+            "a leader throttle list that is not replicas",
+            {"leader.replication.throttled.replicas": "x"},
+        ),
     ],
 )
 def test_create_configs(pair: Pair, what: str, configs: dict[str, str | None]) -> None:
@@ -144,6 +165,55 @@ def test_create_with_assignment(pair: Pair) -> None:
         -1,
         assignments=bad,
     )
+
+
+@pytest.mark.parametrize(
+    ("what", "partitions", "replication", "assignments"),
+    [
+        ("an assignment with a replication factor", -1, 1, [(0, (1,))]),
+        ("an assignment with a partition count", 1, -1, [(0, (1,))]),
+        ("an assignment naming partition 0 twice", -1, -1, [(0, (1,)), (0, (1,))]),
+        ("assignments not starting at 0", -1, -1, [(1, (1,))]),
+        ("an assignment naming a broker twice", -1, -1, [(0, (1, 1))]),
+        ("an empty assignment", -1, -1, [(0, ())]),
+    ],
+)
+def test_create_bad_assignment(
+    pair: Pair, what: str, partitions: int, replication: int, assignments: list
+) -> None:
+    b = builder(CREATE_TOPICS, 7)
+    create(
+        pair,
+        f"CreateTopics: {what}",
+        "compat-assigned-wrong",
+        partitions,
+        replication,
+        assignments=tuple(
+            b.CreatableReplicaAssignment(partition_index=i, broker_ids=ids)
+            for i, ids in assignments
+        ),
+        validate_only=True,
+    )
+
+
+def test_create_twice_in_one_request(pair: Pair) -> None:
+    b = builder(CREATE_TOPICS, 7)
+    topic = b.CreatableTopic(
+        name="compat-twice", num_partitions=1, replication_factor=1, assignments=(), configs=()
+    )
+    pair.call(
+        "CreateTopics: one name twice in a request",
+        CREATE_TOPICS,
+        7,
+        masked=CREATED,
+        topics=(topic, topic),
+        timeout=TIMEOUT,
+        validate_only=True,
+    )
+
+
+def test_create_metadata_topic(pair: Pair) -> None:
+    create(pair, "CreateTopics: __cluster_metadata", "__cluster_metadata", validate_only=True)
 
 
 def test_create_too_many_partitions(pair: Pair) -> None:
@@ -180,6 +250,24 @@ def test_delete_internal(pair: Pair) -> None:
     delete(pair, "DeleteTopics v6: __consumer_offsets", "__consumer_offsets")
 
 
+def test_delete_unknown_id(pair: Pair) -> None:
+    b = builder(DELETE_TOPICS, 6)
+    pair.call(
+        "DeleteTopics v6: an unknown topic id",
+        DELETE_TOPICS,
+        6,
+        masked=["responses.*.topic_id"],
+        topics=(b.DeleteTopicState(name=None, topic_id=uuid.uuid4()),),
+        topic_names=(),
+        timeout=TIMEOUT,
+    )
+
+
+def test_delete_twice_in_one_request(pair: Pair) -> None:
+    create_topics(pair, NewTopic("compat-delete-twice", 1, 1))
+    delete(pair, "DeleteTopics v6: one name twice", "compat-delete-twice", "compat-delete-twice")
+
+
 def partitions(
     pair: Pair, case: str, name: str, count: int, validate_only: bool = False
 ) -> tuple[Any, Any]:
@@ -201,6 +289,20 @@ def test_create_partitions(pair: Pair) -> None:
     partitions(pair, "CreatePartitions: 4 to 3 (fewer)", "compat-grow", 3)
     partitions(pair, "CreatePartitions: an unknown topic", "compat-grow-nope", 3)
     partitions(pair, "CreatePartitions: validate_only 4 to 6", "compat-grow", 6, True)
+    b = builder(CREATE_PARTITIONS, 3)
+
+    def assigned(case: str, count: int, assignments: tuple) -> None:
+        topic = b.CreatePartitionsTopic(
+            name="compat-grow",
+            count=count,
+            assignments=tuple(b.CreatePartitionsAssignment(broker_ids=a) for a in assignments),
+        )
+        pair.call(case, CREATE_PARTITIONS, 3, topics=(topic,), timeout=TIMEOUT, validate_only=True)
+
+    assigned("CreatePartitions: 4 to 5 on broker 1", 5, ((1,),))
+    assigned("CreatePartitions: 4 to 6 with one assignment", 6, ((1,),))
+    assigned("CreatePartitions: an assignment to an unknown broker", 5, ((7,),))
+    assigned("CreatePartitions: an assignment with two replicas (the topic has one)", 5, ((1, 1),))
 
 
 def test_delete_records(pair: Pair) -> None:
@@ -228,3 +330,4 @@ def test_delete_records(pair: Pair) -> None:
     call("DeleteRecords: past the high watermark", 50)
     call("DeleteRecords: unknown partition", 1, partition=3)
     call("DeleteRecords: unknown topic", 1, name="compat-truncate-nope")
+    call("DeleteRecords: offset -2", -2)

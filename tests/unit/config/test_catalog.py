@@ -48,7 +48,9 @@ def test_every_broker_field_and_topic_config_is_described() -> None:
         ("sasl.enabled.mechanisms", ConfigType.LIST),
         ("sasl.jaas.config", ConfigType.PASSWORD),
         ("internal.secret", ConfigType.PASSWORD),
-        ("listeners", ConfigType.STRING),
+        ("listeners", ConfigType.LIST),
+        ("share.coordinator.state.topic.min.isr", ConfigType.SHORT),
+        ("log.segment.delete.delay.ms", ConfigType.LONG),
     ],
 )
 def test_broker_types_are_kafkas(name: str, kind: ConfigType) -> None:
@@ -83,7 +85,8 @@ def test_topic_synonyms_follow_kafka() -> None:
     )
     assert TOPIC_KEYS["max.message.bytes"].synonyms == ("message.max.bytes",)
     assert TOPIC_KEYS["cleanup.policy"].synonyms == ("log.cleanup.policy",)
-    assert TOPIC_KEYS["preallocate"].synonyms == ()  # no such broker setting here
+    assert TOPIC_KEYS["preallocate"].synonyms == ("log.preallocate",)
+    assert TOPIC_KEYS["leader.replication.throttled.replicas"].synonyms == ()
     assert broker_synonyms("log.roll.hours") == ("log.roll.ms", "log.roll.hours")
 
 
@@ -103,10 +106,10 @@ def test_type_problems_read_as_kafkas() -> None:
     assert type_problem(ConfigType.LONG, "x") == "Not a number of type LONG"
     assert type_problem(ConfigType.DOUBLE, "0.25") is None
     assert type_problem(ConfigType.BOOLEAN, "yes") == "Expected value to be either true or false"
-    assert (
-        BROKER_KEYS["log.retention.ms"].problem("-2")
-        == "Value must be between -1 and 9223372036854775807"
+    assert BROKER_KEYS["log.retention.ms"].problem("-2") == (
+        "Invalid value -2 for configuration log.retention.ms: Value must be at least -1"
     )
+    assert type_problem(ConfigType.INT, "1_000") == "Not a number of type INT"
     assert BROKER_KEYS["message.max.bytes"].problem("1000") is None
 
 
@@ -188,10 +191,16 @@ def test_topic_entries_and_the_log_config_agree() -> None:
         "4096",
         S.DYNAMIC_DEFAULT_BROKER_CONFIG,
     )
+    # Kafka's synonyms of a topic config start at its first broker synonym (log.retention.ms,
+    # unset here): log.retention.hours gives the value but is not listed, the source is DEFAULT
     retention = entries["retention.ms"]
-    assert (retention.value, retention.source) == ("3600000", S.STATIC_BROKER_CONFIG)
-    assert retention.synonyms[0].name == "log.retention.hours"
-    assert entries["preallocate"].source is S.DEFAULT_CONFIG and not entries["preallocate"].synonyms
+    assert (retention.value, retention.source, retention.synonyms) == (
+        "3600000",
+        S.DEFAULT_CONFIG,
+        (),
+    )
+    assert entries["flush.ms"].synonyms == ()  # log.flush.interval.ms has no default in Kafka
+    assert [s.name for s in entries["preallocate"].synonyms] == ["log.preallocate"]
     log_config = LogConfig.from_configs(layers.effective, {"max.message.bytes": "500"})
     assert (log_config.max_message_bytes, log_config.segment_bytes) == (500, 4096)
     assert log_config.retention_ms == 3_600_000
@@ -210,3 +219,47 @@ def test_layers_of_the_metadata() -> None:
     config = static(node_id="2")
     layers = ConfigLayers.of(config, {2: {"a": "1"}, 3: {"b": "2"}, CLUSTER_DEFAULT: {"c": "3"}})
     assert (layers.per_broker, layers.cluster) == ({"a": "1"}, {"c": "3"})
+
+
+def test_settings_kafka_has_no_default_for_read_as_null() -> None:
+    """Kafka describes these as null when unset; what applies comes from their synonyms."""
+    layers = ConfigLayers(static())
+    entries = {e.key.name: e for e in layers.broker_entries(cluster_default=False)}
+    for name in (
+        "log.retention.ms",
+        "log.roll.ms",
+        "log.roll.jitter.ms",
+        "log.flush.interval.ms",
+        "advertised.listeners",
+        "replica.selector.class",
+        "ssl.keystore.location",
+    ):
+        assert (entries[name].value, entries[name].source) == (None, S.DEFAULT_CONFIG), name
+    assert layers.effective.log_retention_ms == 168 * 3_600_000
+    assert layers.effective.log_roll_jitter_ms == 0
+
+
+def test_settings_outside_kafkas_broker_config_are_listed_once_set() -> None:
+    def listed(layers: ConfigLayers) -> set[str]:
+        return {e.key.name for e in layers.broker_entries(cluster_default=False)}
+
+    quiet = listed(ConfigLayers(static()))
+    assert not quiet & {"leader.replication.throttled.rate", "super.users"}
+    assert "message.max.bytes" in quiet
+    set_ = listed(
+        ConfigLayers(
+            static(super_users="User:admin"), cluster={"leader.replication.throttled.rate": "10"}
+        )
+    )
+    assert {"leader.replication.throttled.rate", "super.users"} <= set_
+
+
+def test_topic_configs_are_kafka_4s() -> None:
+    assert not {"message.downconversion.enable", "message.timestamp.difference.max.ms"} & set(
+        TOPIC_KEYS
+    )
+    assert TOPIC_KEYS["message.timestamp.after.max.ms"].default == "3600000"
+    assert TOPIC_KEYS["retention.ms"].doc.startswith(
+        "This configuration controls the maximum time we will retain a log"
+    )
+    assert BROKER_KEYS["group.share.max.partition.max.record.locks"].default == "4000"

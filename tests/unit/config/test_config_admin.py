@@ -161,6 +161,17 @@ def test_legacy_alter_configs_replaces_the_set() -> None:
             "Error due to duplicate config keys",
         ),
         (
+            Change(TOPIC, "bad name", (("retention.ms", SET, "1"),)),
+            ErrorCode.invalid_topic_exception,
+            "Topic name is invalid: 'bad name' contains one or more characters other than ASCII "
+            "alphanumerics, '.', '_' and '-'",
+        ),
+        (
+            Change(TOPIC, "t", (("message.downconversion.enable", SET, "true"),)),
+            ErrorCode.invalid_config,
+            "Unknown topic config name: message.downconversion.enable",
+        ),
+        (
             Change(TOPIC, "t", (("retention.ms", SET, None),)),
             ErrorCode.invalid_request,
             "Null value not supported for : retention.ms",
@@ -168,8 +179,14 @@ def test_legacy_alter_configs_replaces_the_set() -> None:
         (
             Change(BROKER, "", (("log.dirs", SET, "/x"),)),
             ErrorCode.invalid_request,
-            "Cannot update these configs dynamically: log.dirs (they are read at start-up: set "
-            "them in the broker's properties and restart it)",
+            "Cannot update these configs dynamically: [log.dirs]",
+        ),
+        (
+            Change(BROKER, "", (("ssl.client.auth", SET, "required"),)),
+            ErrorCode.invalid_request,
+            "Cannot update these configs dynamically: [ssl.client.auth] (ssl.client.auth: "
+            "dynamic in Kafka, read at start-up by Rafka: set them in the broker's properties "
+            "and restart it)",
         ),
         (
             Change(BROKER, "", (("message.max.bytes", SET, "big"),)),

@@ -96,7 +96,9 @@ def context(
             topics={TOPIC: info}, topics_by_id={TOPIC_ID.bytes: info}, brokers={}
         ),
         authorizer=SimpleNamespace(enabled=False),
-        config=SimpleNamespace(replica_selector_class="", broker_rack=None),
+        config=SimpleNamespace(
+            replica_selector_class="", broker_rack=None, fetch_max_bytes=57_671_680
+        ),
         quotas=QuotaManagers(WindowConfig(), WindowConfig()),
         fetch_sessions=FetchSessionCache(10, 120_000) if sessions is None else sessions,
     )

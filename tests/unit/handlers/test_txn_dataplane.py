@@ -220,6 +220,24 @@ def test_refused_verification_fails_only_that_partition() -> None:
     assert not refused.appended and appended.appended
 
 
+def test_two_batches_for_one_partition_are_refused_before_verification() -> None:
+    """Kafka's ProduceRequest.validateRecords comes first: the coordinator is not asked (TV2
+    would add the partition to the transaction), nothing is appended, the rest goes on."""
+    verifier = FakeVerifier()
+    refused, appended = FakePartition(0), FakePartition(1)
+    replicas = FakeReplicas({("t", 0): refused, ("t", 1): appended})
+    req = produce_request({0: batch(True) + batch(True), 1: batch(True)}, "tid")
+    answers, _ = run_produce(12, req, replicas=replicas, verifier=verifier)
+    assert answers[0].error_code == ErrorCode.invalid_record
+    assert answers[0].error_message == (
+        "Produce requests with version 12 are only allowed to contain exactly one record batch "
+        "per partition"
+    )
+    assert answers[1].error_code == ErrorCode.none
+    assert verifier.calls == [("tid", PID, EPOCH, "t", 1, True)]
+    assert not refused.appended and appended.appended
+
+
 class MarkerDuringVerify(FakeVerifier):
     """The coordinator confirms the partition, but the transaction ends (an abort marker lands
     in the partition) before the produce handler gets the answer; asked again, the coordinator

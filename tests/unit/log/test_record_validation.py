@@ -80,15 +80,6 @@ def test_before_max_ms_refuses_old_timestamps(open_log: OpenLog) -> None:
     log.append_as_leader(bytearray(make_batch(values_of(2), timestamps=[NOW - 60_000] * 2)), 0, NOW)
 
 
-def test_the_deprecated_difference_max_ms_bounds_both_sides(open_log: OpenLog) -> None:
-    log = open_log(message_timestamp_difference_max_ms=1_000)
-    for stamp in (NOW - 1_001, NOW + 1_001):
-        assert refused(log, make_batch([b"x"], timestamps=[stamp])).code == (
-            ErrorCode.invalid_timestamp
-        )
-    log.append_as_leader(bytearray(make_batch([b"x"], timestamps=[NOW + 1_000])), 0, NOW)
-
-
 def test_log_append_time_topics_check_no_timestamp(open_log: OpenLog) -> None:
     log = open_log(message_timestamp_type="LogAppendTime", message_timestamp_before_max_ms=0)
     far = make_batch(values_of(2), timestamps=[NOW + 10 * HOUR, 1])

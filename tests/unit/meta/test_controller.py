@@ -83,6 +83,25 @@ def test_illegal_topic_names(name: str) -> None:
     assert rejection == Rejection(ErrorCode.INVALID_TOPIC_EXCEPTION, validate_topic_name(name))
 
 
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("", "the empty string is not allowed"),
+        ("..", "'..' is not allowed"),
+        ("a" * 250, f"the length of '{'a' * 250}' is longer than the max allowed length 249"),
+        (
+            "bad name",
+            "'bad name' contains one or more characters other than ASCII alphanumerics, '.', "
+            "'_' and '-'",
+        ),
+    ],
+    ids=["empty", "dots", "long", "space"],
+)
+def test_topic_name_messages_are_kafkas(name: str, why: str) -> None:
+    """Kafka's Topic.validate, as its controller answers CreateTopics."""
+    assert validate_topic_name(name) == f"Topic name is invalid: {why}"
+
+
 @pytest.mark.parametrize("name", ["a", "A-b_c.9", "__consumer_offsets", "a" * 249])
 def test_legal_topic_names(name: str) -> None:
     assert validate_topic_name(name) is None
@@ -153,6 +172,71 @@ def test_invalid_manual_assignments(assignments: tuple, code: ErrorCode) -> None
 def test_manual_assignment_with_counts_set_is_invalid_request() -> None:
     request = new_topic(partitions=1, rf=1, assignments=((0, (1,)),))
     assert rejection_code(request) == ErrorCode.INVALID_REQUEST
+
+
+def refusal(request: NewTopic, fleet: dict | None = None) -> str:
+    outcome = plan_topic(request, {}, fleet or brokers(1, 2, 3))
+    assert isinstance(outcome, Rejection), outcome
+    return outcome.message
+
+
+def test_refusals_say_what_kafkas_controller_says() -> None:
+    """ReplicationControlManager.createTopic and StripedReplicaPlacer's messages; the
+    replication factor is checked before the partition count."""
+    rf_message = "Replication factor must be larger than 0, or -1 to use the default value."
+    assert refusal(new_topic(rf=0)) == rf_message
+    assert refusal(new_topic(partitions=0, rf=-2)) == rf_message
+    assert refusal(new_topic(rf=4)) == (
+        "Unable to replicate the partition 4 time(s): The target replication factor of 4 "
+        "cannot be reached because only 3 broker(s) are registered or some brokers have all "
+        "their log directories cordoned."
+    )
+    assert refusal(new_topic(rf=1), brokers(1, fenced=(1,))) == (
+        "Unable to replicate the partition 1 time(s): All brokers are currently fenced, or "
+        "have all their log directories cordoned."
+    )
+
+
+@pytest.mark.parametrize(
+    ("partitions", "rf", "assignments", "message"),
+    [
+        (
+            0,
+            1,
+            ((0, (1,)),),
+            "A manual partition assignment was specified, but replication factor was not set "
+            "to -1.",
+        ),
+        (
+            2,
+            -1,
+            ((0, (1,)),),
+            "A manual partition assignment was specified, but numPartitions was not set to -1.",
+        ),
+        (
+            -1,
+            -1,
+            ((0, (1,)), (0, (2,))),
+            "Found multiple manual partition assignments for partition 0",
+        ),
+        (0, 0, ((1, (1,)),), "partitions should be a consecutive 0-based integer sequence"),
+        (
+            0,
+            0,
+            ((0, (3,)),),
+            "All brokers specified in the manual partition assignment for partition 0 are "
+            "fenced or in controlled shutdown.",
+        ),
+    ],
+    ids=["rf", "partitions", "index-twice", "not-0-based", "fenced"],
+)
+def test_manual_assignment_refusals_are_kafkas(
+    partitions: int, rf: int, assignments: tuple, message: str
+) -> None:
+    """The counts must be unset (-1, or 0 in older records), then each assignment is checked
+    in request order, then the indexes."""
+    request = new_topic(partitions=partitions, rf=rf, assignments=assignments)
+    assert refusal(request, brokers(1, 2, 3, fenced=(3,))) == message
 
 
 def test_manual_assignment_isr_is_its_unfenced_replicas() -> None:

@@ -76,10 +76,15 @@ def test_delete_by_name_and_id() -> None:
     outcomes = machine.run(DeleteTopics(("a", "nope"), (b.topic_id, b"\x01" * 16, a.topic_id)))
     assert outcomes == [
         DeleteOutcome("a", a.topic_id),
-        DeleteOutcome("nope", b"", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "Unknown topic nope."),
+        DeleteOutcome(
+            "nope",
+            b"",
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            "This server does not host this topic-partition.",
+        ),
         DeleteOutcome("b", b.topic_id),
         DeleteOutcome(
-            "", b"\x01" * 16, ErrorCode.UNKNOWN_TOPIC_ID, f"Unknown topic id {'01' * 16}."
+            "", b"\x01" * 16, ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID."
         ),
         DeleteOutcome(
             "a",
