@@ -191,7 +191,8 @@ def test_topics_create_describe_alter_delete(cluster: LocalCluster) -> None:
         0
     ] == (
         f"{error}Unable to replicate the partition 5 time(s): The target replication factor "
-        "of 5 cannot be reached because only 3 broker(s) are registered."
+        "of 5 cannot be reached because only 3 broker(s) are registered or some brokers have "
+        "all their log directories cordoned."
     )
     assert fails(b, "kafka-topics --describe --topic nope").splitlines()[0] == (
         f"{error}Topic 'nope' does not exist as expected"
