@@ -600,6 +600,27 @@ def test_share_groups(sides: Sides) -> None:
         "kafka-configs --alter --entity-type groups --entity-name sg1 "
         "--add-config share.auto.offset.reset=earliest",
     )
+    described = both(
+        sides,
+        "share: group config describe",
+        "kafka-configs --describe --entity-type groups --entity-name sg1",
+    )
+    assert described == (
+        "Dynamic configs for group sg1 are:\n  share.auto.offset.reset=earliest sensitive=false "
+        "synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=earliest, "
+        "DEFAULT_CONFIG:share.auto.offset.reset=latest}\n"
+    )
+    # Every config Rafka has, its value and synonyms (the broker setting of its default) as
+    # Kafka's; Kafka 4.4 has more (assignment intervals, dead-letter queues, streams groups).
+    describe_all = "kafka-configs --describe --entity-type groups --entity-name sg1 --all"
+    kafka_all, rafka_all = each(sides, lambda b: ok(b, describe_all))
+    names = {line.split("=")[0] for line in rafka_all.splitlines()[1:]}
+
+    def common(text: str) -> str:
+        return "\n".join(line for line in text.splitlines() if line.split("=")[0] in names)
+
+    _compare("share: group configs --all", describe_all, common(kafka_all), common(rafka_all))
+    assert len(names) == 9
     consume = "kafka-console-share-consumer --topic sh --group sg1 --max-messages 4"
     kafka, rafka = each(sides, lambda bootstrap: ok(bootstrap, consume))
     assert sorted(rafka.split()) == sorted(kafka.split()) == ["v1", "v2", "v3", "v4"]
