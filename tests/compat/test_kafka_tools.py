@@ -142,6 +142,23 @@ def _compare(case: str, command: str, kafka: str, rafka: str) -> None:
     record(f"tool: {case}", summary, "same" if same else rafka.strip()[:60], found)
 
 
+def both_configs(sides: Sides, case: str, command: str, names: str | None = None) -> list[str]:
+    """kafka-configs --describe on both: the lines of the comma-separated config `names`
+    (None: those Rafka lists) must be the same. Returns Rafka's."""
+    kafka, rafka = each(sides, lambda b: ok(b, command))
+    wanted = (
+        set(names.split(","))
+        if names
+        else {line.split("=")[0].strip() for line in rafka.splitlines()[1:]}
+    )
+
+    def lines(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.split("=")[0].strip() in wanted]
+
+    _compare(case, command, "\n".join(lines(kafka)), "\n".join(lines(rafka)))
+    return lines(rafka)
+
+
 def produce(bootstrap: str, topic: str, lines: list[str], *reader_properties: str) -> None:
     """kafka-console-producer with `lines` on its stdin."""
     options = "".join(f" --reader-property {p}" for p in reader_properties)
@@ -262,7 +279,7 @@ def test_topics_while_a_broker_is_down(cluster: LocalCluster) -> None:
 # -- kafka-configs ------------------------------------------------------------------------------
 
 
-def test_configs_of_topics_and_brokers(cluster: LocalCluster) -> None:
+def test_configs_of_topics(cluster: LocalCluster) -> None:
     b = cluster.bootstrap
     ok(b, "kafka-topics --create --topic cfg --partitions 1")
     topic = "kafka-configs --entity-type topics --entity-name cfg"
@@ -292,31 +309,39 @@ def test_configs_of_topics_and_brokers(cluster: LocalCluster) -> None:
     bad = fails(b, f"{topic} --alter --add-config retention.ms=soon")
     assert "Invalid value soon for configuration retention.ms" in bad, bad
 
+
+def test_configs_of_brokers(sides: Sides, cluster: LocalCluster) -> None:
     default = "kafka-configs --entity-type brokers --entity-default"
     one = "kafka-configs --entity-type brokers --entity-name 1"
-    assert ok(b, f"{default} --alter --add-config log.retention.ms=3600000") == (
+    changed = "log.retention.ms,leader.replication.throttled.rate"
+    set_default = f"{default} --alter --add-config log.retention.ms=3600000"
+    assert both(sides, "configs: alter the broker default", set_default) == (
         "Completed updating default config for brokers in the cluster.\n"
     )
-    assert ok(
-        b,
-        f"{one} --alter --add-config log.retention.ms=7200000,leader.replication.throttled.rate=5",
-    ) == ("Completed updating config for broker 1.\n")
-    assert ok(b, f"{default} --describe") == (
-        "Default configs for brokers in the cluster are:\n"
-        "  log.retention.ms=3600000 sensitive=false "
-        "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=3600000}\n"
+    set_one = (
+        f"{one} --alter --add-config log.retention.ms=7200000,leader.replication.throttled.rate=5"
     )
-    broker = ok(b, f"{one} --describe").splitlines()
-    assert broker[0] == "Dynamic configs for broker 1 are:"
-    assert broker[1].startswith(
-        "  leader.replication.throttled.rate=5 sensitive=false synonyms="
-        "{DYNAMIC_BROKER_CONFIG:leader.replication.throttled.rate=5"
+    assert both(sides, "configs: alter broker 1", set_one) == (
+        "Completed updating config for broker 1.\n"
     )
-    assert broker[2].startswith(
-        "  log.retention.ms=7200000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
-        "log.retention.ms=7200000, DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=3600000, "
-    )
+    try:
+        # (other lines may differ: Kafka's cluster default has min.insync.replicas, which it
+        # sets for eligible leader replicas)
+        assert both_configs(sides, "configs: describe broker 1", f"{one} --describe", changed) == [
+            "  leader.replication.throttled.rate=5 sensitive=false "
+            "synonyms={DYNAMIC_BROKER_CONFIG:leader.replication.throttled.rate=5}",
+            "  log.retention.ms=7200000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
+            "log.retention.ms=7200000, DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=3600000, "
+            "DEFAULT_CONFIG:log.retention.hours=168}",
+        ]
+        both_configs(
+            sides, "configs: describe the broker default", f"{default} --describe", changed
+        )
+    finally:
+        each(sides, lambda b: ok(b, f"{one} --alter --delete-config {changed}"))
+        each(sides, lambda b: ok(b, f"{default} --alter --delete-config log.retention.ms"))
     # Every broker, then the cluster's default.
+    b = cluster.bootstrap
     headers = [
         line
         for line in ok(b, "kafka-configs --describe --entity-type brokers").splitlines()
@@ -328,8 +353,6 @@ def test_configs_of_topics_and_brokers(cluster: LocalCluster) -> None:
         "Dynamic configs for broker 3 are:",
         "Default configs for brokers in the cluster are:",
     ]
-    ok(b, f"{one} --alter --delete-config log.retention.ms,leader.replication.throttled.rate")
-    ok(b, f"{default} --alter --delete-config log.retention.ms")
     assert ok(b, f"{one} --describe") == "Dynamic configs for broker 1 are:\n"
     assert ok(b, f"{default} --describe") == "Default configs for brokers in the cluster are:\n"
 
@@ -613,14 +636,7 @@ def test_share_groups(sides: Sides) -> None:
     # Every config Rafka has, its value and synonyms (the broker setting of its default) as
     # Kafka's; Kafka 4.4 has more (assignment intervals, dead-letter queues, streams groups).
     describe_all = "kafka-configs --describe --entity-type groups --entity-name sg1 --all"
-    kafka_all, rafka_all = each(sides, lambda b: ok(b, describe_all))
-    names = {line.split("=")[0] for line in rafka_all.splitlines()[1:]}
-
-    def common(text: str) -> str:
-        return "\n".join(line for line in text.splitlines() if line.split("=")[0] in names)
-
-    _compare("share: group configs --all", describe_all, common(kafka_all), common(rafka_all))
-    assert len(names) == 9
+    assert len(both_configs(sides, "share: group configs --all", describe_all)) == 9
     consume = "kafka-console-share-consumer --topic sh --group sg1 --max-messages 4"
     kafka, rafka = each(sides, lambda bootstrap: ok(bootstrap, consume))
     assert sorted(rafka.split()) == sorted(kafka.split()) == ["v1", "v2", "v3", "v4"]
