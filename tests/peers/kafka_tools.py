@@ -16,6 +16,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 from tests.peers.apache_kafka import PEERS, VERSION, setup
@@ -93,8 +94,8 @@ def run_tool(
     exit code, stdout and stderr are the caller's to check."""
     archive, dump = _archive(), None
     cds = None
-    if not archive.exists():  # this run makes it (a unique name: test runs may race)
-        dump = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
+    if not archive.exists():  # this run makes it (a name of its own: runs may race)
+        dump = archive.with_name(f"{archive.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         # (its warnings about classes it cannot archive would go to stdout)
         cds = [f"-XX:ArchiveClassesAtExit={dump}", "-Xlog:cds=off,cds+dynamic=off"]
     result = subprocess.run(
