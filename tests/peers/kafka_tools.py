@@ -4,9 +4,9 @@ runs `kafka-topics.sh` and the other scripts.
 `run_tool("kafka-topics", "--bootstrap-server", b, "--list")` runs the script's main class (or a
 main class named in full) in a short-lived JVM: C1 only and the serial collector start fastest,
 and log4j2 sends only warnings and errors to stderr, so stdout holds what the tool prints. The
-first run also dumps the classes it loaded into a class-data-sharing archive beside the jars,
-which later runs map instead of loading them again (half a JVM start's CPU; a stale or broken
-archive is ignored by the JVM).
+first run against a cluster also dumps the classes it loaded into a class-data-sharing archive
+beside the jars, which later runs map instead of loading them again (half a JVM start's CPU; a
+stale or broken archive is ignored by the JVM).
 """
 
 from __future__ import annotations
@@ -94,7 +94,9 @@ def run_tool(
     exit code, stdout and stderr are the caller's to check."""
     archive, dump = _archive(), None
     cds = None
-    if not archive.exists():  # this run makes it (a name of its own: runs may race)
+    # A run that talks to a cluster makes it (one that does not, e.g. --version, would load
+    # too few classes to be worth sharing); under a name of its own: runs may race.
+    if not archive.exists() and "--bootstrap-server" in args:
         dump = archive.with_name(f"{archive.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         # (its warnings about classes it cannot archive would go to stdout)
         cds = [f"-XX:ArchiveClassesAtExit={dump}", "-Xlog:cds=off,cds+dynamic=off"]
