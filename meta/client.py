@@ -374,13 +374,17 @@ class MetaClient:
         return response.error_code, response.error_message
 
     async def alter_partition_reassignments(
-        self, changes: Sequence[tuple[str, int, Sequence[int] | None]]
+        self,
+        changes: Sequence[tuple[str, int, Sequence[int] | None]],
+        keep_replication_factor: bool = False,
     ) -> list[tuple[int, str]]:
         """Kafka's AlterPartitionReassignments: per (topic, partition, target replicas or None
         to cancel), in order, (error code, message): UNKNOWN_TOPIC_OR_PARTITION,
-        INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS."""
+        INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS, and with
+        `keep_replication_factor` INVALID_REPLICATION_FACTOR for a target of another size."""
         request = meta_pb2.AlterPartitionReassignmentsRequest(
             request_id=_request_id(),
+            keep_replication_factor=keep_replication_factor,
             reassignments=[
                 meta_pb2.Reassignment(
                     topic=topic,
@@ -454,6 +458,13 @@ class MetaClient:
         if response.error_code:
             raise MetaRequestError(response.error_code, response.error_message)
         return response.partitions_changed
+
+    async def unregister_broker(self, broker_id: int) -> tuple[int, str]:
+        """Kafka's UnregisterBroker: (error code, message), BROKER_ID_NOT_REGISTERED for an id
+        no broker has. Every broker's cache drops the broker within a watch round trip."""
+        request = meta_pb2.UnregisterBrokerRequest(request_id=_request_id(), broker_id=broker_id)
+        response = await self._call("UnregisterBroker", request)
+        return response.error_code, response.error_message
 
     # ------------------------------------------------------------ consumer groups
 

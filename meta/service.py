@@ -55,6 +55,7 @@ from meta.commands import (
     ShutdownOutcome,
     TokenOutcome,
     UnfenceBroker,
+    UnregisterBroker,
     UnregisterGroups,
     UpdateFeatures,
 )
@@ -378,6 +379,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
                 for r in request.reassignments
             ),
             self._unclean_default,
+            request.keep_replication_factor,
         )
         outcomes: list[Outcome] = self._write(context, command, request.request_id)
         return meta_pb2.AlterPartitionReassignmentsResponse(
@@ -431,6 +433,13 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             error_message=outcome.error_message,
             partitions_changed=outcome.partitions_changed,
         )
+
+    def UnregisterBroker(
+        self, request: meta_pb2.UnregisterBrokerRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.ItemResult:
+        command = UnregisterBroker(request.broker_id, self._unclean_default)
+        outcome: Outcome = self._write(context, command, request.request_id)
+        return _item_result(outcome)
 
     # ------------------------------------------------------------ consumer groups
 

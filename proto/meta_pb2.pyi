@@ -174,6 +174,12 @@ class TopicDeleted(_message.Message):
     topic_id: bytes
     def __init__(self, name: _Optional[str] = ..., topic_id: _Optional[bytes] = ...) -> None: ...
 
+class BrokerUnregistered(_message.Message):
+    __slots__ = ("broker_id",)
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    def __init__(self, broker_id: _Optional[int] = ...) -> None: ...
+
 class AclBinding(_message.Message):
     __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
     RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -300,7 +306,7 @@ class Snapshot(_message.Message):
     def __init__(self, cluster_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., scram_credentials: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., delegation_tokens: _Optional[_Iterable[_Union[DelegationToken, _Mapping]]] = ..., broker_configs: _Optional[_Iterable[_Union[BrokerConfig, _Mapping]]] = ..., finalized_features: _Optional[_Mapping[str, int]] = ..., resource_configs: _Optional[_Iterable[_Union[ResourceConfig, _Mapping]]] = ..., client_quotas: _Optional[_Iterable[_Union[ClientQuota, _Mapping]]] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
-    __slots__ = ("offset", "snapshot", "topic", "topic_deleted", "broker", "acls", "scram_credential", "scram_credential_deleted", "delegation_token", "delegation_token_removed", "broker_config", "features", "resource_config", "client_quota")
+    __slots__ = ("offset", "snapshot", "topic", "topic_deleted", "broker", "acls", "scram_credential", "scram_credential_deleted", "delegation_token", "delegation_token_removed", "broker_config", "features", "resource_config", "client_quota", "broker_unregistered")
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
@@ -315,6 +321,7 @@ class WatchEvent(_message.Message):
     FEATURES_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_CONFIG_FIELD_NUMBER: _ClassVar[int]
     CLIENT_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    BROKER_UNREGISTERED_FIELD_NUMBER: _ClassVar[int]
     offset: int
     snapshot: Snapshot
     topic: Topic
@@ -329,7 +336,8 @@ class WatchEvent(_message.Message):
     features: FinalizedFeatures
     resource_config: ResourceConfig
     client_quota: ClientQuota
-    def __init__(self, offset: _Optional[int] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., topic: _Optional[_Union[Topic, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeleted, _Mapping]] = ..., broker: _Optional[_Union[Broker, _Mapping]] = ..., acls: _Optional[_Union[AclsChanged, _Mapping]] = ..., scram_credential: _Optional[_Union[ScramCredential, _Mapping]] = ..., scram_credential_deleted: _Optional[_Union[ScramCredentialDeleted, _Mapping]] = ..., delegation_token: _Optional[_Union[DelegationToken, _Mapping]] = ..., delegation_token_removed: _Optional[_Union[DelegationTokenRemoved, _Mapping]] = ..., broker_config: _Optional[_Union[BrokerConfig, _Mapping]] = ..., features: _Optional[_Union[FinalizedFeatures, _Mapping]] = ..., resource_config: _Optional[_Union[ResourceConfig, _Mapping]] = ..., client_quota: _Optional[_Union[ClientQuota, _Mapping]] = ...) -> None: ...
+    broker_unregistered: BrokerUnregistered
+    def __init__(self, offset: _Optional[int] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., topic: _Optional[_Union[Topic, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeleted, _Mapping]] = ..., broker: _Optional[_Union[Broker, _Mapping]] = ..., acls: _Optional[_Union[AclsChanged, _Mapping]] = ..., scram_credential: _Optional[_Union[ScramCredential, _Mapping]] = ..., scram_credential_deleted: _Optional[_Union[ScramCredentialDeleted, _Mapping]] = ..., delegation_token: _Optional[_Union[DelegationToken, _Mapping]] = ..., delegation_token_removed: _Optional[_Union[DelegationTokenRemoved, _Mapping]] = ..., broker_config: _Optional[_Union[BrokerConfig, _Mapping]] = ..., features: _Optional[_Union[FinalizedFeatures, _Mapping]] = ..., resource_config: _Optional[_Union[ResourceConfig, _Mapping]] = ..., client_quota: _Optional[_Union[ClientQuota, _Mapping]] = ..., broker_unregistered: _Optional[_Union[BrokerUnregistered, _Mapping]] = ...) -> None: ...
 
 class RegisterBrokerRequest(_message.Message):
     __slots__ = ("request_id", "broker_id", "host", "port", "rack", "replication_endpoint", "incarnation_id", "endpoints")
@@ -364,6 +372,14 @@ class HeartbeatRequest(_message.Message):
     broker_id: int
     broker_epoch: int
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class UnregisterBrokerRequest(_message.Message):
+    __slots__ = ("request_id", "broker_id")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    broker_id: int
+    def __init__(self, request_id: _Optional[str] = ..., broker_id: _Optional[int] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "fenced", "should_shut_down")
@@ -764,12 +780,14 @@ class Reassignment(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., cancel: _Optional[bool] = ..., replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AlterPartitionReassignmentsRequest(_message.Message):
-    __slots__ = ("request_id", "reassignments")
+    __slots__ = ("request_id", "reassignments", "keep_replication_factor")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    KEEP_REPLICATION_FACTOR_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     reassignments: _containers.RepeatedCompositeFieldContainer[Reassignment]
-    def __init__(self, request_id: _Optional[str] = ..., reassignments: _Optional[_Iterable[_Union[Reassignment, _Mapping]]] = ...) -> None: ...
+    keep_replication_factor: bool
+    def __init__(self, request_id: _Optional[str] = ..., reassignments: _Optional[_Iterable[_Union[Reassignment, _Mapping]]] = ..., keep_replication_factor: _Optional[bool] = ...) -> None: ...
 
 class AlterPartitionReassignmentsResponse(_message.Message):
     __slots__ = ("results",)

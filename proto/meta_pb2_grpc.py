@@ -164,6 +164,11 @@ class MetaServiceStub:
                 request_serializer=proto_dot_meta__pb2.OfflineReplicasRequest.SerializeToString,
                 response_deserializer=proto_dot_meta__pb2.OfflineReplicasResponse.FromString,
                 _registered_method=True)
+        self.UnregisterBroker = channel.unary_unary(
+                '/rafka.meta.MetaService/UnregisterBroker',
+                request_serializer=proto_dot_meta__pb2.UnregisterBrokerRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.ItemResult.FromString,
+                _registered_method=True)
         self.Watch = channel.unary_stream(
                 '/rafka.meta.MetaService/Watch',
                 request_serializer=proto_dot_meta__pb2.WatchRequest.SerializeToString,
@@ -343,6 +348,13 @@ class MetaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UnregisterBroker(self, request, context):
+        """BROKER_ID_NOT_REGISTERED (102) for a broker id no broker has.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Watch(self, request, context):
         """Never ends on its own: the client cancels it.
         """
@@ -488,6 +500,11 @@ def add_MetaServiceServicer_to_server(servicer, server):
                     servicer.OfflineReplicas,
                     request_deserializer=proto_dot_meta__pb2.OfflineReplicasRequest.FromString,
                     response_serializer=proto_dot_meta__pb2.OfflineReplicasResponse.SerializeToString,
+            ),
+            'UnregisterBroker': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnregisterBroker,
+                    request_deserializer=proto_dot_meta__pb2.UnregisterBrokerRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.ItemResult.SerializeToString,
             ),
             'Watch': grpc.unary_stream_rpc_method_handler(
                     servicer.Watch,
@@ -1202,6 +1219,33 @@ class MetaService:
             '/rafka.meta.MetaService/OfflineReplicas',
             proto_dot_meta__pb2.OfflineReplicasRequest.SerializeToString,
             proto_dot_meta__pb2.OfflineReplicasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnregisterBroker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/UnregisterBroker',
+            proto_dot_meta__pb2.UnregisterBrokerRequest.SerializeToString,
+            proto_dot_meta__pb2.ItemResult.FromString,
             options,
             channel_credentials,
             insecure,

@@ -67,6 +67,7 @@ from dataplane.handlers import (
     share_group_heartbeat,
     sync_group,
     txn_offset_commit,
+    unregister_broker,
     update_features,
     write_txn_markers,
 )
@@ -135,10 +136,11 @@ _MODULES: tuple[HandlerModule, ...] = (
     elect_leaders,
     alter_partition_reassignments,
     list_partition_reassignments,
-    # log directories of this broker; the cluster's finalized feature levels
+    # log directories of this broker; the cluster's finalized feature levels; registrations
     describe_log_dirs,
     alter_replica_log_dirs,
     update_features,
+    unregister_broker,
     # client telemetry (KIP-714) and the config resources' names
     get_telemetry_subscriptions,
     push_telemetry,

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("rafka.fetch")
 
 API_KEY = 1
-VERSIONS = (4, 16)
+VERSIONS = (4, 18)  # v17-v18 add fields only KRaft followers use (KIP-853, KIP-1166)
 
 READ_COMMITTED = 1
 
