@@ -795,6 +795,16 @@ def test_reassign_partitions_with_throttle(cluster: LocalCluster, tmp_path: Path
         )
     )
     reassign = "kafka-reassign-partitions --reassignment-json-file"
+    # KIP-860: a plan that changes a partition's replica count, refused when asked to keep it.
+    grow = tmp_path / "grow.json"
+    grow.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "moving", "partition": 0, "replicas": [1, 2, 3]}
+    ]}))  # fmt: skip
+    refused = fails(b, f"{reassign} {grow} --execute --disallow-replication-factor-change")
+    assert refused.splitlines()[-2:] == [
+        "Error reassigning partition(s):",
+        "moving-0: The replication factor is changed from 2 to 3",
+    ]
     executed = ok(b, f"{reassign} {plan} --execute --throttle 10000000").splitlines()
     assert executed[0] == "Current partition replica assignment"
     assert executed[3:] == [
