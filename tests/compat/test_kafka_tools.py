@@ -797,9 +797,8 @@ def test_reassign_partitions_with_throttle(cluster: LocalCluster, tmp_path: Path
     reassign = "kafka-reassign-partitions --reassignment-json-file"
     # KIP-860: a plan that changes a partition's replica count, refused when asked to keep it.
     grow = tmp_path / "grow.json"
-    grow.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "moving", "partition": 0, "replicas": [1, 2, 3]}
-    ]}))  # fmt: skip
+    growing = {"topic": "moving", "partition": 0, "replicas": [1, 2, 3]}
+    grow.write_text(json.dumps({"version": 1, "partitions": [growing]}))
     refused = fails(b, f"{reassign} {grow} --execute --disallow-replication-factor-change")
     assert refused.splitlines()[-2:] == [
         "Error reassigning partition(s):",
