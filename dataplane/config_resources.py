@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from dataplane.config import BrokerConfig
 from dataplane.config_catalog import ConfigKey, ConfigType, type_problem
@@ -52,9 +52,10 @@ class ResourceCatalog:
     acl_resource: ResourceType
     acl_name: str | None
     denied: ErrorCode
-    # config -> the broker setting that gives its default (Kafka's GroupConfig synonyms): its
-    # layers are the config's synonyms in DescribeConfigs
-    broker_synonyms: Mapping[str, str] = field(default_factory=dict)
+    # Synonyms after the resource's own value, as Kafka's ConfigHelper gives them: for each
+    # config of a GROUP, the broker setting its default comes from (GroupConfig.brokerSynonym;
+    # one not listed: its own default, as DEFAULT_CONFIG); None (CLIENT_METRICS): none.
+    broker_synonyms: Mapping[str, str] | None = None
 
 
 # -- GROUP -------------------------------------------------------------------------------------
@@ -264,7 +265,7 @@ GROUP_CATALOG = ResourceCatalog(
     ResourceType.GROUP,
     None,
     ErrorCode.group_authorization_failed,
-    {name: broker for name, (broker, _, _) in _GROUP_BOUNDS.items()},
+    {name: setting for name, (setting, _, _) in _GROUP_BOUNDS.items()},
 )
 
 # -- CLIENT_METRICS (KIP-714 subscriptions; keys and validation in dataplane/telemetry) ---------

@@ -8,6 +8,7 @@ an entry, and readers holding the old one see a consistent snapshot.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -133,6 +134,17 @@ class MetadataCache:
     def live_brokers(self) -> list[BrokerInfo]:
         return sorted((b for b in self.brokers.values() if not b.fenced), key=lambda b: b.id)
 
+    def topic_name(self, topic_id: uuid.UUID | None) -> str | None:
+        """The name of the topic a request names by id (KIP-516; kio reads the zero id as
+        None), or None when no topic has that id."""
+        info = None if topic_id is None else self.topics_by_id.get(topic_id.bytes)
+        return None if info is None else info.name
+
+    def topic_id(self, name: str) -> bytes:
+        """A topic's id, all zero for a topic this broker does not know."""
+        info = self.topics.get(name)
+        return bytes(16) if info is None else info.topic_id
+
     def controller_id(self) -> int:
         """Clients need some broker to send admin requests to; Kafka (KRaft) names a live one."""
         live = self.live_brokers()
@@ -168,6 +180,8 @@ class MetadataCache:
                 self._remove_topic(old)
         elif kind == "broker":
             self._set_broker(_broker(event.broker))
+        elif kind == "broker_unregistered":
+            self._remove_broker(event.broker_unregistered.broker_id)
         elif kind == "acls":
             removed = set(map(wire.acl_from_proto, event.acls.removed))
             kept = [b for b in self.acls if b not in removed]
@@ -213,10 +227,8 @@ class MetadataCache:
         for topic in new_topics.values():
             self._set_topic(topic)
         new_brokers = {b.id: _broker(b) for b in snap.brokers}
-        for old_b in list(self.brokers.values()):
-            if old_b.id not in new_brokers:
-                del self.brokers[old_b.id]
-                self._notify_broker(old_b, None)
+        for gone in self.brokers.keys() - new_brokers.keys():
+            self._remove_broker(gone)
         for broker in new_brokers.values():
             self._set_broker(broker)
         self._set_acls(map(wire.acl_from_proto, snap.acls))
@@ -291,6 +303,11 @@ class MetadataCache:
         if old != broker:
             self.brokers[broker.id] = broker
             self._notify_broker(old, broker)
+
+    def _remove_broker(self, broker_id: int) -> None:
+        old = self.brokers.pop(broker_id, None)
+        if old is not None:
+            self._notify_broker(old, None)
 
     def _notify_broker(self, old: BrokerInfo | None, new: BrokerInfo | None) -> None:
         for listener in self.broker_listeners:

@@ -374,13 +374,17 @@ class MetaClient:
         return response.error_code, response.error_message
 
     async def alter_partition_reassignments(
-        self, changes: Sequence[tuple[str, int, Sequence[int] | None]]
+        self,
+        changes: Sequence[tuple[str, int, Sequence[int] | None]],
+        keep_replication_factor: bool = False,
     ) -> list[tuple[int, str]]:
         """Kafka's AlterPartitionReassignments: per (topic, partition, target replicas or None
         to cancel), in order, (error code, message): UNKNOWN_TOPIC_OR_PARTITION,
-        INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS."""
+        INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS, and with
+        `keep_replication_factor` INVALID_REPLICATION_FACTOR for a target of another size."""
         request = meta_pb2.AlterPartitionReassignmentsRequest(
             request_id=_request_id(),
+            keep_replication_factor=keep_replication_factor,
             reassignments=[
                 meta_pb2.Reassignment(
                     topic=topic,
@@ -454,6 +458,13 @@ class MetaClient:
         if response.error_code:
             raise MetaRequestError(response.error_code, response.error_message)
         return response.partitions_changed
+
+    async def unregister_broker(self, broker_id: int) -> tuple[int, str]:
+        """Kafka's UnregisterBroker: (error code, message), BROKER_ID_NOT_REGISTERED for an id
+        no broker has. Every broker's cache drops the broker within a watch round trip."""
+        request = meta_pb2.UnregisterBrokerRequest(request_id=_request_id(), broker_id=broker_id)
+        response = await self._call("UnregisterBroker", request)
+        return response.error_code, response.error_message
 
     # ------------------------------------------------------------ consumer groups
 
@@ -624,6 +635,30 @@ class MetaClient:
 
     async def describe_cluster(self) -> meta_pb2.DescribeClusterResponse:
         return await self._call("DescribeCluster", meta_pb2.DescribeClusterRequest())
+
+    # ------------------------------------------------------------ the meta quorum
+
+    async def describe_quorum(
+        self, timeout_s: float | None = None
+    ) -> meta_pb2.DescribeQuorumResponse:
+        """The Raft leader's view of the quorum (DescribeQuorum, KIP-853)."""
+        return await self._call("DescribeQuorum", meta_pb2.DescribeQuorumRequest(), timeout_s)
+
+    async def add_voter(self, request: meta_pb2.AddVoterRequest) -> tuple[int, str]:
+        """Add a meta node to the voters once it has caught up: (Kafka error code, message)."""
+        timeout_s = max(self._timeout_s, request.timeout_ms / 1000 + 5)
+        response = await self._call("AddVoter", request, timeout_s)
+        return response.error_code, response.error_message
+
+    async def remove_voter(self, voter_id: int, directory_id: str) -> tuple[int, str]:
+        """Remove a voter (id and directory id): (Kafka error code, message)."""
+        request = meta_pb2.RemoveVoterRequest(voter_id=voter_id, directory_id=directory_id)
+        response = await self._call("RemoveVoter", request)
+        return response.error_code, response.error_message
+
+    async def report_observer(self, request: meta_pb2.ReportObserverRequest) -> None:
+        """Tell the Raft leader where this observing meta node is (meta.quorum_service)."""
+        await self._call("ReportObserver", request)
 
     # ------------------------------------------------------------ plumbing
 

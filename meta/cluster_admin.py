@@ -168,7 +168,7 @@ def _alter_reassignments(
             )
         else:
             decided = partition_leadership.reassign(
-                topic.partitions[index], target, state.brokers, name
+                topic.partitions[index], target, state.brokers, name, cmd.keep_replication_factor
             )
         if isinstance(decided, Rejection):
             log.warning(

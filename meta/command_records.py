@@ -49,6 +49,7 @@ from meta.commands import (
     ShutdownOutcome,
     TokenOutcome,
     UnfenceBroker,
+    UnregisterBroker,
     UnregisterGroups,
     UpdateFeatures,
 )
@@ -390,6 +391,7 @@ def _alter_reassignments(b: AlterReassignments) -> pb.AlterReassignments:
             for topic, index, target in b.reassignments
         ],
         unclean_election_default=b.unclean_election_default,
+        keep_replication_factor=b.keep_replication_factor,
     )
 
 
@@ -399,6 +401,7 @@ def _alter_reassignments_from(r: pb.AlterReassignments) -> AlterReassignments:
             (a.topic, a.partition, None if a.cancel else tuple(a.replicas)) for a in r.reassignments
         ),
         r.unclean_election_default,
+        r.keep_replication_factor,
     )
 
 
@@ -656,6 +659,16 @@ KINDS: tuple[Kind[Any, Any], ...] = (
             error_message=o.error_message,
         ),
         lambda r: OfflineOutcome(r.partitions_changed, ErrorCode(r.error_code), r.error_message),
+    ),
+    Kind(
+        UnregisterBroker,
+        "unregister_broker",
+        lambda b: pb.UnregisterBroker(
+            broker_id=b.broker_id, unclean_election_default=b.unclean_election_default
+        ),
+        lambda r: UnregisterBroker(r.broker_id, r.unclean_election_default),
+        _outcome,
+        _outcome_from,
     ),
     Kind(
         resource_configs.AlterResourceConfigs,

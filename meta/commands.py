@@ -78,6 +78,15 @@ class UnfenceBroker:
 
 
 @dataclass(frozen=True)
+class UnregisterBroker:
+    """Kafka's UnregisterBroker (64): the registration removed, whatever its epoch; answers an
+    Outcome (BROKER_ID_NOT_REGISTERED for an id no broker has)."""
+
+    broker_id: int
+    unclean_election_default: bool
+
+
+@dataclass(frozen=True)
 class AlterPartition:
     """A partition leader asks to change the ISR of partitions it leads (Kafka's API 56)."""
 
@@ -215,6 +224,8 @@ class AlterReassignments:
 
     reassignments: tuple[tuple[str, int, tuple[int, ...] | None], ...]
     unclean_election_default: bool = False  # the proposer's unclean.leader.election.enable
+    # allow_replication_factor_change=false (KIP-860): a target must keep the replica count
+    keep_replication_factor: bool = False
 
 
 @dataclass(frozen=True)
@@ -262,6 +273,7 @@ Body = (
     | AlterReassignments
     | UpdateFeatures
     | OfflineReplicas
+    | UnregisterBroker
     | AlterResourceConfigs
     | AlterClientQuotas
 )
@@ -281,6 +293,7 @@ ChangeKind = Literal[
     "topic",
     "topic_deleted",
     "broker",
+    "broker_unregistered",
     "acls",
     "scram",
     "token",

@@ -287,7 +287,8 @@ def dump_codec(
     which pysyncobj calls on start-up and on a dump received from the leader (renamed into
     place unsynced), makes the file and its name durable before loading it. (pysyncobj only
     logs a dump that fails to load: ``meta.raft.MetaRaft`` reads the dump once before it starts
-    pysyncobj, and refuses to start on a damaged one.)"""
+    pysyncobj, and refuses to start on a damaged one; one from the leader that fails to load
+    stops the node.)"""
 
     def serialize(tmp_file: str, position: Any) -> None:
         buffer = io.BytesIO()

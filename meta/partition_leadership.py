@@ -249,7 +249,11 @@ def _new_leader(partition: Partition, leader: int, isr: tuple[int, ...]) -> Part
 
 
 def reassign(
-    partition: Partition, target: Sequence[int], brokers: Mapping[int, Broker], topic: str
+    partition: Partition,
+    target: Sequence[int],
+    brokers: Mapping[int, Broker],
+    topic: str,
+    keep_replication_factor: bool = False,
 ) -> Partition | Rejection:
     """Kafka's ``changePartitionReassignment``: the partition replicating to ``target``.
 
@@ -258,9 +262,19 @@ def reassign(
     the leader, which adds them to the ISR through AlterPartition; once the ISR holds the whole
     target, the reassignment completes (``complete_reassignment``). A target that only drops or
     reorders replicas of the ISR completes at once.
+
+    With ``keep_replication_factor`` (KIP-860) the target must have as many replicas as the
+    partition: its replicas, or while a reassignment runs, that reassignment's target.
     """
     if problem := invalid_assignment(target, brokers, None):
         return Rejection(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
+    if keep_replication_factor:
+        current = len(set(partition.replicas) - set(partition.removing_replicas))
+        if current != len(target):
+            return Rejection(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"The replication factor is changed from {current} to {len(target)}",
+            )
     removing = tuple(sorted(set(partition.replicas) - set(target)))
     # The adding replicas of a reassignment in progress that the new target keeps stay adding
     # (Kafka keeps them when the target adds none), so a cancel still drops them.

@@ -30,11 +30,13 @@ from meta.commands import (
     FenceBroker,
     InitCluster,
     IsrOutcome,
+    Outcome,
     ProducerIdBlock,
     RegisterBroker,
     RegisterGroups,
     ShutdownOutcome,
     UnfenceBroker,
+    UnregisterBroker,
     UnregisterGroups,
 )
 from meta.model import CLUSTER_DEFAULT, NO_LEADER, Broker, Partition, Topic
@@ -158,6 +160,27 @@ def _fence_broker(state: MetaState, cmd: FenceBroker, changes: Changes) -> bool:
     log.info("Fenced broker %d (epoch %d)", broker.id, broker.epoch)
     after_fencing(state, broker.id, cmd.unclean_election_default, changes)
     return True
+
+
+def _unregister_broker(state: MetaState, cmd: UnregisterBroker, changes: Changes) -> Outcome:
+    """Kafka's ReplicationControlManager.unregisterBroker: the broker leaves every ISR and
+    leadership (as when fenced), then its registration goes. Its replica assignments stay."""
+    broker = state.brokers.get(cmd.broker_id)
+    if broker is None:
+        return Outcome(
+            ErrorCode.BROKER_ID_NOT_REGISTERED,
+            f"Broker ID {cmd.broker_id} is not currently registered",
+        )
+    after_fencing(state, broker.id, cmd.unclean_election_default, changes)
+    del state.brokers[broker.id]
+    changes.broker_unregistered(broker.id)
+    log.info(
+        "Unregistered broker %d (epoch %d%s)",
+        broker.id,
+        broker.epoch,
+        "" if broker.fenced else ", still unfenced: a live broker registers again",
+    )
+    return Outcome()
 
 
 def _unfence_broker(state: MetaState, cmd: UnfenceBroker, changes: Changes) -> bool:
@@ -372,7 +395,7 @@ def _elect_leaders(state: MetaState, cmd: ElectLeaders, changes: Changes) -> lis
                     name,
                     index,
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    f"No such partition as {name}-{index}." if topic else f"No such topic {name}.",
+                    f"No such partition as {name}-{index}" if topic else f"No such topic as {name}",
                 )
             else:
                 outcome = _elect(state, topic, index, cmd.election_type, active, changes)
@@ -514,6 +537,7 @@ APPLIERS: dict[type, Callable[[MetaState, Any, Changes], Any]] = {
     RegisterBroker: _register_broker,
     FenceBroker: _fence_broker,
     UnfenceBroker: _unfence_broker,
+    UnregisterBroker: _unregister_broker,
     AlterPartition: _alter_partition,
     ControlledShutdown: _controlled_shutdown,
     ElectLeaders: _elect_leaders,

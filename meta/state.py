@@ -168,6 +168,9 @@ class Changes:
         """Record a broker change; return its offset."""
         return self._record("broker", broker_id)
 
+    def broker_unregistered(self, broker_id: int) -> None:
+        self._record("broker_unregistered", broker_id)
+
     def acls(self, added: tuple[AclBinding, ...], removed: tuple[AclBinding, ...]) -> None:
         """Record a change of the ACL set (once per command)."""
         if added or removed:

@@ -255,6 +255,8 @@ def change_event(state: MetaState, change: Change) -> meta_pb2.WatchEvent:
             event.topic_deleted.topic_id = change.topic_id
         case "broker", int(broker_id):
             event.broker.CopyFrom(broker_to_proto(state.brokers[broker_id]))
+        case "broker_unregistered", int(broker_id):
+            event.broker_unregistered.broker_id = broker_id
         case "acls", _:
             event.acls.added.extend(acl_to_proto(b) for b in change.acls_added)
             event.acls.removed.extend(acl_to_proto(b) for b in change.acls_removed)

@@ -79,6 +79,12 @@ KIO_MODULES: dict[str, tuple[str, int]] = {
     "dataplane/protocol/legacy/offset_commit_v1_request.py": ("OffsetCommitRequest", 1),
     "dataplane/protocol/legacy/describe_configs_v0_request.py": ("DescribeConfigsRequest", 0),
     "dataplane/protocol/legacy/describe_configs_v0_response.py": ("DescribeConfigsResponse", 0),
+    "dataplane/protocol/legacy/delete_groups_v3_request.py": ("DeleteGroupsRequest", 3),
+    "dataplane/protocol/legacy/delete_groups_v3_response.py": ("DeleteGroupsResponse", 3),
+    "dataplane/protocol/legacy/api_versions_v5_request.py": ("ApiVersionsRequest", 5),
+    "dataplane/protocol/legacy/api_versions_v5_response.py": ("ApiVersionsResponse", 5),
+    "dataplane/protocol/legacy/txn_offset_commit_v6_request.py": ("TxnOffsetCommitRequest", 6),
+    "dataplane/protocol/legacy/txn_offset_commit_v6_response.py": ("TxnOffsetCommitResponse", 6),
 }
 """Output module -> (spec, version), in kio's generated form."""
 
@@ -452,10 +458,13 @@ def kio_module(spec: MessageSpec, version: int) -> str:
     header = (
         ("request_header", "RequestHeader", 2 if flexible else 1)
         if spec.kind == "request"
-        else ("response_header", "ResponseHeader", 1 if flexible else 0)
+        # ApiVersions answers with header v0 at every version (KIP-511)
+        else ("response_header", "ResponseHeader", 1 if flexible and spec.api_key != 18 else 0)
     )
     imports = {"i16"}
     types: set[str] = set()
+    error_codes: set[str] = set()
+    modules: set[str] = set()  # of the standard library
     classes: list[str] = []
 
     def present(f: FieldSpec) -> bool:
@@ -477,12 +486,15 @@ def kio_module(spec: MessageSpec, version: int) -> str:
         for f in struct.fields:
             if not present(f):
                 continue
-            if f.tag is not None and f.tagged[0] <= version <= f.tagged[1]:
-                raise NotImplementedError(f"{f.name}: tagged fields in kio modules")
+            tagged = f.tag is not None and f.tagged[0] <= version <= f.tagged[1]
             nullable = f.nullable[0] <= version <= f.nullable[1]
             attr, kafka_type = f.attr, f.element
             if f.struct is not None:
                 py = f.struct.name
+            elif f.element == "int16" and f.name.endswith("ErrorCode"):
+                # kio's rule: error codes are its ErrorCode enum
+                py, kafka_type = "ErrorCode", "error_code"
+                error_codes.add(py)
             elif f.element in _KIO_TIMEDELTAS and f.name.endswith("Ms") and not f.has_default:
                 # kio's rule: a duration in milliseconds is a timedelta, named without "Ms"
                 attr, py = snake(f.name[:-2]), _KIO_TIMEDELTAS[f.element]
@@ -494,16 +506,21 @@ def kio_module(spec: MessageSpec, version: int) -> str:
             elif f.element == "string" and f.entity_type in _KIO_ENTITY_TYPES:
                 py = _KIO_ENTITY_TYPES[f.entity_type]
                 types.add(py)
+            elif f.element == "uuid":  # kio's: a UUID, None for the zero one
+                py, nullable = "uuid.UUID", True
+                modules.add("uuid")
             else:
                 py = _PY_TYPES.get(f.element, f.element)
             if f.type.startswith("[]"):
                 py = f"tuple[{py}, ...]"
             if nullable:
                 py += " | None"
-            args = [] if f.struct is not None else [f'metadata={{"kafka_type": "{kafka_type}"}}']
-            if f.has_default:
-                value = int(f.default, 0) if isinstance(f.default, str) else f.default
-                args.append(f"default={_KIO_INTS[f.element]}({value})")
+            metadata: dict[str, object] = {} if f.struct is not None else {"kafka_type": kafka_type}
+            if tagged:
+                metadata["tag"] = f.tag
+            args = [f"metadata={metadata!r}".replace("'", '"')] if metadata else []
+            if f.has_default or tagged:
+                args.append(f"default={_kio_default(f, py)}")
             value = f" = field({', '.join(args)})" if args else ""
             lines.append(f"    {attr}: {py}{value}")
             lines.append(_docstring(f.about, "    "))
@@ -516,11 +533,14 @@ def kio_module(spec: MessageSpec, version: int) -> str:
             f"{spec.name} v{version} in the form kio generates, from Kafka's {spec.file}.", ""
         ),
         "",
+        *(f"import {m}" for m in sorted(modules)),
         "from dataclasses import dataclass, field",
         "from typing import ClassVar",
         "",
         f"from kio.schema.{header[0]}.v{header[2]}.header import {header[1]}",
     ]
+    if error_codes:
+        source.insert(-1, "from kio.schema.errors import ErrorCode")
     if types:
         source.append(f"from kio.schema.types import {', '.join(sorted(types))}")
     source += [
@@ -530,6 +550,23 @@ def kio_module(spec: MessageSpec, version: int) -> str:
         "",
     ]
     return "\n".join(source) + "\n\n\n".join(classes) + "\n"
+
+
+def _kio_default(f: FieldSpec, py: str) -> str:
+    """A field's default in kio's form: ints wrapped in their kio type, null as None, a tagged
+    array empty."""
+    if f.default == "null":
+        return "None"
+    if f.type.startswith("[]"):
+        if f.has_default and f.default != "":
+            raise NotImplementedError(f"{f.name}: array default {f.default!r}")
+        return "()"
+    if f.element in _KIO_INTS and py in _KIO_INTS.values():
+        value = f.default if f.has_default else 0
+        return f"{py}({int(value, 0) if isinstance(value, str) else value})"
+    if f.element in ("bool", "string"):
+        return _default(f)
+    raise NotImplementedError(f"{f.name}: a {f.type} default in kio modules")
 
 
 # ---------------------------------------------------------------- driver

@@ -174,6 +174,12 @@ class TopicDeleted(_message.Message):
     topic_id: bytes
     def __init__(self, name: _Optional[str] = ..., topic_id: _Optional[bytes] = ...) -> None: ...
 
+class BrokerUnregistered(_message.Message):
+    __slots__ = ("broker_id",)
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    def __init__(self, broker_id: _Optional[int] = ...) -> None: ...
+
 class AclBinding(_message.Message):
     __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
     RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -300,7 +306,7 @@ class Snapshot(_message.Message):
     def __init__(self, cluster_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[Topic, _Mapping]]] = ..., brokers: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., scram_credentials: _Optional[_Iterable[_Union[ScramCredential, _Mapping]]] = ..., delegation_tokens: _Optional[_Iterable[_Union[DelegationToken, _Mapping]]] = ..., broker_configs: _Optional[_Iterable[_Union[BrokerConfig, _Mapping]]] = ..., finalized_features: _Optional[_Mapping[str, int]] = ..., resource_configs: _Optional[_Iterable[_Union[ResourceConfig, _Mapping]]] = ..., client_quotas: _Optional[_Iterable[_Union[ClientQuota, _Mapping]]] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
-    __slots__ = ("offset", "snapshot", "topic", "topic_deleted", "broker", "acls", "scram_credential", "scram_credential_deleted", "delegation_token", "delegation_token_removed", "broker_config", "features", "resource_config", "client_quota")
+    __slots__ = ("offset", "snapshot", "topic", "topic_deleted", "broker", "acls", "scram_credential", "scram_credential_deleted", "delegation_token", "delegation_token_removed", "broker_config", "features", "resource_config", "client_quota", "broker_unregistered")
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
@@ -315,6 +321,7 @@ class WatchEvent(_message.Message):
     FEATURES_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_CONFIG_FIELD_NUMBER: _ClassVar[int]
     CLIENT_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    BROKER_UNREGISTERED_FIELD_NUMBER: _ClassVar[int]
     offset: int
     snapshot: Snapshot
     topic: Topic
@@ -329,7 +336,8 @@ class WatchEvent(_message.Message):
     features: FinalizedFeatures
     resource_config: ResourceConfig
     client_quota: ClientQuota
-    def __init__(self, offset: _Optional[int] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., topic: _Optional[_Union[Topic, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeleted, _Mapping]] = ..., broker: _Optional[_Union[Broker, _Mapping]] = ..., acls: _Optional[_Union[AclsChanged, _Mapping]] = ..., scram_credential: _Optional[_Union[ScramCredential, _Mapping]] = ..., scram_credential_deleted: _Optional[_Union[ScramCredentialDeleted, _Mapping]] = ..., delegation_token: _Optional[_Union[DelegationToken, _Mapping]] = ..., delegation_token_removed: _Optional[_Union[DelegationTokenRemoved, _Mapping]] = ..., broker_config: _Optional[_Union[BrokerConfig, _Mapping]] = ..., features: _Optional[_Union[FinalizedFeatures, _Mapping]] = ..., resource_config: _Optional[_Union[ResourceConfig, _Mapping]] = ..., client_quota: _Optional[_Union[ClientQuota, _Mapping]] = ...) -> None: ...
+    broker_unregistered: BrokerUnregistered
+    def __init__(self, offset: _Optional[int] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., topic: _Optional[_Union[Topic, _Mapping]] = ..., topic_deleted: _Optional[_Union[TopicDeleted, _Mapping]] = ..., broker: _Optional[_Union[Broker, _Mapping]] = ..., acls: _Optional[_Union[AclsChanged, _Mapping]] = ..., scram_credential: _Optional[_Union[ScramCredential, _Mapping]] = ..., scram_credential_deleted: _Optional[_Union[ScramCredentialDeleted, _Mapping]] = ..., delegation_token: _Optional[_Union[DelegationToken, _Mapping]] = ..., delegation_token_removed: _Optional[_Union[DelegationTokenRemoved, _Mapping]] = ..., broker_config: _Optional[_Union[BrokerConfig, _Mapping]] = ..., features: _Optional[_Union[FinalizedFeatures, _Mapping]] = ..., resource_config: _Optional[_Union[ResourceConfig, _Mapping]] = ..., client_quota: _Optional[_Union[ClientQuota, _Mapping]] = ..., broker_unregistered: _Optional[_Union[BrokerUnregistered, _Mapping]] = ...) -> None: ...
 
 class RegisterBrokerRequest(_message.Message):
     __slots__ = ("request_id", "broker_id", "host", "port", "rack", "replication_endpoint", "incarnation_id", "endpoints")
@@ -364,6 +372,14 @@ class HeartbeatRequest(_message.Message):
     broker_id: int
     broker_epoch: int
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+
+class UnregisterBrokerRequest(_message.Message):
+    __slots__ = ("request_id", "broker_id")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    broker_id: int
+    def __init__(self, request_id: _Optional[str] = ..., broker_id: _Optional[int] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "fenced", "should_shut_down")
@@ -764,12 +780,14 @@ class Reassignment(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., cancel: _Optional[bool] = ..., replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AlterPartitionReassignmentsRequest(_message.Message):
-    __slots__ = ("request_id", "reassignments")
+    __slots__ = ("request_id", "reassignments", "keep_replication_factor")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    KEEP_REPLICATION_FACTOR_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     reassignments: _containers.RepeatedCompositeFieldContainer[Reassignment]
-    def __init__(self, request_id: _Optional[str] = ..., reassignments: _Optional[_Iterable[_Union[Reassignment, _Mapping]]] = ...) -> None: ...
+    keep_replication_factor: bool
+    def __init__(self, request_id: _Optional[str] = ..., reassignments: _Optional[_Iterable[_Union[Reassignment, _Mapping]]] = ..., keep_replication_factor: _Optional[bool] = ...) -> None: ...
 
 class AlterPartitionReassignmentsResponse(_message.Message):
     __slots__ = ("results",)
@@ -1072,3 +1090,89 @@ class DescribeClusterResponse(_message.Message):
     metadata_offset: int
     nodes: _containers.RepeatedCompositeFieldContainer[MetaNode]
     def __init__(self, cluster_id: _Optional[str] = ..., node_id: _Optional[int] = ..., leader_id: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[MetaNode, _Mapping]]] = ...) -> None: ...
+
+class DescribeQuorumRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class QuorumReplica(_message.Message):
+    __slots__ = ("node_id", "directory_id", "log_end_offset", "last_fetch_timestamp", "last_caught_up_timestamp", "raft_address", "grpc_address")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_FETCH_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    LAST_CAUGHT_UP_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    RAFT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    GRPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    directory_id: str
+    log_end_offset: int
+    last_fetch_timestamp: int
+    last_caught_up_timestamp: int
+    raft_address: str
+    grpc_address: str
+    def __init__(self, node_id: _Optional[int] = ..., directory_id: _Optional[str] = ..., log_end_offset: _Optional[int] = ..., last_fetch_timestamp: _Optional[int] = ..., last_caught_up_timestamp: _Optional[int] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ...) -> None: ...
+
+class DescribeQuorumResponse(_message.Message):
+    __slots__ = ("cluster_id", "leader_id", "leader_epoch", "high_watermark", "voters", "observers")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    VOTERS_FIELD_NUMBER: _ClassVar[int]
+    OBSERVERS_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: str
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: _containers.RepeatedCompositeFieldContainer[QuorumReplica]
+    observers: _containers.RepeatedCompositeFieldContainer[QuorumReplica]
+    def __init__(self, cluster_id: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., high_watermark: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[QuorumReplica, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[QuorumReplica, _Mapping]]] = ...) -> None: ...
+
+class AddVoterRequest(_message.Message):
+    __slots__ = ("voter_id", "directory_id", "raft_address", "grpc_address", "timeout_ms")
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    RAFT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    GRPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    voter_id: int
+    directory_id: str
+    raft_address: str
+    grpc_address: str
+    timeout_ms: int
+    def __init__(self, voter_id: _Optional[int] = ..., directory_id: _Optional[str] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class RemoveVoterRequest(_message.Message):
+    __slots__ = ("voter_id", "directory_id")
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    voter_id: int
+    directory_id: str
+    def __init__(self, voter_id: _Optional[int] = ..., directory_id: _Optional[str] = ...) -> None: ...
+
+class VoterChangeResponse(_message.Message):
+    __slots__ = ("error_code", "error_message")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class ReportObserverRequest(_message.Message):
+    __slots__ = ("node_id", "directory_id", "raft_address", "grpc_address", "log_end_offset")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    RAFT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    GRPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    directory_id: str
+    raft_address: str
+    grpc_address: str
+    log_end_offset: int
+    def __init__(self, node_id: _Optional[int] = ..., directory_id: _Optional[str] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ..., log_end_offset: _Optional[int] = ...) -> None: ...
+
+class ReportObserverResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

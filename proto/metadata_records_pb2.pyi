@@ -543,12 +543,14 @@ class Reassignment(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., cancel: _Optional[bool] = ..., replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AlterReassignments(_message.Message):
-    __slots__ = ("reassignments", "unclean_election_default")
+    __slots__ = ("reassignments", "unclean_election_default", "keep_replication_factor")
     REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
     UNCLEAN_ELECTION_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    KEEP_REPLICATION_FACTOR_FIELD_NUMBER: _ClassVar[int]
     reassignments: _containers.RepeatedCompositeFieldContainer[Reassignment]
     unclean_election_default: bool
-    def __init__(self, reassignments: _Optional[_Iterable[_Union[Reassignment, _Mapping]]] = ..., unclean_election_default: _Optional[bool] = ...) -> None: ...
+    keep_replication_factor: bool
+    def __init__(self, reassignments: _Optional[_Iterable[_Union[Reassignment, _Mapping]]] = ..., unclean_election_default: _Optional[bool] = ..., keep_replication_factor: _Optional[bool] = ...) -> None: ...
 
 class FeatureUpdate(_message.Message):
     __slots__ = ("name", "level", "upgrade_type")
@@ -580,8 +582,16 @@ class OfflineReplicas(_message.Message):
     unclean_election_default: bool
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[TopicPartition, _Mapping]]] = ..., unclean_election_default: _Optional[bool] = ...) -> None: ...
 
+class UnregisterBroker(_message.Message):
+    __slots__ = ("broker_id", "unclean_election_default")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    UNCLEAN_ELECTION_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    unclean_election_default: bool
+    def __init__(self, broker_id: _Optional[int] = ..., unclean_election_default: _Optional[bool] = ...) -> None: ...
+
 class CommandRecord(_message.Message):
-    __slots__ = ("version", "request_id", "now_ms", "init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens", "alter_configs", "create_partitions", "alter_reassignments", "update_features", "offline_replicas", "alter_resource_configs", "alter_client_quotas")
+    __slots__ = ("version", "request_id", "now_ms", "init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens", "alter_configs", "create_partitions", "alter_reassignments", "update_features", "offline_replicas", "alter_resource_configs", "alter_client_quotas", "unregister_broker")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     NOW_MS_FIELD_NUMBER: _ClassVar[int]
@@ -612,6 +622,7 @@ class CommandRecord(_message.Message):
     OFFLINE_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     ALTER_RESOURCE_CONFIGS_FIELD_NUMBER: _ClassVar[int]
     ALTER_CLIENT_QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    UNREGISTER_BROKER_FIELD_NUMBER: _ClassVar[int]
     version: int
     request_id: str
     now_ms: int
@@ -642,7 +653,8 @@ class CommandRecord(_message.Message):
     offline_replicas: OfflineReplicas
     alter_resource_configs: AlterResourceConfigs
     alter_client_quotas: AlterClientQuotas
-    def __init__(self, version: _Optional[int] = ..., request_id: _Optional[str] = ..., now_ms: _Optional[int] = ..., init_cluster: _Optional[_Union[InitCluster, _Mapping]] = ..., create_topics: _Optional[_Union[CreateTopics, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopics, _Mapping]] = ..., register_broker: _Optional[_Union[RegisterBroker, _Mapping]] = ..., fence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., unfence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., alter_partition: _Optional[_Union[AlterPartition, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ControlledShutdown, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeaders, _Mapping]] = ..., balance_leaders: _Optional[_Union[BalanceLeaders, _Mapping]] = ..., allocate_producer_ids: _Optional[_Union[AllocateProducerIds, _Mapping]] = ..., register_groups: _Optional[_Union[RegisterGroups, _Mapping]] = ..., unregister_groups: _Optional[_Union[UnregisterGroups, _Mapping]] = ..., create_acls: _Optional[_Union[CreateAcls, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAcls, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentials, _Mapping]] = ..., create_delegation_token: _Optional[_Union[CreateDelegationToken, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., remove_expired_tokens: _Optional[_Union[RemoveExpiredTokens, _Mapping]] = ..., alter_configs: _Optional[_Union[AlterConfigs, _Mapping]] = ..., create_partitions: _Optional[_Union[CreatePartitions, _Mapping]] = ..., alter_reassignments: _Optional[_Union[AlterReassignments, _Mapping]] = ..., update_features: _Optional[_Union[UpdateFeatures, _Mapping]] = ..., offline_replicas: _Optional[_Union[OfflineReplicas, _Mapping]] = ..., alter_resource_configs: _Optional[_Union[AlterResourceConfigs, _Mapping]] = ..., alter_client_quotas: _Optional[_Union[AlterClientQuotas, _Mapping]] = ...) -> None: ...
+    unregister_broker: UnregisterBroker
+    def __init__(self, version: _Optional[int] = ..., request_id: _Optional[str] = ..., now_ms: _Optional[int] = ..., init_cluster: _Optional[_Union[InitCluster, _Mapping]] = ..., create_topics: _Optional[_Union[CreateTopics, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopics, _Mapping]] = ..., register_broker: _Optional[_Union[RegisterBroker, _Mapping]] = ..., fence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., unfence_broker: _Optional[_Union[BrokerEpoch, _Mapping]] = ..., alter_partition: _Optional[_Union[AlterPartition, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ControlledShutdown, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeaders, _Mapping]] = ..., balance_leaders: _Optional[_Union[BalanceLeaders, _Mapping]] = ..., allocate_producer_ids: _Optional[_Union[AllocateProducerIds, _Mapping]] = ..., register_groups: _Optional[_Union[RegisterGroups, _Mapping]] = ..., unregister_groups: _Optional[_Union[UnregisterGroups, _Mapping]] = ..., create_acls: _Optional[_Union[CreateAcls, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAcls, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentials, _Mapping]] = ..., create_delegation_token: _Optional[_Union[CreateDelegationToken, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[ChangeDelegationToken, _Mapping]] = ..., remove_expired_tokens: _Optional[_Union[RemoveExpiredTokens, _Mapping]] = ..., alter_configs: _Optional[_Union[AlterConfigs, _Mapping]] = ..., create_partitions: _Optional[_Union[CreatePartitions, _Mapping]] = ..., alter_reassignments: _Optional[_Union[AlterReassignments, _Mapping]] = ..., update_features: _Optional[_Union[UpdateFeatures, _Mapping]] = ..., offline_replicas: _Optional[_Union[OfflineReplicas, _Mapping]] = ..., alter_resource_configs: _Optional[_Union[AlterResourceConfigs, _Mapping]] = ..., alter_client_quotas: _Optional[_Union[AlterClientQuotas, _Mapping]] = ..., unregister_broker: _Optional[_Union[UnregisterBroker, _Mapping]] = ...) -> None: ...
 
 class TopicOutcome(_message.Message):
     __slots__ = ("created", "rejected")
@@ -837,7 +849,7 @@ class OfflineOutcome(_message.Message):
     def __init__(self, partitions_changed: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
 
 class Result(_message.Message):
-    __slots__ = ("init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens", "alter_configs", "create_partitions", "alter_reassignments", "update_features", "offline_replicas", "alter_resource_configs", "alter_client_quotas")
+    __slots__ = ("init_cluster", "create_topics", "delete_topics", "register_broker", "fence_broker", "unfence_broker", "alter_partition", "controlled_shutdown", "elect_leaders", "balance_leaders", "allocate_producer_ids", "register_groups", "unregister_groups", "create_acls", "delete_acls", "alter_scram_credentials", "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "remove_expired_tokens", "alter_configs", "create_partitions", "alter_reassignments", "update_features", "offline_replicas", "alter_resource_configs", "alter_client_quotas", "unregister_broker")
     INIT_CLUSTER_FIELD_NUMBER: _ClassVar[int]
     CREATE_TOPICS_FIELD_NUMBER: _ClassVar[int]
     DELETE_TOPICS_FIELD_NUMBER: _ClassVar[int]
@@ -865,6 +877,7 @@ class Result(_message.Message):
     OFFLINE_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     ALTER_RESOURCE_CONFIGS_FIELD_NUMBER: _ClassVar[int]
     ALTER_CLIENT_QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    UNREGISTER_BROKER_FIELD_NUMBER: _ClassVar[int]
     init_cluster: str
     create_topics: CreateTopicsResult
     delete_topics: DeleteTopicsResult
@@ -892,7 +905,8 @@ class Result(_message.Message):
     offline_replicas: OfflineOutcome
     alter_resource_configs: AlterConfigsResult
     alter_client_quotas: AlterConfigsResult
-    def __init__(self, init_cluster: _Optional[str] = ..., create_topics: _Optional[_Union[CreateTopicsResult, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopicsResult, _Mapping]] = ..., register_broker: _Optional[int] = ..., fence_broker: _Optional[bool] = ..., unfence_broker: _Optional[bool] = ..., alter_partition: _Optional[_Union[AlterPartitionResult, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ShutdownOutcome, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeadersResult, _Mapping]] = ..., balance_leaders: _Optional[int] = ..., allocate_producer_ids: _Optional[_Union[ProducerIdBlock, _Mapping]] = ..., register_groups: _Optional[int] = ..., unregister_groups: _Optional[int] = ..., create_acls: _Optional[_Union[CreateAclsResult, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAclsResult, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentialsResult, _Mapping]] = ..., create_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., remove_expired_tokens: _Optional[int] = ..., alter_configs: _Optional[_Union[AlterConfigsResult, _Mapping]] = ..., create_partitions: _Optional[_Union[Outcome, _Mapping]] = ..., alter_reassignments: _Optional[_Union[AlterReassignmentsResult, _Mapping]] = ..., update_features: _Optional[_Union[UpdateFeaturesResult, _Mapping]] = ..., offline_replicas: _Optional[_Union[OfflineOutcome, _Mapping]] = ..., alter_resource_configs: _Optional[_Union[AlterConfigsResult, _Mapping]] = ..., alter_client_quotas: _Optional[_Union[AlterConfigsResult, _Mapping]] = ...) -> None: ...
+    unregister_broker: Outcome
+    def __init__(self, init_cluster: _Optional[str] = ..., create_topics: _Optional[_Union[CreateTopicsResult, _Mapping]] = ..., delete_topics: _Optional[_Union[DeleteTopicsResult, _Mapping]] = ..., register_broker: _Optional[int] = ..., fence_broker: _Optional[bool] = ..., unfence_broker: _Optional[bool] = ..., alter_partition: _Optional[_Union[AlterPartitionResult, _Mapping]] = ..., controlled_shutdown: _Optional[_Union[ShutdownOutcome, _Mapping]] = ..., elect_leaders: _Optional[_Union[ElectLeadersResult, _Mapping]] = ..., balance_leaders: _Optional[int] = ..., allocate_producer_ids: _Optional[_Union[ProducerIdBlock, _Mapping]] = ..., register_groups: _Optional[int] = ..., unregister_groups: _Optional[int] = ..., create_acls: _Optional[_Union[CreateAclsResult, _Mapping]] = ..., delete_acls: _Optional[_Union[DeleteAclsResult, _Mapping]] = ..., alter_scram_credentials: _Optional[_Union[AlterScramCredentialsResult, _Mapping]] = ..., create_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., renew_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., expire_delegation_token: _Optional[_Union[TokenOutcome, _Mapping]] = ..., remove_expired_tokens: _Optional[int] = ..., alter_configs: _Optional[_Union[AlterConfigsResult, _Mapping]] = ..., create_partitions: _Optional[_Union[Outcome, _Mapping]] = ..., alter_reassignments: _Optional[_Union[AlterReassignmentsResult, _Mapping]] = ..., update_features: _Optional[_Union[UpdateFeaturesResult, _Mapping]] = ..., offline_replicas: _Optional[_Union[OfflineOutcome, _Mapping]] = ..., alter_resource_configs: _Optional[_Union[AlterConfigsResult, _Mapping]] = ..., alter_client_quotas: _Optional[_Union[AlterConfigsResult, _Mapping]] = ..., unregister_broker: _Optional[_Union[Outcome, _Mapping]] = ...) -> None: ...
 
 class AppliedRequest(_message.Message):
     __slots__ = ("request_id", "now_ms", "result")

@@ -1,6 +1,11 @@
-"""AlterPartitionReassignments (45) v0: start or cancel (null replicas) moving partitions to other
-brokers; the meta service's controller runs them (Kafka's KRaft reassignment: the new replicas
-join, catch up through replication and enter the ISR before the removed ones leave).
+"""AlterPartitionReassignments (45) v0-v1: start or cancel (null replicas) moving partitions to
+other brokers; the meta service's controller runs them (Kafka's KRaft reassignment: the new
+replicas join, catch up through replication and enter the ISR before the removed ones leave).
+v1's allow_replication_factor_change=false (KIP-860, `kafka-reassign-partitions.sh
+--disallow-replication-factor-change`) refuses a target of another size than the partition's
+replica set with INVALID_REPLICATION_FACTOR (checked by the controller, after the assignment's
+own checks, as Kafka's ReplicationControlManager does); the controller's answer echoes the
+flag.
 
 As in Kafka's ControllerApis: ALTER on the cluster, else every partition and the response carry
 CLUSTER_AUTHORIZATION_FAILED. Per partition: UNKNOWN_TOPIC_OR_PARTITION,
@@ -22,7 +27,7 @@ from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
 
 API_KEY = 45
-VERSIONS = (0, 0)
+VERSIONS = (0, 1)
 
 log = logging.getLogger("rafka.reassignment")
 
@@ -33,6 +38,7 @@ Change = tuple[str, int, Sequence[int] | None]  # topic, partition, target repli
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    allow_change = getattr(req, "allow_replication_factor_change", True)  # v1+
     changes: list[Change] = [
         (t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
         for t in req.topics
@@ -44,7 +50,9 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         code = ErrorCode.cluster_authorization_failed
         return _response(b, changes, [(code, "")] * len(changes), code, None)
     try:
-        results = await ctx.services.meta.alter_partition_reassignments(changes)
+        results = await ctx.services.meta.alter_partition_reassignments(
+            changes, keep_replication_factor=not allow_change
+        )
     except MetaError as e:
         log.warning(
             "AlterPartitionReassignments failed: the meta service did not answer (%s); check "
@@ -64,7 +72,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         )
     cache = ctx.services.cache
     await cache.wait_until(lambda: all(_shows(cache, c) for c in accepted), _PROPAGATION_S)
-    return _response(b, changes, results, ErrorCode.none, None)
+    return _response(b, changes, results, ErrorCode.none, None, allow_change)
 
 
 def _shows(cache: MetadataCache, change: Change) -> bool:
@@ -86,8 +94,10 @@ def _response(
     results: Sequence[tuple[int, str]],
     code: ErrorCode,
     message: str | None,
+    allow_change: bool = True,
 ) -> Response:
-    """Results per topic in request order (Kafka answers each topic entry as it came)."""
+    """Results per topic in request order (Kafka answers each topic entry as it came); the
+    flag echoed only by the controller's answer (Kafka's error answers keep its default)."""
     by_topic: dict[str, list[object]] = {}
     for (topic, index, _), (error, text) in zip(changes, results, strict=True):
         by_topic.setdefault(topic, []).append(
@@ -99,6 +109,7 @@ def _response(
         throttle_time=0,
         error_code=code,
         error_message=message,
+        allow_replication_factor_change=allow_change,
         responses=tuple(
             b.ReassignableTopicResponse(name=topic, partitions=tuple(partitions))
             for topic, partitions in by_topic.items()

@@ -1,8 +1,10 @@
-"""DeleteGroups (42) v0-v2: delete empty groups (NON_EMPTY_GROUP otherwise) with their
+"""DeleteGroups (42) v0-v3: delete empty groups (NON_EMPTY_GROUP otherwise) with their
 offsets: tombstones appended to `__consumer_offsets`, answered once replicated; the group
 leaves the meta service's registry and its GROUP configs are removed. A share group's
 share-partition state is deleted first (share coordinator), as Kafka does: a failure there keeps
-the group. DELETE on each group is needed (GROUP_AUTHORIZATION_FAILED)."""
+the group. DELETE on each group is needed (GROUP_AUTHORIZATION_FAILED). v3 (Kafka 4.4) gives
+each failed group a message saying why (`_why`), where Kafka sets one only for its streams
+plugin's failures."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from meta.resource_configs import GROUP, ResourceConfigAlteration
 log = logging.getLogger("rafka.coordinator")
 
 API_KEY = 42
-VERSIONS = (0, 2)
+VERSIONS = (0, 3)
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
@@ -114,7 +116,24 @@ def _response(b: EntityBuilder, order: list[str], results: dict[str, ErrorCode])
     return b.DeleteGroupsResponse(
         throttle_time=0,
         results=tuple(
-            b.DeletableGroupResult(group_id=group_id, error_code=results[group_id])
+            b.DeletableGroupResult(
+                group_id=group_id,
+                error_code=results[group_id],
+                error_message=_why(group_id, results[group_id]),
+            )
             for group_id in order
         ),
     )
+
+
+def _why(group_id: str, code: ErrorCode) -> str | None:
+    """The message of a group's error (v3+); None for success."""
+    if code == ErrorCode.none:
+        return None
+    if code == ErrorCode.group_id_not_found:
+        return f"Group {group_id} not found."
+    if code == ErrorCode.non_empty_group:
+        return f"Group {group_id} is not empty: stop its members, then delete it."
+    if code == ErrorCode.group_authorization_failed:
+        return f"Not authorized to DELETE group {group_id}."
+    return f"Group {group_id} was not deleted: {code.name.upper()}."

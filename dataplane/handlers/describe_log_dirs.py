@@ -1,6 +1,8 @@
-"""DescribeLogDirs (35) v0-v4: this broker's log directories (log.dirs) and the replicas in
+"""DescribeLogDirs (35) v0-v5: this broker's log directories (log.dirs) and the replicas in
 each, with their size and offset lag, including the copies AlterReplicaLogDirs is making
-(is_future_key), and (v4) the volume's total and usable bytes. A failed directory answers
+(is_future_key), (v4) the volume's total and usable bytes and (v5) whether the directory is
+cordoned: never here (Kafka 4.4's cordoned.log.dirs, KIP-1066, which keeps new replicas off a
+directory, is not implemented; Kafka's default cordons none). A failed directory answers
 KAFKA_STORAGE_ERROR. DESCRIBE on the CLUSTER, else CLUSTER_AUTHORIZATION_FAILED and no
 directory (Kafka's KafkaApis.handleDescribeLogDirsRequest and ReplicaManager.describeLogDirs).
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from dataplane.replica.manager import ReplicaManager
 
 API_KEY = 35
-VERSIONS = (0, 4)
+VERSIONS = (0, 5)
 
 # (partition index, size, offset lag, is future) of one topic's replicas in one directory
 Entry = tuple[int, int, int, bool]
@@ -77,6 +79,7 @@ def _describe(b: EntityBuilder, d: LogDir, entries: dict[str, list[Entry]]) -> A
         topics=tuple(_topic(b, name, parts) for name, parts in sorted(entries.items())),
         total_bytes=total,
         usable_bytes=usable,
+        is_cordoned=False,
     )
 
 

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("rafka.fetch")
 
 API_KEY = 1
-VERSIONS = (4, 16)
+VERSIONS = (4, 18)  # v17-v18 add fields only KRaft followers use (KIP-853, KIP-1166)
 
 READ_COMMITTED = 1
 
@@ -102,12 +102,8 @@ class _SessionRead(_Read):
 
 
 def _budget(ctx: RequestContext, req: Any) -> int:
-    """The bytes a fetch may answer (Kafka's fetchMaxBytes): its max_bytes, at most the broker's
-    fetch.max.bytes and, under consumer_byte_rate, one quota window."""
-    budget: int = min(req.max_bytes, ctx.services.config.fetch_max_bytes)
-    if ctx.services.quotas.fetch.enabled:
-        budget = quota.fetch_budget(ctx, budget)
-    return budget
+    """The bytes a fetch may answer (Kafka's fetchMaxBytes: quota.fetch_budget)."""
+    return quota.fetch_budget(ctx, req.max_bytes)
 
 
 def _min_bytes(ctx: RequestContext, req: Any) -> int:

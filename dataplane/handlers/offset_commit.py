@@ -1,5 +1,6 @@
-"""OffsetCommit (8) v0-v9: a group's committed offsets, appended to `__consumer_offsets` and
+"""OffsetCommit (8) v0-v10: a group's committed offsets, appended to `__consumer_offsets` and
 answered once replicated (OffsetFetch sees them from then on, see `GroupShard.store_offsets`).
+v10 names topics by id (KIP-848): an id no topic has answers UNKNOWN_TOPIC_ID.
 
 v0-v1 (pre-0.9 clients) are stored like the others, as Kafka 3.x stores v1 (Kafka 4 removed
 them, KIP-896; their schemas are in `dataplane.protocol.legacy`): v0 carries no generation nor
@@ -7,8 +8,8 @@ member id (a commit from outside any group); v1's per-partition commit timestamp
 stored as the offset's commit time, which offsets retention may count from.
 
 Checks, in Kafka's order: without READ on the group every partition fails
-(GROUP_AUTHORIZATION_FAILED); topics without READ
-get TOPIC_AUTHORIZATION_FAILED, unknown topics or partitions UNKNOWN_TOPIC_OR_PARTITION; the
+(GROUP_AUTHORIZATION_FAILED); topics without READ get TOPIC_AUTHORIZATION_FAILED (after
+UNKNOWN_TOPIC_ID), unknown topics or partitions UNKNOWN_TOPIC_OR_PARTITION; the
 rest go to the group's coordinator, whose member/generation checks (ILLEGAL_GENERATION,
 UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS, ...) apply to all of them, then
 OFFSET_METADATA_TOO_LARGE per partition.
@@ -19,7 +20,7 @@ other here (and in OffsetFetch, DescribeGroups, DeleteGroups): pre-0.9 clients c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from dataplane.coordinator.api import ms
 from dataplane.coordinator.base import Reply
@@ -32,9 +33,21 @@ from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 8
-VERSIONS = (0, 9)
+VERSIONS = (0, 10)
+
+_TOPIC_ID_VERSION = 10  # v10+: topics by id (KIP-848)
 
 _DEFAULT_RETENTION = -1
+
+
+class Topic(NamedTuple):
+    """A topic of the request, as answered: its name ("" for an unknown id), its id (v10
+    answers by it) and partitions, and the error all of them get when no lookup is needed."""
+
+    name: str
+    topic_id: bytes
+    partitions: list[int]
+    error: ErrorCode = ErrorCode.none
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
@@ -42,31 +55,38 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, version)
     # (topic, partition) -> error, in request order
     results: dict[tuple[str, int], ErrorCode] = {}
-    order: list[tuple[str, list[int]]] = []
+    order: list[Topic] = []
     candidates: list[CommitPartition] = []
-    topics = ctx.services.cache.topics
+    cache = ctx.services.cache
     authorizer = ctx.services.authorizer
     group_error = ErrorCode.none
     if not authorizer.authorize(ctx.conn, AclOperation.READ, ResourceType.GROUP, req.group_id):
         group_error = ErrorCode.group_authorization_failed
+    names = [
+        cache.topic_name(t.topic_id) if version >= _TOPIC_ID_VERSION else t.name for t in req.topics
+    ]
     denied = authorizer.denied(
-        ctx.conn, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics)
+        ctx.conn, AclOperation.READ, ResourceType.TOPIC, (n for n in names if n is not None)
     )
-    for topic in req.topics:
-        indexes = []
-        info = topics.get(topic.name)
+    for topic, name in zip(req.topics, names, strict=True):
+        indexes = [p.partition_index for p in topic.partitions]
+        if name is None:  # v10: no topic has this id
+            topic_id = topic.topic_id.bytes if topic.topic_id else bytes(16)
+            order.append(Topic("", topic_id, indexes, group_error or ErrorCode.unknown_topic_id))
+            continue
+        order.append(Topic(name, cache.topic_id(name), indexes))
+        info = cache.topics.get(name)
         for p in topic.partitions:
-            indexes.append(p.partition_index)
             if group_error != ErrorCode.none:
-                results[topic.name, p.partition_index] = group_error
-            elif topic.name in denied:
-                results[topic.name, p.partition_index] = ErrorCode.topic_authorization_failed
+                results[name, p.partition_index] = group_error
+            elif name in denied:
+                results[name, p.partition_index] = ErrorCode.topic_authorization_failed
             elif info is None or not 0 <= p.partition_index < len(info.partitions):
-                results[topic.name, p.partition_index] = ErrorCode.unknown_topic_or_partition
+                results[name, p.partition_index] = ErrorCode.unknown_topic_or_partition
             else:
                 candidates.append(
                     CommitPartition(
-                        topic.name,
+                        name,
                         p.partition_index,
                         p.committed_offset,
                         p.committed_leader_epoch if version >= 6 else -1,
@@ -74,7 +94,6 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                         p.commit_timestamp if version == 1 else -1,
                     )
                 )
-        order.append((topic.name, indexes))
     if not candidates:
         return _response(b, order, results)
     coordinator = ctx.services.group_coordinator
@@ -102,7 +121,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
 
 async def _stored(
     b: EntityBuilder,
-    order: list[tuple[str, list[int]]],
+    order: list[Topic],
     results: dict[tuple[str, int], ErrorCode],
     errors: dict[tuple[str, int], ErrorCode],
     stored: Reply[ErrorCode],
@@ -115,18 +134,21 @@ async def _stored(
 
 
 def _response(
-    b: EntityBuilder, order: list[tuple[str, list[int]]], results: dict[tuple[str, int], ErrorCode]
+    b: EntityBuilder, order: list[Topic], results: dict[tuple[str, int], ErrorCode]
 ) -> Any:
     return b.OffsetCommitResponse(
         throttle_time=0,
         topics=tuple(
             b.OffsetCommitResponseTopic(
-                name=topic,
+                name=t.name,
+                topic_id=t.topic_id,
                 partitions=tuple(
-                    b.OffsetCommitResponsePartition(partition_index=p, error_code=results[topic, p])
-                    for p in partitions
+                    b.OffsetCommitResponsePartition(
+                        partition_index=p, error_code=t.error or results[t.name, p]
+                    )
+                    for p in t.partitions
                 ),
             )
-            for topic, partitions in order
+            for t in order
         ),
     )

@@ -4,9 +4,12 @@ The hot path: no record is decoded. The batch header and CRC are checked, offset
 leader epoch are written into the header, and the bytes are appended as received. acks=-1
 returns an awaitable that completes when the high watermark passes the batch (the server keeps
 reading this connection's next requests meanwhile). WRITE on each topic is authorized once
-per request (TOPIC_AUTHORIZATION_FAILED for its partitions). The internal topics are written by
-their coordinators only, never through Produce: a client's append to one is refused with
-INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager refuses it.
+per request (TOPIC_AUTHORIZATION_FAILED for its partitions). Each partition's records must be
+one batch, as Kafka's ProduceRequest.validateRecords wants before anything else is checked:
+records holding a second whole batch are refused with INVALID_RECORD (two length fields
+read). The internal topics are written by their coordinators only, never through Produce: a
+client's append to one is refused with INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager
+refuses it.
 
 Transactional batches (one attributes bit of each partition's first batch, as Kafka's
 RequestUtils.hasTransactionalRecords looks) need the request's transactional id and WRITE on it,
@@ -19,6 +22,10 @@ check was awaited (the transaction ended) voids it, and the batch is refused wit
 INVALID_TXN_STATE instead of opening a hanging transaction. That check is awaited inline: the
 server reads this connection's next request only afterwards, so appends stay in request order
 (idempotent sequences). Requests without transactional batches never reach that code.
+
+v13 names topics by id (KIP-516), each resolved once per request: an id no topic has answers
+UNKNOWN_TOPIC_ID for its partitions (before authorization, as Kafka's KafkaApis checks), and the
+answer names topics by the ids they were asked by.
 """
 
 from __future__ import annotations
@@ -31,10 +38,17 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from dataplane.handlers.context import Request, RequestContext, Response
-from dataplane.log.batch import ATTR_TRANSACTIONAL, HEADER_SIZE, RecordError, header_at
+from dataplane.log.batch import (
+    ATTR_TRANSACTIONAL,
+    HEADER_SIZE,
+    RecordError,
+    header_at,
+    holds_several_batches,
+)
 from dataplane.metrics.topics import PRODUCE_PURGATORY
 from dataplane.metrics.topics import topic as topic_stats
 from dataplane.protocol.encoders import (
+    NO_TOPIC_ID,
     BatchIndexAndErrorMessage,
     ProducePartition,
     ProduceTopic,
@@ -51,13 +65,14 @@ if TYPE_CHECKING:
     from dataplane.replica.partition import Partition
 
 API_KEY = 0
-VERSIONS = (3, 12)
+VERSIONS = (3, 13)
 
 log = logging.getLogger("rafka.produce")
 
 _ATTRIBUTES_LOW_BYTE = 22  # attributes (int16) start at byte 21; the flags are in its low byte
 _TV2_VERSION = 12  # Produce v12+: the producer uses transaction version 2 (KIP-890 part 2)
 _GENERIC_ERROR_VERSION = 11  # v11+ clients know TRANSACTION_ABORTABLE (KIP-890)
+_TOPIC_ID_VERSION = 13  # v13+: topics by id (KIP-516)
 
 # Kafka's ReplicaManager turns these verification failures into NOT_ENOUGH_REPLICAS: retriable,
 # understood by every client, and without the metadata refresh other errors cause.
@@ -80,6 +95,13 @@ Guards = dict[tuple[str, int], VerificationGuard]
 RecordErrors = tuple[tuple[int, str], ...]
 """The records a refused batch was refused for: (index in the batch, why)."""
 
+Topics = list[tuple[str | None, bytes, Any]]
+"""Each topic of the request: its name (None: a v13 id no topic has), the id it was asked by
+(v13; else unused) and its kio entry (partition_data)."""
+
+Results = list[tuple[str, bytes, list[ProducePartition]]]
+"""Each topic's answer: name, id (as in `Topics`) and its partitions' answers."""
+
 
 def _error(
     index: int, code: int, message: str | None = None, record_errors: RecordErrors = ()
@@ -88,50 +110,71 @@ def _error(
     return ProducePartition(index, code, -1, -1, -1, errors, message)
 
 
+def _topics(ctx: RequestContext, req: Any) -> Topics:
+    """The request's topics, named (see `Topics`): one lookup per topic, none per record."""
+    if ctx.header.api_version < _TOPIC_ID_VERSION:
+        return [(t.name, NO_TOPIC_ID, t) for t in req.topic_data]
+    name_of = ctx.services.cache.topic_name
+    return [
+        (name_of(t.topic_id), t.topic_id.bytes if t.topic_id else NO_TOPIC_ID, t)
+        for t in req.topic_data
+    ]
+
+
 async def handle(ctx: RequestContext, req: Request) -> Response:
     replicas = ctx.services.replicas
     acks = req.acks
+    topics = _topics(ctx, req)
     if acks not in (-1, 0, 1):
-        return _all_failed(ctx, req, ErrorCode.invalid_required_acks)
+        return _all_failed(ctx, topics, ErrorCode.invalid_required_acks)
     denied = ctx.services.authorizer.denied(
-        ctx.conn, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in req.topic_data)
+        ctx.conn, AclOperation.WRITE, ResourceType.TOPIC, (n for n, _, _ in topics if n)
     )
     refused: Verified | None = None
     guards: Guards | None = None
     if _has_transactional_batches(req):
-        code, refused, guards = await _check_transaction(ctx, req, denied)
+        code, refused, guards = await _check_transaction(ctx, req, topics, denied)
         if code != ErrorCode.none:
             if acks == 0:  # no answer to carry the error: make the client reconnect
                 raise ConnectionClosed(f"acks=0 transactional produce refused: {code.name}")
-            return _all_failed(ctx, req, code)
+            return _all_failed(ctx, topics, code)
     now_ms = time.time_ns() // 1_000_000
-    results: list[tuple[str, list[ProducePartition]]] = []
+    results: Results = []
     # (partition, HW to reach, leader epoch of the append, result list, slot in it)
     waits: list[tuple[Partition, int, int, list[ProducePartition], int]] = []
     failed = False
-    for topic in req.topic_data:
+    for name, topic_id, topic in topics:
         out: list[ProducePartition] = []
-        if topic.name in denied:
+        if name is None or name in denied:
             failed = True
-            code = ErrorCode.topic_authorization_failed
-            results.append((topic.name, [_error(p.index, code) for p in topic.partition_data]))
+            code = (
+                ErrorCode.unknown_topic_id if name is None else ErrorCode.topic_authorization_failed
+            )
+            out = [_error(p.index, code) for p in topic.partition_data]
+            results.append((name or "", topic_id, out))
             continue
-        if topic.name in INTERNAL_TOPICS:
+        if name in INTERNAL_TOPICS:
             failed = True
-            results.append((topic.name, _internal_topic_refused(ctx, topic)))
+            results.append((name, topic_id, _internal_topic_refused(ctx, name, topic)))
             continue
-        stats = topic_stats(topic.name)
+        stats = topic_stats(name)
         for data in topic.partition_data:
-            if refused and (answer := refused.get((topic.name, data.index))) is not None:
+            if refused and (answer := refused.get((name, data.index))) is not None:
                 failed = True
                 out.append(answer)
                 continue
+            if holds_several_batches(data.records or b"") and 0 <= data.index < _partition_count(
+                ctx, name
+            ):
+                failed = True
+                out.append(_several_batches_refused(ctx, name, data.index))
+                continue
             try:
-                partition = replicas.leader_partition(topic.name, data.index)
+                partition = replicas.leader_partition(name, data.index)
                 if acks == -1 and (code := partition.replication_error()) != ErrorCode.none:
                     raise KafkaError(code)
                 if guards:
-                    guard = guards.get((topic.name, data.index))
+                    guard = guards.get((name, data.index))
                     res = partition.append(data.records or b"", now_ms, guard)
                 else:
                     res = partition.append(data.records or b"", now_ms)
@@ -155,7 +198,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                     partition.log.log_start_offset,
                 )
             )
-        results.append((topic.name, out))
+        results.append((name, topic_id, out))
     # producer_byte_rate (KIP-13): one flag when the cluster has no such quota
     throttle_ms = quota.produce(ctx) if ctx.services.quotas.produce.enabled else 0
     if acks == 0:
@@ -170,13 +213,12 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return _Replicated(version, results, waits, req.timeout.total_seconds(), throttle_ms)
 
 
-def _internal_topic_refused(ctx: RequestContext, topic: Any) -> list[ProducePartition]:
+def _internal_topic_refused(ctx: RequestContext, name: str, topic: Any) -> list[ProducePartition]:
     """Kafka's answer to a client's append to an internal topic (only its coordinators write
     it: a record they cannot read would cost the groups or transactions it holds), after its
     check that the partition exists (UNKNOWN_TOPIC_OR_PARTITION first, as Kafka 4.4 answers)."""
-    info = ctx.services.cache.topics.get(topic.name)
-    count = 0 if info is None else len(info.partitions)
-    message = f"Cannot append to internal topic {topic.name}"
+    count = _partition_count(ctx, name)
+    message = f"Cannot append to internal topic {name}"
     out = [
         _error(p.index, ErrorCode.invalid_topic_exception, message)
         if 0 <= p.index < count
@@ -189,9 +231,34 @@ def _internal_topic_refused(ctx: RequestContext, topic: Any) -> list[ProducePart
             "coordinators write to it; produce to a topic of your own",
             ctx.conn.peer,
             ctx.header.client_id,
-            topic.name,
+            name,
         )
     return out
+
+
+def _partition_count(ctx: RequestContext, topic: str) -> int:
+    """The topic's partitions in the metadata (0: no such topic)."""
+    info = ctx.services.cache.topics.get(topic)
+    return 0 if info is None else len(info.partitions)
+
+
+def _several_batches_refused(ctx: RequestContext, topic: str, index: int) -> ProducePartition:
+    """Kafka's answer to a partition's records of more than one batch (ProduceRequest's
+    validateRecords, before any other check of the records: INVALID_RECORD)."""
+    version = ctx.header.api_version
+    log.warning(
+        "refused produce from %s (client %r) to %s-%d: its records hold more than one batch, "
+        "as no Kafka producer sends them; fix the client to send one batch per partition",
+        ctx.conn.peer,
+        ctx.header.client_id,
+        topic,
+        index,
+    )
+    message = (
+        f"Produce requests with version {version} are only allowed to contain exactly one "
+        "record batch per partition"
+    )
+    return _error(index, ErrorCode.invalid_record, message)
 
 
 def _is_transactional(records: Any) -> bool:
@@ -211,7 +278,7 @@ def _has_transactional_batches(req: Any) -> bool:
 
 
 async def _check_transaction(
-    ctx: RequestContext, req: Any, denied: frozenset[str]
+    ctx: RequestContext, req: Any, topics: Topics, denied: frozenset[str]
 ) -> tuple[ErrorCode, Verified, Guards]:
     """The transactional checks of Kafka's KafkaApis.handleProduceRequest and
     ReplicaManager.handleProduceAppend: an error for the whole request, or the partitions
@@ -234,21 +301,21 @@ async def _check_transaction(
     producers: set[tuple[int, int]] = set()
     candidates: list[tuple[str, int, Partition, int]] = []  # ..., first batch's sequence
     replicas = ctx.services.replicas
-    for topic in req.topic_data:
-        if topic.name in denied or topic.name in INTERNAL_TOPICS:  # refused by the append loop
+    for name, _, topic in topics:
+        if name is None or name in denied or name in INTERNAL_TOPICS:  # refused by the append loop
             continue
         for data in topic.partition_data:
-            if not _is_transactional(data.records):
-                continue
+            if not _is_transactional(data.records) or holds_several_batches(data.records):
+                continue  # refused by the append loop, unverified (as Kafka refuses it first)
             if len(data.records) < HEADER_SIZE:
                 continue  # too short to be a batch: the log refuses it with its own error
             header = header_at(data.records, 0)
             producers.add((header.producer_id, header.producer_epoch))
             try:
-                partition = replicas.leader_partition(topic.name, data.index)
+                partition = replicas.leader_partition(name, data.index)
             except KafkaError:
                 continue  # answered by the append loop with the same error
-            candidates.append((topic.name, data.index, partition, header.base_sequence))
+            candidates.append((name, data.index, partition, header.base_sequence))
     if len(producers) > 1:  # Kafka's InvalidPidMappingException
         log.warning(
             "refused produce from %s (transactional id %r): batches of several producers %s",
@@ -288,7 +355,9 @@ async def _verify_all(
         def ask() -> Awaitable[ErrorCode]:
             return verifier.verify(transactional_id, producer_id, epoch, topic, index, add=add)
 
-        code, guard = await partition.verify_transaction(producer_id, sequence, epoch, ask)
+        code, guard = await partition.verify_transaction(
+            producer_id, sequence, epoch, ask, supports_epoch_bump=add
+        )
         codes[(topic, index)] = code
         if guard is not None:
             guards[(topic, index)] = guard
@@ -358,13 +427,14 @@ class _Replicated:
         return _encode(self._version, self._results, self._throttle_ms)
 
 
-def _encode(
-    version: int, results: list[tuple[str, list[ProducePartition]]], throttle_ms: int = 0
-) -> bytes:
-    topics = [ProduceTopic(name, parts) for name, parts in results]
+def _encode(version: int, results: Results, throttle_ms: int = 0) -> bytes:
+    topics = [ProduceTopic(name, parts, topic_id) for name, topic_id, parts in results]
     return encode_produce_response(version, topics, throttle_ms)
 
 
-def _all_failed(ctx: RequestContext, req: Any, code: ErrorCode) -> bytes:
-    results = [(t.name, [_error(p.index, code) for p in t.partition_data]) for t in req.topic_data]
+def _all_failed(ctx: RequestContext, topics: Topics, code: ErrorCode) -> bytes:
+    results: Results = [
+        (name or "", topic_id, [_error(p.index, code) for p in t.partition_data])
+        for name, topic_id, t in topics
+    ]
     return _encode(ctx.header.api_version, results)

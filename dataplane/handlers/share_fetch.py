@@ -11,7 +11,8 @@ are applied and persisted before the fetch, so the fetch sees records the member
 With nothing to acquire the request waits up to max_wait_ms for the high watermark to move or
 records to be released. max_records bounds the records acquired (record_limit acquire mode,
 v2: exactly; else rounded up to whole log batches), max_bytes the records sent (at least one
-batch). Records go out as raw batches.
+batch), capped as a Fetch is (Kafka's handleShareFetchRequest): at most the broker's
+fetch.max.bytes and, under consumer_byte_rate, one quota window. Records go out as raw batches.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import anyio
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.log import LogError
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.quota import throttle as quota
 from dataplane.share import handling
 from dataplane.share.acquire import FetchedPart
 from dataplane.share.handling import TopicPartition, Topics
@@ -177,7 +179,7 @@ def _acquire_all(
     parts: dict[TopicPartition, SharePartitionData],
 ) -> int:
     """One pass over the partitions; the number of records acquired."""
-    budget = req.max_bytes
+    budget = quota.fetch_budget(ctx, req.max_bytes)
     records = req.max_records
     strict = getattr(req, "share_acquire_mode", 0) == RECORD_LIMIT
     total = 0

@@ -181,6 +181,27 @@ def batch_size_at(buf: bytes | bytearray | memoryview, pos: int) -> int:
     return _INT32.unpack_from(buf, pos + _LENGTH_POS)[0] + LOG_OVERHEAD
 
 
+def _framed_size(buf: bytes | bytearray | memoryview, pos: int) -> int | None:
+    """Size of the batch at ``pos`` if Kafka's batch iterator (ByteBufferLogInputStream) would
+    give one there: a sane length and magic, the whole batch present. None otherwise (a torn
+    tail, or a frame the log's own checks refuse)."""
+    left = len(buf) - pos
+    if left <= _MAGIC_POS:
+        return None
+    length = _INT32.unpack_from(buf, pos + _LENGTH_POS)[0]
+    if length < _LEGACY_MIN_LENGTH or buf[pos + _MAGIC_POS] > MAGIC:
+        return None
+    size: int = length + LOG_OVERHEAD
+    return size if size <= left else None
+
+
+def holds_several_batches(buf: bytes | bytearray | memoryview) -> bool:
+    """Whether a partition's records hold a whole batch after the first one, as Kafka frames
+    them (ProduceRequest.validateRecords refuses that): two length fields read, no more."""
+    first = _framed_size(buf, 0)
+    return first is not None and first < len(buf) and _framed_size(buf, first) is not None
+
+
 def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None = None) -> BatchInfo:
     """The batch at ``pos`` after checking its framing, magic, size and CRC, in Kafka's order.
 

@@ -58,6 +58,7 @@ from dataplane.log.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchInfo,
+    RecordError,
     batch_size_at,
     encode_batch,
     header_at,
@@ -239,7 +240,7 @@ class CleaningJob:
                     if self._map and len(self._map) + info.record_count > self._max_keys:
                         full = True
                         break
-                    for record in raw_records(batch, info, self.config.inflation_limit):
+                    for record in self._records(info, batch):
                         offset = info.base_offset + record.offset_delta
                         if record.key is not None and offset >= self.first_dirty:
                             self._map[record.key] = offset
@@ -324,6 +325,18 @@ class CleaningJob:
             return info.last_offset == offset
         return info.is_control and info.producer_epoch == epoch
 
+    def _records(self, info: BatchInfo, batch: memoryview) -> list[RawRecord]:
+        """The batch's records; one that does not decode raises `RecordError` naming the
+        batch's offsets (the log line of the failed cleaning says what to delete)."""
+        try:
+            return list(raw_records(batch, info, self.config.inflation_limit))
+        except RecordError as e:
+            raise RecordError(
+                e.code,
+                f"the batch of offsets {info.base_offset} to {info.last_offset} does not "
+                f"decode: {e.message}",
+            ) from e
+
     def _filter(
         self, info: BatchInfo, batch: memoryview, group_end: bool, txns: _CleanedTransactions
     ) -> bytes | None:
@@ -334,7 +347,7 @@ class CleaningJob:
             if not txns.on_control_batch(info, batch):
                 return bytes(batch)
             if horizon is None:  # its transaction has no batch left: start its delete horizon
-                records = list(raw_records(batch, info, self.config.inflation_limit))
+                records = self._records(info, batch)
                 return _rewrite(info, batch, records, self.now_ms + self.config.delete_retention_ms)
             if self.now_ms < horizon:
                 return bytes(batch)
@@ -343,7 +356,7 @@ class CleaningJob:
         if txns.on_batch(info):  # aborted: its records go unread
             self.records_read += info.record_count
             return _empty_batch(info) if self._last_of_producer(info) or group_end else None
-        records = list(raw_records(batch, info, self.config.inflation_limit))
+        records = self._records(info, batch)
         keep_tombstones = horizon is None or self.now_ms < horizon
         kept = [
             r for r in records if self._keep(info.base_offset + r.offset_delta, r, keep_tombstones)

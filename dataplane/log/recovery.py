@@ -32,6 +32,7 @@ batch's epoch; OffsetForLeaderEpoch and followers' divergence checks answer from
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
@@ -103,7 +104,29 @@ def load_segments(
     """
     finish_interrupted_cleaning(directory, index_interval_bytes, partition, now_ms)
     bases = _segment_bases(directory)
-    segments = [LogSegment.open(directory, b, index_interval_bytes, now_ms) for b in bases]
+    segments: list[LogSegment] = []
+    try:
+        for base in bases:
+            segments.append(LogSegment.open(directory, base, index_interval_bytes, now_ms))
+        rebuild_from = _recover(directory, segments, bases, recovery_point, clean, partition)
+    except BaseException:  # out of descriptors half-way, say: none of them is left open
+        for segment in segments:
+            with contextlib.suppress(OSError):
+                segment.close()
+        raise
+    return segments, rebuild_from
+
+
+def _recover(
+    directory: Path,
+    segments: list[LogSegment],
+    bases: list[int],
+    recovery_point: int,
+    clean: bool,
+    partition: str,
+) -> int | None:
+    """`load_segments` once every segment is open: ``segments`` is cut where recovery cuts the
+    log; returns the offset from which the transaction indexes must be rebuilt, or None."""
     first_unsafe = len(segments) if clean else max(bisect_right(bases, recovery_point) - 1, 0)
     txn_reset = first_unsafe  # the txn indexes from this segment on are dropped
     for i, segment in enumerate(segments[:first_unsafe]):
@@ -153,7 +176,7 @@ def load_segments(
         for i, s in enumerate(segments[txn_reset:], txn_reset)
         if i < first_unsafe or s.control_batches
     ]
-    return segments, rebuild[0] if rebuild else None
+    return rebuild[0] if rebuild else None
 
 
 def _batch_epochs(segments: Sequence[LogSegment], partition: str) -> Iterator[tuple[int, int]]:

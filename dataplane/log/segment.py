@@ -398,10 +398,13 @@ class LogSegment:
         self.txn_index.fsync()
 
     def close(self) -> None:
+        """Close its files (again: nothing; recovery closes what it opened on any failure)."""
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
-        os.close(self._fd)
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def delete(self) -> None:
         self.close()

@@ -21,6 +21,12 @@ from typing import Any, cast, overload
 from rocksdict import Options, Rdict, WriteOptions
 
 _INT = 8  # ints are stored as 8-byte big-endian signed
+# Table files RocksDB keeps open at most (its max_open_files; Kafka has no such store). Its
+# default, -1, keeps every table file open for the life of the store, each on a descriptor the
+# broker needs for segments and connections. The store holds a few small keys per partition: a
+# few table files, far under this bound, so it costs nothing in practice; past it (a compaction
+# backlog of many small files) RocksDB closes the least used and reopens them when read.
+MAX_OPEN_FILES = 256
 
 
 def _prefix_end(prefix: bytes) -> bytes:
@@ -38,6 +44,7 @@ class StateStore:
         path.mkdir(parents=True, exist_ok=True)
         options = Options(raw_mode=True)
         options.create_if_missing(True)
+        options.set_max_open_files(MAX_OPEN_FILES)
         self._db = Rdict(str(path), options)
         write_options = WriteOptions()
         write_options.sync = sync

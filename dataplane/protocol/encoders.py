@@ -119,9 +119,10 @@ def _check_version(api: str, version: int, lowest: int, highest: int) -> None:
 # --- Produce (API key 0) --------------------------------------------------------------------
 # v2+ log_append_time_ms; v5+ log_start_offset; v8+ record_errors, error_message;
 # v9+ flexible; v10+ tagged current_leader (partition) and node_endpoints (top level);
-# v11 and v12 change only what the client may expect (KIP-890 errors, transaction version 2).
+# v11 and v12 change only what the client may expect (KIP-890 errors, transaction version 2);
+# v13+ topic_id replaces the topic name (KIP-516).
 
-PRODUCE_VERSIONS = range(3, 13)
+PRODUCE_VERSIONS = range(3, 14)
 
 
 class BatchIndexAndErrorMessage(NamedTuple):
@@ -145,7 +146,10 @@ class ProducePartition(NamedTuple):
 
 class ProduceTopic(NamedTuple):
     name: str
+    """Sent up to v12; unused from v13."""
     partitions: Sequence[ProducePartition]
+    topic_id: bytes = NO_TOPIC_ID
+    """Sent from v13."""
 
 
 _PRODUCE_PARTITION_V3 = Struct(">ihqq")
@@ -158,19 +162,20 @@ def encode_produce_response(
     throttle_time_ms: int = 0,
     node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> bytes:
-    """Encode a ProduceResponse body (v3-v12)."""
+    """Encode a ProduceResponse body (v3-v13)."""
     _check_version("Produce", version, PRODUCE_VERSIONS.start, PRODUCE_VERSIONS.stop - 1)
     wire = COMPACT if version >= 9 else LEGACY
     flexible = wire.flexible
     with_log_start = version >= 5
     with_record_errors = version >= 8
     with_leader = version >= 10
+    by_topic_id = version >= 13
     head = _PRODUCE_PARTITION_V5 if with_log_start else _PRODUCE_PARTITION_V3
 
     out = [wire.array_length(len(topics))]
     append = out.append
     for topic in topics:
-        append(wire.string(topic.name))
+        append(uuid(topic.topic_id) if by_topic_id else wire.string(topic.name))
         append(wire.array_length(len(topic.partitions)))
         for p in topic.partitions:
             if with_log_start:
@@ -210,9 +215,10 @@ def encode_produce_response(
 # v4+ last_stable_offset, aborted_transactions; v5+ log_start_offset; v7+ error_code,
 # session_id; v11+ preferred_read_replica; v12+ flexible, tagged diverging_epoch (0),
 # current_leader (1), snapshot_id (2); v13+ topic_id replaces the topic name;
-# v16+ tagged node_endpoints (top level).
+# v16+ tagged node_endpoints (top level); v17 and v18 change only the request (a follower's
+# directory id, KIP-853, and its high watermark, KIP-1166).
 
-FETCH_VERSIONS = range(4, 17)
+FETCH_VERSIONS = range(4, 19)
 
 
 class AbortedTransaction(NamedTuple):
@@ -289,7 +295,7 @@ def encode_fetch_response(
     session_id: int = 0,
     node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> list[Bytes]:
-    """Encode a FetchResponse body (v4-v16) as buffers to send back to back.
+    """Encode a FetchResponse body (v4-v18) as buffers to send back to back.
 
     Each non-empty ``records`` is passed through as its own buffer, never copied; the small
     fields between two of them are joined into one ``bytes``. Write the list with a single

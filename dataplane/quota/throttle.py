@@ -68,12 +68,15 @@ def produce(ctx: RequestContext) -> int:
 
 
 def fetch_budget(ctx: RequestContext, max_bytes: int) -> int:
-    """A fetch's byte budget under consumer_byte_rate: at most what one quota window allows
-    (Kafka's getMaxValueInQuotaWindow)."""
-    allowed = ctx.services.quotas.fetch.max_value_in_window(
-        user_of(ctx.conn), ctx.header.client_id or ""
-    )
-    return int(min(max_bytes, allowed))
+    """The bytes a Fetch or ShareFetch may answer (Kafka's fetchMaxBytes): the request's
+    ``max_bytes``, at most the broker's fetch.max.bytes and, under consumer_byte_rate, what one
+    quota window allows (Kafka's getMaxValueInQuotaWindow)."""
+    budget: int = min(max_bytes, ctx.services.config.fetch_max_bytes)
+    fetch_quotas = ctx.services.quotas.fetch
+    if fetch_quotas.enabled:
+        allowed = fetch_quotas.max_value_in_window(user_of(ctx.conn), ctx.header.client_id or "")
+        budget = int(min(budget, allowed))
+    return budget
 
 
 def fetch(ctx: RequestContext, response_bytes: int) -> int:

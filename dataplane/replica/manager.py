@@ -52,6 +52,8 @@ _SLICE_S = 0.02  # file work done between two turns of the event loop while chan
 _REHOST_S = 5.0  # how often replicas not hosted for want of resources are tried again
 
 _TOPIC_ID_FILE = "partition.metadata"  # same name and purpose as Kafka's (KIP-516)
+# What a log's data that does not decode fails with (the cleaner decodes every batch it cleans).
+_UNREADABLE = frozenset({ErrorCode.invalid_record, ErrorCode.corrupt_message})
 
 
 class ReplicaManager:
@@ -547,20 +549,14 @@ class ReplicaManager:
         except CleaningAborted as e:
             log.info("%r: cleaning abandoned (%s); it is retried later", partition, e)
             return False
-        except Exception:
+        except Exception as e:
             if (
                 self.partitions.get((partition.topic, partition.index)) is not partition
                 or partition.log is not plog
             ):
                 log.info("%r: removed or moved while it was being cleaned", partition)
                 return False
-            log.exception(
-                "%r: cleaning failed; this log is no longer compacted until the broker restarts "
-                "(check the disk and the log directory %s)",
-                partition,
-                plog.directory,
-            )
-            self._uncleanable.add((partition.topic_id, partition.index))
+            self._cleaning_failed(partition, plog.directory, e)
             return False
         finally:
             job.stop()  # a worker abandoned by a cancellation stops at its next batch
@@ -578,6 +574,48 @@ class ReplicaManager:
             job.ratio,
         )
         return True
+
+    def _cleaning_failed(self, partition: Partition, directory: Path, error: Exception) -> None:
+        """Say what stopped a cleaning and what to do. The log is not cleaned again until the
+        broker restarts (Kafka marks it uncleanable), unless descriptors or memory ran out:
+        that passes, and it is tried again after log.cleaner.backoff.ms."""
+        if isinstance(error, OSError) and out_of_resources(error):
+            log.error(
+                "%r: cleaning failed: %s; %s; it is tried again later",
+                partition,
+                error,
+                resource_advice(error),
+            )
+            return
+        self._uncleanable.add((partition.topic_id, partition.index))
+        stopped = "this log is no longer compacted until the broker restarts"
+        if isinstance(error, KafkaError) and error.code in _UNREADABLE:
+            log.error(
+                "%r: cleaning stopped at data it cannot decode (%s): consumers cannot read it "
+                "either. A producer wrote it so (its CRC holds), or the segment file in %s is "
+                "damaged. %s: if those records may go, delete the records up to past them "
+                "(kafka-delete-records.sh); if another replica holds them intact, reassign "
+                "this replica away and back to copy them again; then restart the broker",
+                partition,
+                error.message,
+                directory,
+                stopped.capitalize(),
+            )
+        elif isinstance(error, OSError):
+            log.error(
+                "%r: cleaning failed on an I/O error (%s); %s: check the disk and the log "
+                "directory %s",
+                partition,
+                error,
+                stopped,
+                directory,
+            )
+        else:
+            log.exception(
+                "%r: cleaning failed unexpectedly; %s. This is a bug: report it with this trace",
+                partition,
+                stopped,
+            )
 
     def close(self) -> None:
         for partition in self.partitions.values():

@@ -163,6 +163,19 @@ def test_record_count_mismatch(pair: Pair) -> None:
     produce(pair, "Produce: a batch whose record count says 5 of 3", now_batch(record_count=5))
 
 
+@pytest.mark.parametrize(
+    ("version", "codec"), [(3, Compression.NONE), (11, Compression.NONE), (9, Compression.GZIP)]
+)
+def test_two_batches_for_one_partition(pair: Pair, version: int, codec: Compression) -> None:
+    """Kafka's ProduceRequest.validateRecords: exactly one batch per partition."""
+    produce(
+        pair,
+        f"Produce v{version}: two {codec.name.lower()} batches for one partition",
+        now_batch(codec=codec) + now_batch(codec=codec),
+        version=version,
+    )
+
+
 def _producer_id(pair: Pair) -> tuple[int, int]:
     """An idempotent producer id on each side (they differ: masked by the caller); a broker
     whose transaction coordinator is still loading is asked again."""

@@ -1,17 +1,19 @@
 """What a client cannot make a broker do: Kafka's bounds on one topic-creating request; a broker
 out of file descriptors fails what needs one (its log directory stays online, it keeps running)
-and hosts the replicas it could not open once descriptors are free; fetch answers within the
-broker's fetch.max.bytes; Kafka's connection limits (max.connections.per.ip, max.connections,
-connections.max.idle.ms). One meta node and one broker, driven with confluent-kafka and raw
-sockets."""
+and hosts the replicas it could not open once descriptors are free; Fetch and ShareFetch
+answers within the broker's fetch.max.bytes; Kafka's connection limits (max.connections.per.ip,
+max.connections, connections.max.idle.ms). One meta node and one broker, driven with
+confluent-kafka and raw sockets."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import resource
 import socket
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import pytest
@@ -25,10 +27,10 @@ from confluent_kafka.admin import (
 from cluster.local import LocalCluster
 from meta.model import ConfigAlteration
 from tests.integration.conftest import running_cluster, wait_for
-from tests.integration.kafka_wire import WireClient, builder, request_bytes
+from tests.integration.kafka_wire import WireClient, builder, request_bytes, topic_metadata
 
 POLICY_VIOLATION = KafkaError.POLICY_VIOLATION
-FETCH, API_VERSIONS = 1, 18
+FETCH, API_VERSIONS, SHARE_FETCH = 1, 18, 78
 FETCH_MAX_BYTES = 100_000  # the broker's fetch.max.bytes here (Kafka's default: 55 MiB)
 IDLE_MS = 4_000  # connections.max.idle.ms here (Kafka's default: 10 minutes)
 
@@ -170,6 +172,51 @@ def test_a_fetch_answer_is_capped_by_the_brokers_fetch_max_bytes(cluster: LocalC
         )
     records = response.responses[0].partitions[0].records
     assert 10_000 < len(records) <= FETCH_MAX_BYTES
+
+
+def test_a_share_fetch_answer_is_capped_by_the_brokers_fetch_max_bytes(
+    cluster: LocalCluster,
+) -> None:
+    """Kafka's handleShareFetchRequest caps a ShareFetch as a Fetch: min(max_bytes,
+    fetch.max.bytes, a consumer_byte_rate window); the records it acquires fit the answer."""
+    topic, group, member = unique("shared"), unique("share"), uuid.uuid4().hex
+    a = admin(cluster)
+    a.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    with WireClient(cluster.nodes["broker-1"].port) as w:
+        b = builder(SHARE_FETCH, 1)
+        partition = b.FetchPartition(partition_index=0, acknowledgement_batches=())
+        topic_id = topic_metadata(w, topic).topic_id
+        fetch_topic = b.FetchTopic(topic_id=topic_id, partitions=(partition,))
+
+        def share_fetch(epoch: int, wait_s: float) -> Any:
+            response = w.call(
+                SHARE_FETCH,
+                1,
+                group_id=group,
+                member_id=member,
+                share_session_epoch=epoch,
+                max_wait=datetime.timedelta(seconds=wait_s),
+                min_bytes=1,
+                max_bytes=2**31 - 1,
+                max_records=10_000,
+                batch_size=500,
+                topics=(fetch_topic,),
+                forgotten_topics_data=(),
+            )
+            assert response.error_code == 0, response
+            (answer,) = response.responses[0].partitions
+            assert answer.error_code == 0, answer
+            return answer
+
+        share_fetch(0, 0)  # opens the session; the group starts at the log end (Kafka's default)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0})
+        for _ in range(50):  # 50 batches of 10 KB: 500 KB, five times fetch.max.bytes
+            producer.produce(topic, os.urandom(10_000))
+            producer.flush(30)
+        answer = share_fetch(1, 5)
+    assert 10_000 < len(answer.records) <= FETCH_MAX_BYTES
+    acquired = sum(r.last_offset - r.first_offset + 1 for r in answer.acquired_records)
+    assert acquired == len(answer.records) // 10_000  # a record per batch: all of them sent
 
 
 def set_broker_configs(cluster: LocalCluster, **configs: str | None) -> None:

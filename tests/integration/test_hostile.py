@@ -30,7 +30,9 @@ from tests.integration.conftest import running_cluster, wait_for
 from tests.integration.kafka_wire import WireClient, request_bytes
 from tests.integration.meta.raft_attacks import (
     announce_oversized_frame,
+    closed_by_peer,
     code_running_frame,
+    open_connections,
     rss_bytes,
     send_frame,
 )
@@ -166,11 +168,19 @@ def _answers(port: int) -> bool:
 
 
 def test_raft_ports(cluster: LocalCluster, tmp_path: Path) -> None:
-    """test_raft_port.py: a 2 GiB frame announced to each meta node's Raft port, and a pickle
-    that would run code, in clear, under a wrong password and under the real one."""
+    """test_raft_port.py: a 2 GiB frame announced to each meta node's Raft port, a pickle that
+    would run code, in clear, under a wrong password and under the real one, and a flood of
+    silent connections (closed: past a few per peer at once, the rest once their time to
+    prove the secret is out)."""
     password = InternalSecurity.from_properties(cluster.internal_properties).raft_password
-    for i, name in enumerate(metas(cluster)):
-        raft = f"127.0.0.1:{cluster.base_port + 200 + i}"
+    rafts = [f"127.0.0.1:{cluster.base_port + 200 + i}" for i in range(len(metas(cluster)))]
+    floods = [sock for raft in rafts for sock in open_connections(raft, 200)]
+    try:
+        wait_for(lambda: all(map(closed_by_peer, floods)), 60, "the Raft port floods closed")
+    finally:
+        for sock in floods:
+            sock.close()
+    for raft, name in zip(rafts, metas(cluster), strict=True):
         proc = cluster.nodes[name].proc
         assert proc is not None
         before = rss_bytes(proc.pid)

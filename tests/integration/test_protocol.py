@@ -4,8 +4,10 @@ limits (KIP-74), ListOffsets specials, topic admin."""
 
 from __future__ import annotations
 
+import datetime
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from cluster.local import LocalCluster
 from dataplane.handlers import SUPPORTED_VERSIONS
+from dataplane.handlers.api_versions import ADVERTISED_MIN_VERSIONS
 from dataplane.log.batch import HEADER
 from tests.integration.conftest import running_cluster
 from tests.integration.kafka_wire import WireClient, builder
@@ -76,11 +79,20 @@ def topic_id(cluster: LocalCluster, topic: str) -> bytes:
 
 
 def produce(
-    w: WireClient, version: int, topic: str, partition: int, records: bytes, acks: int = -1
+    w: WireClient,
+    version: int,
+    topic: str,
+    partition: int,
+    records: bytes,
+    acks: int = -1,
+    tid: bytes | None = None,
 ) -> object:
+    """By name, or from v13 by id (`tid`)."""
     b = builder(PRODUCE, version)
     data = b.TopicProduceData(
-        name=topic, partition_data=(b.PartitionProduceData(index=partition, records=records),)
+        name=topic,
+        topic_id=None if tid is None else uuid.UUID(bytes=tid),
+        partition_data=(b.PartitionProduceData(index=partition, records=records),),
     )
     return w.call(PRODUCE, version, acks=acks, timeout=10000, topic_data=(data,))
 
@@ -119,9 +131,11 @@ def test_api_versions_every_version(cluster: LocalCluster) -> None:
         for v in versions(API_VERSIONS):
             resp = w.call(API_VERSIONS, v, client_software_name="wire", client_software_version="1")
             assert resp.error_code == ErrorCode.none
-            assert {
-                k.api_key: (k.min_version, k.max_version) for k in resp.api_keys
-            } == SUPPORTED_VERSIONS
+            advertised = {
+                k: (ADVERTISED_MIN_VERSIONS.get(k, lo), hi)
+                for k, (lo, hi) in SUPPORTED_VERSIONS.items()
+            }
+            assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == advertised
 
 
 def test_metadata_every_version(cluster: LocalCluster) -> None:
@@ -190,7 +204,7 @@ def test_produce_and_fetch_every_version(cluster: LocalCluster) -> None:
             batch = make_batch(
                 values_of(3, 50, start=v * 10), timestamps=[int(time.time() * 1000)] * 3
             )
-            resp = produce(w, v, "conf", 0, batch)
+            resp = produce(w, v, "conf", 0, batch, tid=tid)
             (part,) = resp.responses[0].partition_responses
             assert part.error_code == ErrorCode.none, (v, part)
             sent.append((part.base_offset, batch))
@@ -248,7 +262,8 @@ def test_fetch_errors(cluster: LocalCluster) -> None:
             == ErrorCode.unknown_topic_or_partition
         )
         part = fetch(w, 12, "conf", tid, {0: 10**9}).responses[0].partitions[0]
-        assert part.error_code == ErrorCode.offset_out_of_range and part.high_watermark >= 0
+        # As Kafka: a partition answered with an error carries no offsets (-1).
+        assert part.error_code == ErrorCode.offset_out_of_range and part.high_watermark == -1
 
 
 def test_fetch_long_poll_waits_then_wakes_on_data(cluster: LocalCluster) -> None:
@@ -337,7 +352,14 @@ def list_offset(w: WireClient, version: int, ts: int) -> tuple[int, int]:
     topic = b.ListOffsetsTopic(
         name="times", partitions=(b.ListOffsetsPartition(partition_index=0, timestamp=ts),)
     )
-    resp = w.call(LIST_OFFSETS, version, replica_id=-1, isolation_level=0, topics=(topic,))
+    resp = w.call(
+        LIST_OFFSETS,
+        version,
+        replica_id=-1,
+        isolation_level=0,
+        topics=(topic,),
+        timeout=datetime.timedelta(seconds=30),  # v10+
+    )
     (part,) = resp.topics[0].partitions
     assert part.error_code == ErrorCode.none, (version, ts, part)
     return part.offset, part.timestamp

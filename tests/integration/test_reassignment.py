@@ -6,12 +6,14 @@ replication throttles, and preferred / unclean ElectLeaders (confluent-kafka's A
 
 from __future__ import annotations
 
+import datetime
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import (
@@ -29,10 +31,12 @@ from confluent_kafka.admin import (
     ConfigResource,
     NewTopic,
 )
+from kio.schema.errors import ErrorCode
 
 from cluster import admin, admin_operations
 from cluster.admin import AdminError, Brokers
 from cluster.admin_operations import Reassignment
+from cluster.kafka_client import KafkaConnection, builder
 from cluster.local import LocalCluster
 from tests.integration.conftest import running_cluster, wait_for
 
@@ -439,3 +443,59 @@ def _code(error: object) -> int:
     if isinstance(error, AdminError):
         return int(error.code)
     return error.code()  # type: ignore[attr-defined]
+
+
+REASSIGN_API, UNREGISTER_BROKER = 45, 64
+
+
+def test_a_reassignment_that_must_keep_the_replication_factor(cluster: LocalCluster) -> None:
+    """AlterPartitionReassignments v1 with allow_replication_factor_change=false (KIP-860, what
+    kafka-reassign-partitions.sh --disallow-replication-factor-change sends): a target of
+    another size is refused by the controller, one of the same size moves the partition."""
+    create(cluster, "kept-factor", [1, 2])
+
+    def reassign(replicas: tuple[int, ...]) -> Any:
+        b = builder(REASSIGN_API, 1)
+        partition_change = b.ReassignablePartition(partition_index=0, replicas=replicas)
+        with KafkaConnection.to_any(cluster.bootstrap) as c:
+            answer = c.call(
+                REASSIGN_API,
+                1,
+                timeout=datetime.timedelta(seconds=30),
+                allow_replication_factor_change=False,
+                topics=(b.ReassignableTopic(name="kept-factor", partitions=(partition_change,)),),
+            )
+        assert answer.allow_replication_factor_change is False
+        return answer.responses[0].partitions[0]
+
+    refused = reassign((1, 2, 3))
+    assert refused.error_code == ErrorCode.invalid_replication_factor
+    assert refused.error_message == "The replication factor is changed from 2 to 3"
+    assert partition(cluster, "kept-factor").replicas == [1, 2]
+    assert reassign((3, 4)).error_code == ErrorCode.none
+    wait_for(lambda: partition(cluster, "kept-factor").replicas == [3, 4], what="replicas 3,4")
+
+
+def test_unregister_a_live_broker(cluster: LocalCluster) -> None:
+    """UnregisterBroker (Kafka's Admin.unregisterBroker) of a broker that is running: it leaves
+    ISRs and leaderships, its next heartbeat tells it so and it registers again, then leads and
+    serves again; nothing acknowledged is lost. An unknown id is BROKER_ID_NOT_REGISTERED."""
+    create(cluster, "unregistered", [4, 1])
+    values = fill(cluster, "unregistered", 50)
+    log = cluster.nodes["broker-4"].log_file
+    registrations = log.read_text().count("registered with the meta service as broker 4")
+    with KafkaConnection.to_any(cluster.bootstrap) as c:
+        assert c.call(UNREGISTER_BROKER, 0, broker_id=4).error_code == ErrorCode.none
+        unknown = c.call(UNREGISTER_BROKER, 0, broker_id=99)
+    assert unknown.error_code == ErrorCode.broker_id_not_registered
+    assert unknown.error_message == "Broker ID 99 is not currently registered"
+    wait_for(
+        lambda: (
+            log.read_text().count("registered with the meta service as broker 4") > registrations
+        ),
+        what="broker 4 registered again",
+    )
+    wait_for(lambda: 4 in live_brokers(cluster), what="broker 4 live again")
+    wait_for(lambda: 4 in partition(cluster, "unregistered").isr, what="broker 4 in the ISR")
+    values += fill(cluster, "unregistered", 50)
+    assert sorted(consume_all(cluster, "unregistered", 100)) == sorted(values)

@@ -1,8 +1,9 @@
 """Record validation on a real broker, as Kafka answers it: librdkafka's test 0011 (keyless
 records to a compacted topic fail one by one with KIP-467 record errors), out-of-range
-timestamps (KIP-937), a batch whose record count disagrees with its records, and a 1 MB zstd
-batch that would inflate to 32 GiB, refused to a compacted topic and in a timestamp lookup
-without the broker's memory growing by more than the inflation bound."""
+timestamps (KIP-937), a batch whose record count disagrees with its records (and the log line
+of the cleaner that meets one in a topic compacted later), and a 1 MB zstd batch that would
+inflate to 32 GiB, refused to a compacted topic and in a timestamp lookup without the broker's
+memory growing by more than the inflation bound."""
 
 from __future__ import annotations
 
@@ -13,14 +14,20 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, Producer
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 from kio.schema.errors import ErrorCode
 
 from cluster.local import LocalCluster
 from dataplane.log.batch import Compression, encode_batch
 from dataplane.log.compression import compress
 from dataplane.log.records import bytes_field, encode_record, zigzag_varint
-from tests.integration.conftest import running_cluster
+from tests.integration.conftest import running_cluster, wait_for
 from tests.integration.kafka_wire import WireClient, builder
 
 PRODUCE, LIST_OFFSETS = 0, 2
@@ -30,7 +37,9 @@ COMPACTED, PLAIN, STRICT = "compacted", "plain", "strict"
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path_factory.mktemp("records"), brokers=1, metas=1) as cluster:
+    with running_cluster(
+        tmp_path_factory.mktemp("records"), brokers=1, metas=1, log_cleaner_backoff_ms="200"
+    ) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         topics = [
             NewTopic(COMPACTED, 1, 1, config={"cleanup.policy": "compact"}),
@@ -219,3 +228,30 @@ def test_a_zstd_bomb_is_never_inflated(broker: LocalCluster) -> None:
     assert _peak_rss_mb(broker) < 512  # 236 MiB seen; 4 GiB for a 2 GiB bomb before
     keyed = raw_batch(compress(Compression.ZSTD, keyed_records(2)), 2, now_ms(), Compression.ZSTD)
     assert produce_raw(port, COMPACTED, keyed).error_code == ErrorCode.none
+
+
+def test_the_cleaner_says_which_batch_it_cannot_decode_and_what_to_do(broker: LocalCluster) -> None:
+    """A batch that declares more records than it holds passes Produce to a topic that is not
+    compacted (the hot path decodes nothing). Compacted later, the topic's cleaner meets it: its
+    log line names the batch and says what to do (no disk is at fault)."""
+    topic, port = "compacted-later", _port(broker)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"segment.bytes": "4096"})])[topic].result(30)
+    assert produce_raw(port, topic, raw_batch(keyed_records(3), 4, now_ms())).error_code == 0
+    for _ in range(40):  # the same keys again: segments roll, the first is dirty
+        assert produce_raw(port, topic, raw_batch(keyed_records(20), 20, now_ms())).error_code == 0
+    compact = [
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in (("cleanup.policy", "compact"), ("min.cleanable.dirty.ratio", "0.01"))
+    ]
+    resource = ConfigResource("topic", topic, incremental_configs=compact)
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    log_file = broker.nodes["broker-1"].log_file
+
+    def reported() -> str | None:
+        lines = log_file.read_text(errors="replace").splitlines()
+        return next((line for line in lines if f"{topic}-0: cleaning" in line), None)
+
+    line = wait_for(reported, 60, "the cleaner's report")
+    assert "cannot decode" in line and "the batch of offsets 0 to 3" in line, line
+    assert "kafka-delete-records" in line and "check the disk" not in line, line

@@ -5,6 +5,7 @@ DescribeConfigsResponse.json."""
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from kio.schema.errors import ErrorCode
 from kio.schema.response_header.v0.header import ResponseHeader
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32Timedelta
@@ -36,7 +37,7 @@ class DescribeConfigsResult:
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[i16] = i16(32)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
-    error_code: i16 = field(metadata={"kafka_type": "int16"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     """The error code, or 0 if we were able to successfully describe the configurations."""
     error_message: str | None = field(metadata={"kafka_type": "string"})
     """The error message, or null if we were able to successfully describe the configurations."""

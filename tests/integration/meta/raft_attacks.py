@@ -8,6 +8,7 @@ bytes: a zlib-compressed pickle, Fernet-encrypted with the Raft password when th
 
 from __future__ import annotations
 
+import errno
 import pickle
 import socket
 import struct
@@ -90,3 +91,29 @@ def rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise AssertionError(f"no VmRSS for process {pid}")
+
+
+def open_connections(address: str, count: int) -> list[socket.socket]:
+    """``count`` connections to ``address`` that send nothing, opened without waiting (a node
+    that does not accept leaves them in its listen backlog, or unanswered)."""
+    host, port = address.rsplit(":", 1)
+    flood = []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.setblocking(False)
+        sock.connect_ex((host, int(port)))
+        flood.append(sock)
+    return flood
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    """Whether the node closed a connection of `open_connections` (False while it is open or
+    still connecting)."""
+    try:
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except (BlockingIOError, InterruptedError):
+        return False
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except OSError as e:  # ENOTCONN: not connected yet
+        return e.errno != errno.ENOTCONN and e.errno != errno.EAGAIN

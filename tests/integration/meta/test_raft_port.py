@@ -1,18 +1,30 @@
 """A meta node's Raft port admits only its peers (meta/raft_port.py), on real meta nodes: a frame
 announcing 2 GiB is refused at its length, without the node buffering it; a pickle that would
 run code never runs, whether sent in clear, encrypted with a wrong password or with the
-cluster's own (only Raft data is ever unpickled); and the quorum goes on serving through every
-node. A quorum without internal.secret does not start (test_node_startup.py)."""
+cluster's own (only Raft data is ever unpickled); a flood of connections, and running out of
+descriptors, never close the port; and the quorum goes on serving through every node. A quorum
+without internal.secret does not start (test_node_startup.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import resource
 from pathlib import Path
 
 import pytest
 
-from .harness import MetaNodes, leader_id
-from .raft_attacks import announce_oversized_frame, code_running_frame, rss_bytes, send_frame
+from meta.client import MetaClient, MetaError
+
+from .harness import MetaNodes, eventually, leader_id
+from .raft_attacks import (
+    announce_oversized_frame,
+    closed_by_peer,
+    code_running_frame,
+    open_connections,
+    rss_bytes,
+    send_frame,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 
@@ -53,3 +65,66 @@ async def test_hostile_frames_are_refused_and_the_quorum_serves(
             async with nodes.client([nodes.address(node)]) as through:
                 assert await through.register_groups([(f"group-{node}", 0)]) == 1
     nodes.stop_all()
+
+
+async def test_a_connection_flood_and_no_descriptors_leave_the_raft_port_listening(
+    meta_nodes_factory,
+) -> None:
+    """The node every peer dials (pysyncobj: the higher address dials) is flooded with silent
+    connections: most are closed at once (a few per peer are held), the rest once their time
+    to prove the Raft password is out, and the quorum commits through it meanwhile. Then,
+    out of descriptors (its open-files limit lowered under what it holds), it cannot accept:
+    it goes on listening, and once descriptors are free a restarted peer rejoins it (the third
+    node stopped: the two of them are the only majority)."""
+    nodes: MetaNodes = meta_nodes_factory(3)
+    nodes.start_all()
+    target = min(nodes.ids, key=nodes.raft_address)
+    restarted, stopped = (i for i in nodes.ids if i != target)
+    raft, log_file = nodes.raft_address(target), nodes.log_file(target)
+    async with nodes.client() as client:
+        await leader_id(client)
+    flood = await asyncio.to_thread(open_connections, raft, 300)
+    try:
+        async with nodes.client([nodes.address(target)]) as through:
+            assert await through.register_groups([("during-the-flood", 0)]) == 1
+        await eventually(lambda: all(map(closed_by_peer, flood)), 60, "the flood closed")
+    finally:
+        for sock in flood:
+            sock.close()
+    text = log_file.read_text()
+    assert "have not proved the cluster's Raft password yet, the most this node holds" in text
+    assert "did not prove the cluster's Raft password within" in text
+
+    pid = nodes.pid(target)
+    soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (len(os.listdir(f"/proc/{pid}/fd")), hard))
+    try:
+        pending = open_connections(raft, 3)
+        await eventually(
+            lambda: "Raft port: cannot accept connections" in log_file.read_text(),
+            15,
+            "a failed accept",
+        )
+    finally:
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+    await eventually(lambda: all(map(closed_by_peer, pending)), 20, "the pending ones served")
+    for sock in pending:
+        sock.close()
+    assert "out of file descriptors: raise its open-files limit" in log_file.read_text()
+
+    nodes.stop(stopped)
+    nodes.kill(restarted)
+    nodes.start(restarted)
+    async with nodes.client([nodes.address(target)]) as through:
+        await eventually(
+            lambda: _writes(through, "after-the-flood"), 60, "a write through the target"
+        )
+    nodes.stop_all()
+
+
+async def _writes(client: MetaClient, group: str) -> bool:
+    """Whether a write through ``client`` commits (False: no Raft majority behind it yet)."""
+    try:
+        return await client.register_groups([(group, 0)]) == 1
+    except MetaError:
+        return False

@@ -17,6 +17,7 @@ from meta.commands import (
     InitCluster,
     RegisterBroker,
     RenewDelegationToken,
+    UnregisterBroker,
 )
 from meta.model import DelegationToken, Endpoint, ScramCredential
 from tests.unit.meta.machine import NOW, Machine
@@ -123,4 +124,17 @@ def test_broker_endpoints_by_listener_name() -> None:
         "SASL_SSL": ("kafka.example", 9093),
     }
     assert fed.cache.brokers[2].endpoints == {"PLAINTEXT": ("h2", 9094)}
+    assert fed.snapshot_cache().brokers == fed.cache.brokers
+
+
+def test_an_unregistered_broker_leaves_the_cache_and_its_listeners_hear_it() -> None:
+    fed = Fed()
+    fed.run(RegisterBroker(1, "h1", 9092, None, "", b"one", False))
+    fed.run(RegisterBroker(2, "h2", 9092, None, "", b"two", False))
+    heard: list[tuple[object, object]] = []
+    fed.cache.broker_listeners.append(lambda old, new: heard.append((old, new)))
+    gone = fed.cache.brokers[2]
+    fed.run(UnregisterBroker(2, False))
+    assert list(fed.cache.brokers) == [1]
+    assert heard == [(gone, None)]
     assert fed.snapshot_cache().brokers == fed.cache.brokers

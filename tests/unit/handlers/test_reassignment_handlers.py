@@ -16,6 +16,15 @@ from kio.schema.alter_partition_reassignments.v0.request import (
     ReassignablePartition,
     ReassignableTopic,
 )
+from kio.schema.alter_partition_reassignments.v1.request import (
+    AlterPartitionReassignmentsRequest as AlterV1,
+)
+from kio.schema.alter_partition_reassignments.v1.request import (
+    ReassignablePartition as ReassignablePartitionV1,
+)
+from kio.schema.alter_partition_reassignments.v1.request import (
+    ReassignableTopic as ReassignableTopicV1,
+)
 from kio.schema.elect_leaders.v0.request import ElectLeadersRequest as ElectV0
 from kio.schema.elect_leaders.v0.request import TopicPartitions as TopicPartitionsV0
 from kio.schema.elect_leaders.v2.request import ElectLeadersRequest as ElectV2
@@ -60,6 +69,7 @@ class FakeMeta:
         self.cache = cache
         self.fail = fail
         self.calls: list[tuple[str, Any]] = []
+        self.kept: list[bool] = []  # each reassignment's keep_replication_factor
 
     async def elect_leaders(
         self, election_type: int, topic_partitions: Mapping[str, Sequence[int]] | None
@@ -80,9 +90,12 @@ class FakeMeta:
         return results
 
     async def alter_partition_reassignments(
-        self, changes: Sequence[tuple[str, int, Sequence[int] | None]]
+        self,
+        changes: Sequence[tuple[str, int, Sequence[int] | None]],
+        keep_replication_factor: bool = False,
     ) -> list[tuple[int, str]]:
         self.calls.append(("alter", list(changes)))
+        self.kept.append(keep_replication_factor)
         if self.fail:
             raise MetaError("no meta node answered")
         out = []
@@ -261,6 +274,29 @@ def test_reassign_start_cancel_and_unknown(cache: MetadataCache) -> None:
     }
     assert messages[1] is None  # Kafka sends null, not "", when there is no message
     assert cache.topics["a"].partitions[0].replicas == (2, 3, 4, 1)
+
+
+@pytest.mark.parametrize("allow", [True, False])
+def test_reassign_v1_passes_and_echoes_allow_replication_factor_change(
+    cache: MetadataCache, allow: bool
+) -> None:
+    """KIP-860: the controller refuses a change of the replication factor when the request does
+    not allow it, and its answer echoes the flag (v0 has no such field: always allowed)."""
+    meta = FakeMeta(cache)
+    req = AlterV1(
+        allow_replication_factor_change=allow,
+        topics=(
+            ReassignableTopicV1(
+                name="a",
+                partitions=(ReassignablePartitionV1(partition_index=i32(0), replicas=(i32(2),)),),
+            ),
+        ),
+    )
+    response = run(alter_partition_reassignments, req, 1, meta, FakeAuthorizer())
+    assert meta.kept == [not allow]
+    assert response.allow_replication_factor_change is allow
+    run(alter_partition_reassignments, alter_request(("a", 0, (2,))), 0, meta, FakeAuthorizer())
+    assert meta.kept[-1] is False
 
 
 def test_reassign_refused_and_meta_unavailable(cache: MetadataCache) -> None:

@@ -68,7 +68,12 @@ class FakePartition:
         return None if self.open_txn else ("guard", self.index, pid, seq, epoch)
 
     async def verify_transaction(
-        self, pid: int, seq: int, epoch: int, ask: Callable[[], Awaitable[ErrorCode]]
+        self,
+        pid: int,
+        seq: int,
+        epoch: int,
+        ask: Callable[[], Awaitable[ErrorCode]],
+        supports_epoch_bump: bool = False,
     ) -> tuple[ErrorCode, Any]:
         guard = self.maybe_start_transaction_verification(pid, seq, epoch)
         return (ErrorCode.none, None) if guard is None else (await ask(), guard)
@@ -217,6 +222,24 @@ def test_refused_verification_fails_only_that_partition() -> None:
     assert answers[0].error_code == ErrorCode.invalid_txn_state
     assert answers[0].error_message == "Partition was not added to the transaction"
     assert answers[1].error_code == ErrorCode.none
+    assert not refused.appended and appended.appended
+
+
+def test_two_batches_for_one_partition_are_refused_before_verification() -> None:
+    """Kafka's ProduceRequest.validateRecords comes first: the coordinator is not asked (TV2
+    would add the partition to the transaction), nothing is appended, the rest goes on."""
+    verifier = FakeVerifier()
+    refused, appended = FakePartition(0), FakePartition(1)
+    replicas = FakeReplicas({("t", 0): refused, ("t", 1): appended})
+    req = produce_request({0: batch(True) + batch(True), 1: batch(True)}, "tid")
+    answers, _ = run_produce(12, req, replicas=replicas, verifier=verifier)
+    assert answers[0].error_code == ErrorCode.invalid_record
+    assert answers[0].error_message == (
+        "Produce requests with version 12 are only allowed to contain exactly one record batch "
+        "per partition"
+    )
+    assert answers[1].error_code == ErrorCode.none
+    assert verifier.calls == [("tid", PID, EPOCH, "t", 1, True)]
     assert not refused.appended and appended.appended
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import resource
+from collections.abc import Iterator
+
 from dataplane.log import PartitionLog, validate
 from dataplane.log.cleaner import CleaningJob
 from dataplane.log.records import decode_records
@@ -81,3 +86,27 @@ def clean(
     bound = log.log_end_offset if upper_bound is None else upper_bound
     job = log.plan_cleaning(now_ms, bound, producers or {})
     return None if job is None else run_cleaning(job, log)
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@contextlib.contextmanager
+def descriptors_left(spare: int = 0) -> Iterator[None]:
+    """All but ``spare`` of the descriptors this process may open are taken (RLIMIT_NOFILE
+    lowered, the rest filled), as on a broker hosting more files than its open-files limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (open_descriptors() + 16, hard))
+    taken: list[int] = []
+    try:
+        with contextlib.suppress(OSError):
+            while True:
+                taken.append(os.open(os.devnull, os.O_RDONLY))
+        for _ in range(spare):
+            os.close(taken.pop())
+        yield
+    finally:
+        for fd in taken:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -13,6 +13,7 @@ from dataplane.log.batch import (
     RecordError,
     assign_offsets,
     check_batch,
+    holds_several_batches,
     validate,
 )
 from dataplane.log.errors import ErrorCode
@@ -55,6 +56,22 @@ def test_several_batches() -> None:
         (0, len(a), 2),
         (len(a), len(b), 4),
     ]
+
+
+def test_a_second_whole_batch_is_found_as_kafka_frames_it() -> None:
+    """What Produce refuses (Kafka's ProduceRequest.validateRecords): a whole second batch, of
+    any magic; not a torn or insane tail (the log's own checks answer those)."""
+    one = make_batch(values_of(3))
+    assert not holds_several_batches(one) and not holds_several_batches(b"")
+    assert holds_several_batches(one + one)
+    assert holds_several_batches(one + make_batch(values_of(1), magic=1))
+    assert not holds_several_batches(one + one[:-1])  # torn: Kafka's iterator stops there
+    assert not holds_several_batches(one + one[:16])
+    insane = bytearray(one)
+    insane[16] = 3  # magic
+    assert not holds_several_batches(one + insane)
+    insane[8:12] = (13).to_bytes(4, "big")  # length under Kafka's smallest record
+    assert not holds_several_batches(one + bytes(insane))
 
 
 def test_produce_without_a_batch_is_invalid() -> None:

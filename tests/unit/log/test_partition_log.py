@@ -1,11 +1,7 @@
 from __future__ import annotations
 
-import contextlib
-import os
 import random
-import resource
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +22,7 @@ from dataplane.log import (
 from dataplane.log.records import record_timestamps
 from tests.unit.log.batches import make_batch, values_of
 from tests.unit.log.conftest import OpenLog
-from tests.unit.log.helpers import append, crash, offsets_in, read_all
+from tests.unit.log.helpers import append, crash, descriptors_left, offsets_in, read_all
 
 
 def test_new_log_is_empty(open_log: OpenLog) -> None:
@@ -472,24 +468,6 @@ def test_log_behaves_like_a_list_of_batches(tmp_path: Path, data: st.DataObject)
         log.close()
 
 
-@contextlib.contextmanager
-def no_descriptors_left() -> Iterator[None]:
-    """Every descriptor this process may open is taken (RLIMIT_NOFILE lowered, the rest
-    filled), as on a broker hosting more files than its open-files limit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 16, hard))
-    taken: list[int] = []
-    try:
-        with contextlib.suppress(OSError):
-            while True:
-                taken.append(os.open(os.devnull, os.O_RDONLY))
-        yield
-    finally:
-        for fd in taken:
-            os.close(fd)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
 def test_an_append_out_of_descriptors_fails_and_leaves_the_log_usable(open_log: OpenLog) -> None:
     # A roll opens a segment and its indexes: without a descriptor the append fails with a
     # Kafka error before writing anything, and the log is not failed (no KAFKA_STORAGE_ERROR,
@@ -498,7 +476,7 @@ def test_an_append_out_of_descriptors_fails_and_leaves_the_log_usable(open_log: 
     written = append(log, 5)
     failures: list[OSError] = []
     log.on_failure = lambda _log, error: failures.append(error)
-    with no_descriptors_left():
+    with descriptors_left():
         with pytest.raises(LogError) as refused:
             for _ in range(100):  # the active segment fills up, then must roll
                 written += append(log, 1)

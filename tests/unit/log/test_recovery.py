@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
@@ -13,10 +14,17 @@ import pytest
 from kio.records.readers import read_batch
 
 from dataplane.log import LogConfig, PartitionLog, StateStore, validate
+from dataplane.log.recovery import load_segments
 from dataplane.log.segment import LogSegment
 from tests.unit.log import appender
 from tests.unit.log.conftest import OpenLog
-from tests.unit.log.helpers import append, crash, read_all
+from tests.unit.log.helpers import (
+    append,
+    crash,
+    descriptors_left,
+    open_descriptors,
+    read_all,
+)
 
 CONFIG = {"segment_bytes": 2_000, "index_interval_bytes": 300}
 REPO = Path(__file__).resolve().parents[3]
@@ -105,6 +113,30 @@ def test_bad_index_is_rebuilt(open_log: OpenLog, damage: str, suffix: str) -> No
     assert read_all(log) == b"".join(written)
     rebuilt = log._segments[0]
     assert (rebuilt.offset_index.path.read_bytes(), rebuilt.time_index.path.read_bytes()) == good
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["closed", "crashed"])
+@pytest.mark.parametrize("opening", [True, False], ids=["opening", "loading"])
+def test_segments_opened_before_descriptors_ran_out_are_closed(
+    open_log: OpenLog, clean: bool, opening: bool
+) -> None:
+    # Descriptors run out part-way: while opening the segments (3 to spare), or once they are
+    # all open (one each), while reading their indexes or scanning them.
+    log = open_log(**CONFIG)
+    append(log, 30)
+    if clean:
+        log.close()
+    else:
+        crash(log)
+    segments = len(log._segments)
+    assert segments > 5
+    before = open_descriptors()
+    with descriptors_left(3 if opening else segments), pytest.raises(OSError) as refused:
+        load_segments(log.directory, 300, 0, clean, "topic-0", 10_000)
+    assert refused.value.errno == errno.EMFILE
+    assert open_descriptors() == before
+    log = open_log(**CONFIG)  # the files are fine: it opens once descriptors are free
+    assert len(log._segments) == segments
 
 
 def test_clean_close_skips_the_scan(open_log: OpenLog, monkeypatch: pytest.MonkeyPatch) -> None:

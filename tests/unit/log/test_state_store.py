@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dataplane.log import StateStore
+from dataplane.log.state_store import MAX_OPEN_FILES
 
 
 def test_typed_values_survive_reopen(tmp_path: Path) -> None:
@@ -28,3 +29,14 @@ def test_prefix_scan_and_delete_leave_neighbours_alone(tmp_path: Path) -> None:
         assert [k for k, _ in store.scan_prefix("log/t-1/")] == ["log/t-1/a", "log/t-1/b"]
         store.delete_prefix("log/t-1/")
         assert [k for k, _ in store.scan_prefix("log/")] == ["log/t-1", "log/t-10/a", "log/t-2/a"]
+
+
+def test_rocksdb_keeps_a_bounded_number_of_files_open(tmp_path: Path) -> None:
+    """RocksDB's max_open_files is applied (its default, -1, keeps every table file open)."""
+    with StateStore(tmp_path / "db"):
+        pass
+    (options,) = sorted((tmp_path / "db").glob("OPTIONS-*"))[-1:]
+    settings = dict(
+        line.strip().split("=", 1) for line in options.read_text().splitlines() if "=" in line
+    )
+    assert settings["max_open_files"] == str(MAX_OPEN_FILES)

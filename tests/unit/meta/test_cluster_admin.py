@@ -262,6 +262,35 @@ def test_reordering_or_dropping_in_sync_replicas_completes_at_once() -> None:
     assert machine.partition("t") == Partition(0, (2, 3), (2, 3), 2, 1, 2)
 
 
+def test_a_target_of_another_size_is_refused_when_the_factor_must_stay() -> None:
+    """KIP-860 (allow_replication_factor_change=false): the target must have as many replicas
+    as the partition, or as the target of the reassignment in progress; the assignment's own
+    checks come first, as in Kafka's ReplicationControlManager."""
+    machine = cluster(brokers=5, replicas=(1, 2, 3))
+
+    def keep(*changes: tuple) -> list[Outcome]:
+        command = AlterReassignments(changes, keep_replication_factor=True)
+        return machine.run(command)  # type: ignore[return-value]
+
+    assert keep(("t", 0, (1, 2, 3, 4)), ("t", 0, (1, 2)), ("t", 0, (1, 1, 2))) == [
+        Outcome(
+            ErrorCode.INVALID_REPLICATION_FACTOR, "The replication factor is changed from 3 to 4"
+        ),
+        Outcome(
+            ErrorCode.INVALID_REPLICATION_FACTOR, "The replication factor is changed from 3 to 2"
+        ),
+        Outcome(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes the broker 1 more than once.",
+        ),
+    ]
+    assert machine.partition("t").replicas == (1, 2, 3)
+    assert keep(("t", 0, (2, 3, 4))) == [Outcome()]  # 1,2,3 -> 2,3,4 (+4, -1): 3 replicas
+    assert machine.partition("t").replicas == (2, 3, 4, 1)
+    assert keep(("t", 0, (2, 3, 5))) == [Outcome()]  # counted as the target in progress
+    assert reassign(machine, ("t", 0, (2, 3, 4, 5))) == [Outcome()]  # allowed by default
+
+
 def test_cancelling_reverts_to_the_original_replicas() -> None:
     machine = cluster(brokers=5, replicas=(1, 2, 3))
     reassign(machine, ("t", 0, (3, 4, 5)))
@@ -391,7 +420,7 @@ def test_update_features_as_kafka() -> None:
     [
         ((TV, 1, UpgradeType.UPGRADE), "Can't downgrade the version of this feature without"),
         ((GV, 1, UpgradeType.SAFE_DOWNGRADE), "Can't downgrade to a newer version."),
-        ((TV, 3, UpgradeType.UPGRADE), "only supports versions [0, 2]"),
+        ((TV, 3, UpgradeType.UPGRADE), "only supports versions 0-2"),
         (("metadata.version", 5, UpgradeType.UPGRADE), "does not support this feature."),
         ((TV, -1, UpgradeType.UNSAFE_DOWNGRADE), "cannot be less than 0."),
         ((TV, 1, UpgradeType.UNKNOWN), "does not support the given upgrade type."),

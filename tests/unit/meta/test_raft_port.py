@@ -1,29 +1,35 @@
 """What a meta node's Raft port and storage admit (meta/raft_port.py, meta/raft.py): pickles that
 build anything but Raft data are refused before they run, Raft peers never run without a
 password, a command too large for the port's frame bound is refused, and a state dump that
-cannot be loaded stops the node instead of leaving it with an empty state.
+cannot be loaded, on disk or sent by the leader, stops the node instead of leaving it with an
+empty, stale or mixed state.
 
 (The port itself, on real meta nodes: tests/integration/meta/test_raft_port.py.)"""
 
 from __future__ import annotations
 
+import errno
 import gzip
+import logging
 import os
 import pickle
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pysyncobj.pickle
 import pytest
 from pysyncobj.node import TCPNode
 
 import meta.journal
+import meta.node
 import meta.raft
 from meta.commands import RegisterBroker, RegisterGroups
 from meta.feed import ChangeFeed
 from meta.journal import StateDumpError
 from meta.model import Broker
+from meta.node import MetaFailedError
 from meta.protocol import ErrorCode
 from meta.raft import CommandTooLargeError, MetaRaft, RaftPasswordError
 from meta.raft_port import loads
@@ -97,6 +103,10 @@ def test_raft_data_still_loads() -> None:
     assert loads(pickle.dumps(ErrorCode.INELIGIBLE_REPLICA, protocol=2)) is (
         ErrorCode.INELIGIBLE_REPLICA
     )
+    # b"" (a state dump's last chunk) is bytes() in protocol 2; bytes(n) would allocate n bytes
+    assert loads(pickle.dumps((b"", False, True), protocol=2)) == (b"", False, True)
+    with pytest.raises(pickle.UnpicklingError, match="bytes"):
+        loads(pickle.dumps(_Calls(bytes, 1 << 40), protocol=2))
 
 
 def test_peers_without_a_password_are_refused(tmp_path: Path) -> None:
@@ -155,3 +165,108 @@ def test_a_damaged_state_dump_stops_the_node(
     damage(dump)
     with pytest.raises(StateDumpError, match=f"the metadata state dump {dump} cannot be loaded"):
         start(tmp_path)
+
+
+def _member(root: Path, addresses: list[str], i: int) -> MetaRaft:
+    """Member ``i`` of a quorum of ``addresses``, its data in ``root/i``."""
+    peers = [a for a in addresses if a != addresses[i]]
+    (root / str(i)).mkdir(exist_ok=True)
+    return MetaRaft(addresses[i], peers, root / str(i), ChangeFeed(100), 10, lambda: None, "pw")
+
+
+def _intact(dumps: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    pass
+
+
+def _torn_dumps(dumps: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    for dump in dumps:
+        _truncated(dump)
+
+
+def _fail_log_reset(dumps: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The follower's Raft log cannot be reset to the dump (a disk error), past the state's
+    swap: it would apply its old entries onto the dump's state."""
+
+    def clear(self: meta.journal.DurableJournal) -> None:
+        raise OSError(errno.EIO, "Input/output error", str(self.path))
+
+    monkeypatch.setattr(meta.journal.DurableJournal, "clear", clear)
+
+
+@pytest.mark.parametrize(
+    ("damage", "outcome"),
+    [
+        (_intact, None),
+        (
+            _torn_dumps,
+            "cannot be loaded (EOFError('Compressed file ended before the end-of-stream marker "
+            "was reached')), as the Raft leader sent it",
+        ),
+        (_fail_log_reset, "was loaded, but the Raft log could not be reset to it"),
+    ],
+    ids=["intact", "torn-dump", "log-reset-fails"],
+)
+def test_a_dump_from_the_leader_that_does_not_load_stops_the_follower(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    damage: Callable[[list[Path], pytest.MonkeyPatch], None],
+    outcome: str | None,
+) -> None:
+    """A follower that lagged behind the leader's log compaction gets the leader's state dump
+    (pysyncobj's install; its last chunk, b"", is a pickle the port must admit): it catches
+    up. One that fails to load, at whatever step, sets the member's failure (the node stops on
+    it), loudly, leaving no state but the one it had or the dump's."""
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(3)]
+    rafts = {i: _member(tmp_path, addresses, i) for i in range(3)}
+    try:
+        wait_for(lambda: any(r.is_leader() for r in rafts.values()), 15, "a Raft leader")
+        rafts[0].submit(RegisterGroups((("before", 0),)))
+        rafts.pop(2).destroy()  # lags from here on
+        for i in range(5):
+            rafts[0].submit(RegisterGroups(((f"group-{i}", 0),)))
+        for raft in rafts.values():
+            raft._sync.forceLogCompaction()
+        wait_for(
+            lambda: all(r.status()["log_len"] <= 2 for r in rafts.values()), 15, "compacted logs"
+        )
+        damage([tmp_path / str(i) / "state.dump" for i in (0, 1)], monkeypatch)
+        with caplog.at_level(logging.ERROR, "rafka.meta.raft"):
+            rafts[2] = lagging = _member(tmp_path, addresses, 2)
+            if outcome is None:  # it catches up: the dump, then the log after it
+                rafts[0].submit(RegisterGroups((("after", 0),)))
+                wait_for(lambda: len(lagging.machine.state.groups) == 7, 30, "a caught-up node")
+                assert lagging.failure is None
+                return
+            failure = wait_for(lambda: lagging.failure, 30, "the follower's failure")
+        assert failure and outcome in failure, failure
+        assert "this meta node stops" in failure and "meta.data.dir aside" in failure
+        assert [r.getMessage() for r in caplog.records if r.name == "rafka.meta.raft"].count(
+            failure
+        ) == 1  # once, though the leader sends it again
+        groups = set(lagging.machine.state.groups)
+        assert groups <= {"before"} or groups == {"before", *(f"group-{i}" for i in range(5))}
+    finally:
+        for raft in rafts.values():
+            raft.destroy()
+
+
+def test_a_meta_node_whose_raft_member_fails_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run_meta_node` stops the node (exit status 1 from the command line) once its Raft
+    member says it cannot go on."""
+    stopped: list[bool] = []
+
+    class FailingNode:
+        def __init__(self, config: object) -> None:
+            self.failure: str | None = None
+
+        def start(self) -> None:
+            self.failure = "the dump cannot be loaded"
+
+        def stop(self) -> None:
+            stopped.append(True)
+
+    monkeypatch.setattr(meta.node, "MetaServer", FailingNode)
+    with pytest.raises(MetaFailedError, match="the dump cannot be loaded"):
+        meta.node.run_meta_node(SimpleNamespace(node_id=1))  # type: ignore[arg-type]
+    assert stopped == [True]

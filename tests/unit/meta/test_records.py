@@ -32,6 +32,7 @@ from meta.commands import (
     RegisterBroker,
     RemoveExpiredTokens,
     RenewDelegationToken,
+    UnregisterBroker,
     UpdateFeatures,
 )
 from meta.model import ConfigAlteration, DelegationToken, Endpoint, ScramCredential
@@ -162,6 +163,7 @@ ADMIN_STEPS: list[Step] = [
             QuotaAlteration(((IP, "no-ip"),), (("connection_creation_rate", 1.0),)),  # refused
         )
     ),
+    lambda s: UnregisterBroker(9, True),  # refused: not registered
 ]
 
 

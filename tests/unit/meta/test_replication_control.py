@@ -14,8 +14,10 @@ from meta.commands import (
     ControlledShutdown,
     ElectionOutcome,
     ElectLeaders,
+    Outcome,
     ProducerIdBlock,
     ShutdownOutcome,
+    UnregisterBroker,
 )
 from meta.model import NO_LEADER, Partition
 from meta.partition_leadership import ElectionType, IsrChange
@@ -257,6 +259,37 @@ def test_a_shutting_down_broker_is_not_elected() -> None:
     machine.fence(1, unclean=True)  # unclean: any active replica, but never 3
     p = machine.partition("t")
     assert (p.leader, p.isr) == (2, (2,))
+
+
+# ---------------------------------------------------------------- UnregisterBroker
+
+
+def test_unregister_broker_moves_it_off_isrs_and_leaderships_then_forgets_it(caplog) -> None:
+    """Kafka's unregisterBroker: the broker leaves every ISR and leadership, its registration
+    goes, its assignments stay; a live broker (it is still unfenced) registers again and leads
+    the partitions that went offline without it."""
+    machine = cluster(brokers=3, partitions=3)
+    machine.create("solo", 0, 0, ((0, (2,)),))
+    before = machine.state.topics["t"].partitions
+    offset = machine.state.offset
+    with caplog.at_level(logging.INFO, logger="rafka.meta.state"):
+        assert machine.run(UnregisterBroker(2, False)) == Outcome()
+    assert 2 not in machine.state.brokers
+    assert "Unregistered broker 2 (epoch 2, still unfenced" in caplog.text
+    for old, new in zip(before, machine.state.topics["t"].partitions, strict=True):
+        assert new.replicas == old.replicas and 2 not in new.isr and new.leader != 2
+    assert machine.partition("solo").leader == NO_LEADER
+    assert [(c.kind, c.key) for c in machine.changes if c.offset > offset] == [
+        ("topic", "t"),
+        ("topic", "solo"),
+        ("broker_unregistered", 2),
+    ]
+    assert machine.run(UnregisterBroker(2, False)) == Outcome(
+        ErrorCode.BROKER_ID_NOT_REGISTERED, "Broker ID 2 is not currently registered"
+    )
+    machine.register(2)  # its next heartbeat said BROKER_ID_NOT_REGISTERED
+    assert not machine.state.brokers[2].fenced
+    assert machine.partition("solo").leader == 2
 
 
 def test_controlled_shutdown_with_a_stale_epoch() -> None:

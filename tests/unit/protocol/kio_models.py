@@ -98,6 +98,7 @@ def produce_response(
             build(
                 m.TopicProduceResponse,
                 name=topic.name,
+                topic_id=topic_uuid(topic.topic_id),
                 partition_responses=tuple(
                     build(
                         m.PartitionProduceResponse,

@@ -53,6 +53,7 @@ produce_topics = small_lists(
     st.builds(
         ProduceTopic,
         name=names,
+        topic_id=topic_ids,
         partitions=small_lists(
             st.builds(
                 ProducePartition,
