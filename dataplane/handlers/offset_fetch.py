@@ -164,7 +164,8 @@ def _topics(b: EntityBuilder, version: int, answers: list[Answer]) -> tuple:
     return tuple(
         topic_cls(
             name=t.name,
-            topic_id=t.topic_id,
+            # v0-v7's topic struct has no topic id in any version (v8+'s has one from v10)
+            **({"topic_id": t.topic_id} if version >= 8 else {}),
             partitions=tuple(
                 partition_cls(
                     partition_index=p,

@@ -6,6 +6,7 @@ Flows play the same requests on both brokers (flows.py); member ids are the clie
 from __future__ import annotations
 
 import datetime
+import time
 from typing import Any
 
 import pytest
@@ -26,7 +27,9 @@ GROUP_RESOURCE, SET, DELETE = 32, 0, 1
 TOPIC = "compat-share"  # 1 partition, offsets 0-5 in three batches
 TWO = "compat-share-two"  # 2 partitions, empty
 MS = datetime.timedelta(milliseconds=1)
-T0 = 1_700_000_000_000
+# The batches' timestamps: the same on both brokers (so both logs hold the same bytes) and
+# recent (Kafka's retention would delete batches older than retention.ms under the test).
+T0 = time.time_ns() // 1_000_000
 BATCHES = [
     make_batch([b"a0", b"a1"], timestamps=[T0, T0 + 10]),
     make_batch([b"b0", b"b1", b"b2"], timestamps=[T0 + 20, T0 + 30, T0 + 40]),
