@@ -33,7 +33,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     asked = Counter(u.name for u in req.users or ())
     results = []
     for user in asked or sorted(by_user):
-        error, message, infos = ErrorCode.none, None, by_user.get(user, [])
+        # Kafka's success carries the message field's default, "" (not null)
+        error, message, infos = ErrorCode.none, "", by_user.get(user, [])
         if asked[user] > 1:
             error = ErrorCode.duplicate_resource
             message = (
@@ -56,5 +57,5 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             )
         )
     return b.DescribeUserScramCredentialsResponse(
-        throttle_time=0, error_code=ErrorCode.none, error_message=None, results=tuple(results)
+        throttle_time=0, error_code=ErrorCode.none, error_message="", results=tuple(results)
     )

@@ -96,7 +96,13 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         node, host, port, code, message = await _find(ctx, key, key_type)
         coordinators.append(
             b.Coordinator(
-                key=key, node_id=node, host=host, port=port, error_code=code, error_message=message
+                key=key,
+                node_id=node,
+                host=host,
+                port=port,
+                error_code=code,
+                # Kafka leaves v4+'s message at its default, "" (a reason of Rafka's may stand)
+                error_message=message or "",
             )
         )
     return b.FindCoordinatorResponse(throttle_time=0, coordinators=tuple(coordinators))

@@ -330,10 +330,68 @@ _ANSWERS = {
     ),
 }
 
+# -- security (tests/compat/test_security.py) ---------------------------------------------------
+
+_MECHANISM_ORDER = (
+    "the same enabled mechanisms: Kafka lists them in the iteration order of a Java HashSet "
+    "(PLAIN, SCRAM-SHA-512, SCRAM-SHA-256), Rafka in the order of sasl.enabled.mechanisms; no "
+    "client reads the order"
+)
+_BAD_ACL_CODE = (
+    "Kafka's broker cannot build a binding or filter with this code: ANY fails it with "
+    "UNKNOWN_SERVER_ERROR (an IllegalArgumentException it does not map), UNKNOWN makes the "
+    "request unparseable and Kafka closes the connection; Rafka answers INVALID_REQUEST naming "
+    "the field, which clients report as the same failure"
+)
+_SECURITY = {
+    **dict.fromkeys(
+        (
+            "SaslHandshake v0: GSSAPI (not enabled)",
+            "SaslHandshake v1: GSSAPI (not enabled)",
+            "SaslHandshake v0 + bare PLAIN token",
+            "SaslHandshake: re-authentication with another mechanism",
+        ),
+        _MECHANISM_ORDER,
+    ),
+    "Metadata after SaslHandshake, before SaslAuthenticate": (
+        "a client that skips SaslAuthenticate loses its connection on both: Kafka first answers "
+        "the request with its error response (ILLEGAL_SASL_STATE where the API has an error "
+        "field; an empty Metadata), Rafka closes at once and logs why"
+    ),
+    **dict.fromkeys(
+        (
+            *(
+                f"CreateAcls: {what}"
+                for what in (
+                    "resource type ANY",
+                    "resource type UNKNOWN",
+                    "pattern type MATCH",
+                    "pattern type ANY",
+                    "pattern type UNKNOWN",
+                    "operation ANY",
+                    "operation UNKNOWN",
+                    "permission ANY",
+                )
+            ),
+            "DescribeAcls: resource type UNKNOWN",
+            "DescribeAcls: pattern type UNKNOWN",
+            "DescribeAcls: operation UNKNOWN",
+            "DeleteAcls: pattern type UNKNOWN",
+        ),
+        _BAD_ACL_CODE,
+    ),
+    "AlterUserScramCredentials: an empty salt": (
+        "Kafka stores a SCRAM credential with an empty salt; Rafka refuses it "
+        "(UNACCEPTABLE_CREDENTIAL): a salt-less credential defeats SCRAM's salting, and "
+        "kafka-configs.sh always sends a random salt"
+    ),
+}
+
 ALLOWED: dict[str, str] = {
     "Metadata v1: unknown topic, auto-created": _AUTO_CREATE,
     "Metadata v12: unknown topic, auto-created": _AUTO_CREATE,
     **_NOT_LISTED,
     **_READ_DIFFERENTLY,
     **_ANSWERS,
+    **_SECURITY,
 }
