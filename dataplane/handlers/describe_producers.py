@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
-from dataplane.protocol.errors import ErrorCode
+from dataplane.protocol.errors import DEFAULT_MESSAGES, ErrorCode
 from dataplane.topic_admin import valid_topic_name
 from meta.acl import AclOperation, ResourceType
 
@@ -37,7 +37,12 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         partitions = tuple(
             _partition(b, ctx.services.replicas, topic.name, index)
             if error is None
-            else b.PartitionResponse(partition_index=index, error_code=error, active_producers=())
+            else b.PartitionResponse(
+                partition_index=index,
+                error_code=error,
+                error_message=DEFAULT_MESSAGES.get(error),
+                active_producers=(),
+            )
             for index in topic.partition_indexes
         )
         topics.append(b.TopicResponse(name=topic.name, partitions=partitions))

@@ -21,11 +21,18 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     if not ctx.services.authorizer.authorize(
         ctx.conn, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME
     ):
+        # Kafka's getErrorResponse: the error again for each user asked, its name left out
+        refused = b.DescribeUserScramCredentialsResult(
+            user="",
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            credential_infos=(),
+        )
         return b.DescribeUserScramCredentialsResponse(
             throttle_time=0,
             error_code=ErrorCode.cluster_authorization_failed,
             error_message=None,
-            results=(),
+            results=(refused,) * len(req.users or ()),
         )
     by_user: dict[str, list[tuple[str, int]]] = {}
     for (user, mechanism), credential in ctx.services.cache.scram_credentials.items():

@@ -380,6 +380,11 @@ _SECURITY = {
         ),
         _BAD_ACL_CODE,
     ),
+    "DescribeUserScramCredentials as reader (no CLUSTER DESCRIBE)": (
+        "Kafka's refusal of a describe of every user (users null) hits a NullPointerException "
+        "and closes the connection; Rafka answers CLUSTER_AUTHORIZATION_FAILED (named users "
+        "get the same answer on both)"
+    ),
     "AlterUserScramCredentials: an empty salt": (
         "Kafka stores a SCRAM credential with an empty salt; Rafka refuses it "
         "(UNACCEPTABLE_CREDENTIAL): a salt-less credential defeats SCRAM's salting, and "
