@@ -1,30 +1,36 @@
 """Authentication, authorization and client quotas: Apache Kafka 4.4 and Rafka both secured the
 same way, their answers compared field by field.
 
-One SASL_PLAINTEXT broker each (PLAIN users in the listener's JAAS config, SCRAM-SHA-256/512
-users made with AlterUserScramCredentials, the StandardAuthorizer with `User:admin` as super
-user and `allow.everyone.if.no.acl.found=false`, delegation tokens on). Principals: `admin`
-(super user), `writer` (the ACLs of `ACLS`, made by the admin through CreateAcls on both) and
-`reader` (no ACL at all). Each case sends the same request as the same principal to both.
+One broker each with a SASL_PLAINTEXT listener (PLAIN users in the listener's JAAS config,
+SCRAM-SHA-256/512 users made with AlterUserScramCredentials, delegation tokens on) and an SSL
+listener with client certificates (PEM stores from a development CA; `CN=<user>` maps to
+`User:<user>`), the StandardAuthorizer with `User:admin` as super user and
+`allow.everyone.if.no.acl.found=false`. Principals: `admin` (super user), `writer` (the ACLs of
+`ACLS`, made by the admin through CreateAcls on both) and `reader` (no ACL at all). Each case
+sends the same request as the same principal to both.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime
+import ssl
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
-from cluster import admin
+from cluster import admin, dev_ca
 from cluster.admin_transactions import _DESCRIBE_TRANSACTIONS_RESPONSE
 from cluster.client_security import ClientSecurity, ScramClient
 from cluster.kafka_client import AuthenticationError, KafkaConnection, builder
+from cluster.local import free_base_port
 from cluster.polling import wait_for
 from dataplane.protocol.message_codec import Field, Message, Struct
 from meta.acl import AclOperation as Op
@@ -47,6 +53,7 @@ from tests.unit.log.batches import make_batch
 
 PROTOCOL = "SASL_PLAINTEXT"
 REAUTH_MS = 3_600_000
+SHORT_SESSION_MS = 3000  # SCRAM-SHA-512's own connections.max.reauth.ms
 # The listener's PLAIN users; username/password are Kafka's own login for inter-broker traffic
 # (Rafka's brokers replicate over gRPC and ignore them).
 JAAS = (
@@ -62,18 +69,19 @@ SETTINGS = SAME_SETTINGS | {
     "allow.everyone.if.no.acl.found": "false",
     "delegation.token.secret.key": "compat-delegation-token-secret",
     "connections.max.reauth.ms": str(REAUTH_MS),
+    "listener.name.sasl_plaintext.scram-sha-512.connections.max.reauth.ms": str(SHORT_SESSION_MS),
 }
 # Kafka alone: a JAAS entry per SCRAM mechanism (Rafka needs none: its SCRAM users live in the
 # meta service), and its controller listener takes SASL too, so that the broker's registration
 # is authorized as the super user (a PLAINTEXT one would need User:ANONYMOUS as one).
 KAFKA_ONLY = {
+    "listener.security.protocol.map": f"{PROTOCOL}:{PROTOCOL},SSL:SSL,CONTROLLER:{PROTOCOL}",
     **{
         f"listener.name.sasl_plaintext.{m.lower()}.sasl.jaas.config": (
             "org.apache.kafka.common.security.scram.ScramLoginModule required;"
         )
         for m in SCRAM
     },
-    "listener.security.protocol.map": f"{PROTOCOL}:{PROTOCOL},CONTROLLER:{PROTOCOL}",
     "sasl.mechanism.inter.broker.protocol": "PLAIN",
     "sasl.mechanism.controller.protocol": "PLAIN",
     "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
@@ -141,13 +149,51 @@ def security(user: str, mechanism: str = "PLAIN", password: str | None = None) -
 ADMIN = security("admin")
 
 
+@dataclass(frozen=True)
+class Certificates:
+    """The development CA both brokers trust, their certificate, and client certificates."""
+
+    directory: Path
+
+    @property
+    def ca(self) -> str:
+        return str(self.directory / dev_ca.CA_FILE)
+
+    def client(self, user: str) -> str:
+        """A client certificate CN=`user` (key and chain in one PEM file)."""
+        path = self.directory / f"{user}.pem"
+        if not path.exists():
+            dev_ca.issue_certificate(self.directory, path.name, user, server=False)
+        return str(path)
+
+    def settings(self) -> dict[str, str]:
+        """The SSL listener's settings, the same on both brokers (Kafka reads PEM stores)."""
+        broker = dev_ca.issue_certificate(self.directory, "broker.pem", "broker", server=True)
+        return {
+            "listener.name.ssl.ssl.keystore.type": "PEM",
+            "listener.name.ssl.ssl.keystore.location": str(broker),
+            "listener.name.ssl.ssl.truststore.type": "PEM",
+            "listener.name.ssl.ssl.truststore.location": self.ca,
+            "listener.name.ssl.ssl.client.auth": "required",
+            "ssl.principal.mapping.rules": "RULE:^CN=([^,]*).*$/$1/,DEFAULT",
+        }
+
+
 @pytest.fixture(scope="module")
-def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafka]:
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    return Certificates(tmp_path_factory.mktemp("compat-tls"))
+
+
+@pytest.fixture(scope="module")
+def secured_kafka(
+    tmp_path_factory: pytest.TempPathFactory, certificates: Certificates
+) -> Iterator[ApacheKafka]:
     kafka = ApacheKafka(
         tmp_path_factory.mktemp("secured-kafka"),
         brokers=1,
-        overrides=SETTINGS | KAFKA_ONLY,
+        overrides=SETTINGS | certificates.settings() | KAFKA_ONLY,
         protocol=PROTOCOL,
+        extra_listeners={"SSL": "SSL"},
         client={
             "security.protocol": PROTOCOL,
             "sasl.mechanism": "PLAIN",
@@ -167,24 +213,40 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKa
 
 
 @pytest.fixture(scope="module")
-def secured_rafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def secured_rafka(
+    tmp_path_factory: pytest.TempPathFactory, certificates: Certificates
+) -> Iterator[tuple[str, str]]:
+    """Rafka's SASL_PLAINTEXT bootstrap and its SSL listener's address."""
+    base, ssl_port = free_base_port(1, 1), free_base_port(1, 0)
+    listeners = f"{PROTOCOL}://127.0.0.1:{base},SSL://127.0.0.1:{ssl_port}"
     with secured_cluster(
-        tmp_path_factory.mktemp("secured-rafka"), PROTOCOL, brokers=1, overrides=SETTINGS
+        tmp_path_factory.mktemp("secured-rafka"),
+        PROTOCOL,
+        brokers=1,
+        overrides=SETTINGS | certificates.settings() | {"listeners": listeners},
+        base_port=base,
     ) as cluster:
-        yield cluster.bootstrap
+        yield cluster.bootstrap, f"127.0.0.1:{ssl_port}"
 
 
 class Principals:
     """One pair per principal, and the topics and ACLs every case relies on."""
 
-    def __init__(self, kafka: str, rafka: str) -> None:
-        self.kafka, self.rafka = kafka, rafka
-        self.admin = Pair(kafka, rafka, ADMIN)
-        self.writer = Pair(kafka, rafka, security("writer"))
-        self.reader = Pair(kafka, rafka, security("reader"))
+    def __init__(self, kafka: ApacheKafka, rafka: tuple[str, str], tls: Certificates) -> None:
+        self.kafka, (self.rafka, self.rafka_ssl) = kafka.bootstrap, rafka
+        self.kafka_ssl = kafka.listeners["SSL"][0]
+        self.tls = tls
+        self.admin = Pair(self.kafka, self.rafka, ADMIN)
+        self.writer = Pair(self.kafka, self.rafka, security("writer"))
+        self.reader = Pair(self.kafka, self.rafka, security("reader"))
 
     def pair(self, user: str, mechanism: str = "PLAIN") -> Pair:
         return Pair(self.kafka, self.rafka, security(user, mechanism))
+
+    def ssl(self, cert_file: str = "") -> Pair:
+        """A pair on the SSL listeners, with this client certificate (none: "")."""
+        tls = ClientSecurity("SSL", ca_file=self.tls.ca, cert_file=cert_file)
+        return Pair(self.kafka_ssl, self.rafka_ssl, tls)
 
     def close(self) -> None:
         for p in (self.admin, self.writer, self.reader):
@@ -192,8 +254,10 @@ class Principals:
 
 
 @pytest.fixture(scope="module")
-def users(secured_kafka: ApacheKafka, secured_rafka: str) -> Iterator[Principals]:
-    p = Principals(secured_kafka.bootstrap, secured_rafka)
+def users(
+    secured_kafka: ApacheKafka, secured_rafka: tuple[str, str], certificates: Certificates
+) -> Iterator[Principals]:
+    p = Principals(secured_kafka, secured_rafka, certificates)
     for side in p.admin.sides:
         brokers = admin.Brokers(side.bootstrap, ADMIN)
         for name in (OPEN, DESCRIBED, CLOSED, DENIED):
@@ -490,6 +554,58 @@ def logs_in(sec: ClientSecurity, side: Side) -> bool:
             return True
     except AuthenticationError:
         return False
+
+
+# --------------------------------------------------------------------------------- SSL
+
+
+def test_ssl_client_certificate_is_the_principal(users: Principals) -> None:
+    """CN=writer maps to User:writer (ssl.principal.mapping.rules): the writer's view."""
+    pair = users.ssl(users.tls.client("writer"))
+    metadata(pair, "Metadata over SSL as CN=writer: named topics", [OPEN, DESCRIBED, CLOSED])
+    pair.call(
+        "DescribeCluster over SSL as CN=writer: authorized operations",
+        DESCRIBE_CLUSTER,
+        1,
+        include_cluster_authorized_operations=True,
+        endpoint_type=1,
+    )
+    pair.close()
+
+
+def test_ssl_super_user_certificate(users: Principals) -> None:
+    pair = users.ssl(users.tls.client("admin"))
+    pair.call(
+        "DescribeCluster over SSL as CN=admin (the super user)",
+        DESCRIBE_CLUSTER,
+        1,
+        include_cluster_authorized_operations=True,
+        endpoint_type=1,
+    )
+    pair.close()
+
+
+def ssl_outcome(side: Side) -> str:
+    """Whether a TLS connection gets an answer to ApiVersions ("answered"), or how it ends."""
+    try:
+        with KafkaConnection.to_any(side.bootstrap, 10, side.security) as c:
+            c.call(API_VERSIONS, 3, client_software_name="compat", client_software_version="1")
+            return "answered"
+    except (ssl.SSLError, ConnectionError, OSError):
+        return "refused (TLS handshake or connection closed)"
+
+
+@pytest.mark.parametrize("who", ["no client certificate", "a certificate of another CA"])
+def test_ssl_client_certificate_required(users: Principals, tmp_path: Path, who: str) -> None:
+    cert = ""
+    if who != "no client certificate":
+        cert = str(dev_ca.issue_certificate(tmp_path, "stranger.pem", "writer", server=False))
+    outcome = users.ssl(cert).both(ssl_outcome)
+    record(
+        f"SSL listener with ssl.client.auth=required: {who}",
+        *outcome,
+        [] if outcome[0] == outcome[1] else [f"{outcome}"],
+    )
 
 
 # ------------------------------------------------------------------------ authorization
@@ -1097,6 +1213,18 @@ def test_offset_fetch_authorization(users: Principals) -> None:
                 ),
             )
             for g in (GROUP, OTHER_GROUP)
+        ),
+        require_stable=False,
+    )
+    b7 = builder(OFFSET_FETCH, 7)
+    users.writer.call(
+        "OffsetFetch v7 as writer: its group, topics with and without DESCRIBE",
+        OFFSET_FETCH,
+        7,
+        sort=["topics"],
+        group_id=GROUP,
+        topics=tuple(
+            b7.OffsetFetchRequestTopic(name=t, partition_indexes=(0,)) for t in (OPEN, CLOSED)
         ),
         require_stable=False,
     )
@@ -1990,4 +2118,113 @@ def test_controller_mutation_rate(users: Principals) -> None:
         "CreateTopics refused by the mutation quota carries a throttle",
         *(str(a.throttle_time) for a in answers),
         [] if all(a.throttle_time.total_seconds() > 0 for a in answers) else ["no throttle"],
+    )
+
+
+# ------------------------------------------------------------------- sessions and tokens
+
+
+def test_reauthentication_as_the_same_user(users: Principals) -> None:
+    """KIP-368: a connection re-authenticates with the same principal; the new session's
+    lifetime is connections.max.reauth.ms again."""
+    pair = raw_pair(users)
+    answers = []
+    for side in pair.sides:
+        with KafkaConnection.to_any(side.bootstrap, security=security("writer")) as c:
+            c.call(SASL_HANDSHAKE, 1, mechanism="PLAIN")
+            token = b"\0writer\0" + PASSWORDS["writer"].encode()
+            a = c.call(SASL_AUTHENTICATE, 2, auth_bytes=token)
+            m = c.call(METADATA, 12, **ALL_TOPICS)
+            lifetime = int(a.session_lifetime.total_seconds() * 1000)
+            answers.append([diff.plain(a), lifetime == REAUTH_MS, len(m.brokers)])
+    pair.compare("SaslAuthenticate: re-authentication as the same user", *answers)
+
+
+def test_session_expiry_closes_the_connection(users: Principals) -> None:
+    """A SCRAM-SHA-512 session lives SHORT_SESSION_MS (the mechanism's own
+    connections.max.reauth.ms); a request after it, without re-authenticating, closes the
+    connection on both."""
+    outcomes = []
+    for side in users.pair("reader", "SCRAM-SHA-512").sides:
+        with side.fresh() as c:
+            lifetime = c.session_lifetime_ms
+
+            def closed(c: KafkaConnection = c) -> bool:
+                return call_or_closed(c, METADATA, 12, **ALL_TOPICS) == "<connection closed>"
+
+            wait_for(closed, 30, f"{side.name} closing an expired session", interval=0.2)
+            outcomes.append(f"lifetime {lifetime} ms, closed once expired")
+    expected = f"lifetime {SHORT_SESSION_MS} ms, closed once expired"
+    record(
+        "SCRAM-SHA-512 session of the mechanism's connections.max.reauth.ms, then closed",
+        *outcomes,
+        [] if outcomes == [expected, expected] else [str(outcomes)],
+    )
+
+
+def test_token_authenticated_connection(users: Principals) -> None:
+    """A connection that logged in with a delegation token (SCRAM, tokenauth=true) may not
+    manage tokens (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)."""
+    pair = users.pair("writer")
+    for side in pair.sides:
+        created = side.conn().call(
+            CREATE_TOKEN,
+            3,
+            owner_principal_type=None,
+            owner_principal_name=None,
+            renewers=(),
+            max_lifetime=datetime.timedelta(hours=1),
+        )
+        assert created.error_code == ErrorCode.none, created
+        side.reset()
+        side.security = ClientSecurity(
+            PROTOCOL,
+            "SCRAM-SHA-256",
+            created.token_id,
+            base64.b64encode(created.hmac).decode(),
+            tokenauth=True,
+        )
+        wait_for(partial(logs_in, side.security, side), 30, f"{side.name} taking the token")
+    call_decoded(
+        pair,
+        "CreateDelegationToken on a token-authenticated connection",
+        CREATE_TOKEN_RESPONSE,
+        CREATE_TOKEN,
+        3,
+        owner_principal_type=None,
+        owner_principal_name=None,
+        renewers=(),
+        max_lifetime=datetime.timedelta(hours=1),
+    )
+    call_decoded(
+        pair,
+        "RenewDelegationToken on a token-authenticated connection",
+        EXPIRY_RESPONSE,
+        RENEW_TOKEN,
+        2,
+        hmac=b"whatever",
+        renew_period=datetime.timedelta(hours=1),
+    )
+    pair.close()
+
+
+def test_group_and_topic_authorized_operations(users: Principals) -> None:
+    users.writer.call(
+        "ConsumerGroupDescribe as writer: groups with and without DESCRIBE, authorized ops",
+        69,
+        1,
+        sort=["groups"],
+        group_ids=(GROUP, OTHER_GROUP),
+        include_authorized_operations=True,
+    )
+    b = builder(75, 0)
+    users.writer.call(
+        "DescribeTopicPartitions as writer: topics with and without DESCRIBE, authorized ops",
+        75,
+        0,
+        masked=["topics.*.partitions.*.leader_epoch"],
+        sort=["topics"],
+        topics=tuple(b.TopicRequest(name=t) for t in (OPEN, DESCRIBED, CLOSED, MISSING)),
+        response_partition_limit=2000,
+        cursor=None,
     )
