@@ -276,11 +276,23 @@ def users(
         for rt, name, pt, op, perm in ACLS
     ]
     p.admin.call("CreateAcls: the writer's ACLs", CREATE_ACLS, 3, creations=tuple(bindings))
+    wait_for(partial(acls_in_force, p.admin, "User:writer", len(ACLS)), 30, "the ACLs on both")
     produce(p.admin, "Produce as the super user", OPEN)
     for side in p.admin.sides:
         wait_for(partial(coordinators_ready, side), 60, f"{side.name}'s coordinators")
     yield p
     p.close()
+
+
+def acls_in_force(pair: Pair, principal: str, count: int) -> bool:
+    """Whether both brokers' authorizers hold `count` bindings of `principal` (Kafka's broker
+    learns a new ACL from its metadata log a moment after CreateAcls answers)."""
+
+    def held(side: Side) -> int:
+        r = side.conn().call(DESCRIBE_ACLS, 3, **acl_filter(principal=principal))
+        return sum(len(resource.acls) for resource in r.resources)
+
+    return all(n >= count for n in pair.both(held))
 
 
 def coordinators_ready(side: Side) -> bool:
@@ -863,6 +875,18 @@ def test_create_topics_authorization(users: Principals) -> None:
     create_topics(
         users.writer, "CreateTopics as writer: an existing topic it may not describe", CLOSED
     )
+
+
+def test_create_topics_with_cluster_create(users: Principals) -> None:
+    """CREATE on the cluster allows any topic (its configs stay hidden without
+    DESCRIBE_CONFIGS)."""
+    b = builder(CREATE_ACLS, 3)
+    binding = acl(Resource.CLUSTER, "kafka-cluster", principal="User:revoked", operation=Op.CREATE)
+    users.admin.call(
+        "CreateAcls: CLUSTER CREATE", CREATE_ACLS, 3, creations=(b.AclCreation(**binding),)
+    )
+    wait_for(partial(acls_in_force, users.admin, "User:revoked", 1), 30, "the ACL on both")
+    create_topics(users.pair("revoked"), "CreateTopics with CLUSTER CREATE", "sec-anything")
 
 
 def test_delete_topics_authorization(users: Principals) -> None:
