@@ -83,6 +83,8 @@ KIO_MODULES: dict[str, tuple[str, int]] = {
     "dataplane/protocol/legacy/delete_groups_v3_response.py": ("DeleteGroupsResponse", 3),
     "dataplane/protocol/legacy/api_versions_v5_request.py": ("ApiVersionsRequest", 5),
     "dataplane/protocol/legacy/api_versions_v5_response.py": ("ApiVersionsResponse", 5),
+    "dataplane/protocol/legacy/txn_offset_commit_v6_request.py": ("TxnOffsetCommitRequest", 6),
+    "dataplane/protocol/legacy/txn_offset_commit_v6_response.py": ("TxnOffsetCommitResponse", 6),
 }
 """Output module -> (spec, version), in kio's generated form."""
 
@@ -462,6 +464,7 @@ def kio_module(spec: MessageSpec, version: int) -> str:
     imports = {"i16"}
     types: set[str] = set()
     error_codes: set[str] = set()
+    modules: set[str] = set()  # of the standard library
     classes: list[str] = []
 
     def present(f: FieldSpec) -> bool:
@@ -503,6 +506,9 @@ def kio_module(spec: MessageSpec, version: int) -> str:
             elif f.element == "string" and f.entity_type in _KIO_ENTITY_TYPES:
                 py = _KIO_ENTITY_TYPES[f.entity_type]
                 types.add(py)
+            elif f.element == "uuid":  # kio's: a UUID, None for the zero one
+                py, nullable = "uuid.UUID", True
+                modules.add("uuid")
             else:
                 py = _PY_TYPES.get(f.element, f.element)
             if f.type.startswith("[]"):
@@ -527,6 +533,7 @@ def kio_module(spec: MessageSpec, version: int) -> str:
             f"{spec.name} v{version} in the form kio generates, from Kafka's {spec.file}.", ""
         ),
         "",
+        *(f"import {m}" for m in sorted(modules)),
         "from dataclasses import dataclass, field",
         "from typing import ClassVar",
         "",

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.topic_admin import INTERNAL_TOPICS
 from dataplane.transaction.coordinator import for_client_version
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
@@ -114,16 +115,17 @@ async def _transaction(
     names = {topic for topic, _ in partitions}
     denied: set[str] = set()
     if from_client:
-        internal = {n for n in names if (info := cache.topics.get(n)) is not None and info.internal}
+        internal = names & INTERNAL_TOPICS  # by name, as Kafka's Topic.isInternal (even unmade)
         denied = internal | authorizer.denied(
             ctx.conn, AclOperation.WRITE, ResourceType.TOPIC, names - internal
         )
-    failed: dict[tuple[str, int], ErrorCode] = {}
+    # Kafka's order: the refused partitions, then the unknown ones, then the others
+    failed = dict.fromkeys(
+        (tp for tp in partitions if tp[0] in denied), ErrorCode.topic_authorization_failed
+    )
     for topic, index in partitions:
         info = cache.topics.get(topic)
-        if topic in denied:
-            failed[(topic, index)] = ErrorCode.topic_authorization_failed
-        elif info is None or not 0 <= index < len(info.partitions):
+        if topic not in denied and (info is None or not 0 <= index < len(info.partitions)):
             failed[(topic, index)] = ErrorCode.unknown_topic_or_partition
     if failed:
         log.info(
@@ -132,7 +134,9 @@ async def _transaction(
             ctx.conn.peer,
             ", ".join(f"{t}-{p} {code.name}" for (t, p), code in sorted(failed.items())),
         )
-        return {tp: failed.get(tp, ErrorCode.operation_not_attempted) for tp in partitions}
+        return failed | {
+            tp: ErrorCode.operation_not_attempted for tp in partitions if tp not in failed
+        }
     return await services.txn_coordinator.add_partitions(
         transactional_id, producer_id, producer_epoch, partitions, verify_only=verify_only
     )

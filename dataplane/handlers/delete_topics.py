@@ -11,7 +11,7 @@ from typing import Any
 
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
-from dataplane.protocol.errors import DEFAULT_MESSAGES, ErrorCode
+from dataplane.protocol.errors import ErrorCode
 from dataplane.quota import throttle as quota
 from meta.acl import AclOperation, ResourceType
 
@@ -146,7 +146,11 @@ def _refused(
 ) -> Any:
     """A topic's refusal: `message`, else the one of `code` (authorization or quota)."""
     if message is None:
-        message = DEFAULT_MESSAGES.get(code, quota.THROTTLED)
+        message = (
+            "Topic authorization failed."  # Kafka's default text of the error
+            if code == ErrorCode.topic_authorization_failed
+            else quota.THROTTLED
+        )
     return b.DeletableTopicResult(
         name=name, topic_id=topic_id, error_code=code, error_message=message
     )

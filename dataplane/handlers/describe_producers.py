@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
-from dataplane.protocol.errors import DEFAULT_MESSAGES, ErrorCode
-from dataplane.topic_admin import valid_topic_name
+from dataplane.protocol.errors import ErrorCode
 from meta.acl import AclOperation, ResourceType
+from meta.topic_planning import validate_topic_name
 
 if TYPE_CHECKING:
     from dataplane.replica.manager import ReplicaManager
@@ -39,8 +39,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             if error is None
             else b.PartitionResponse(
                 partition_index=index,
-                error_code=error,
-                error_message=DEFAULT_MESSAGES.get(error),
+                error_code=error[0],
+                error_message=error[1],
                 active_producers=(),
             )
             for index in topic.partition_indexes
@@ -49,13 +49,20 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return b.DescribeProducersResponse(throttle_time=0, topics=tuple(topics))
 
 
-def _topic_error(ctx: RequestContext, name: str, denied: frozenset[str]) -> ErrorCode | None:
-    if not valid_topic_name(name):
-        return ErrorCode.invalid_topic_exception
+def _topic_error(
+    ctx: RequestContext, name: str, denied: frozenset[str]
+) -> tuple[ErrorCode, str] | None:
+    """A topic's error for each of its partitions, with Kafka's message (its ApiError's:
+    Topic.validate's words, or the error's default text)."""
+    if (invalid := validate_topic_name(name)) is not None:
+        return ErrorCode.invalid_topic_exception, invalid
     if name in denied:
-        return ErrorCode.topic_authorization_failed
+        return ErrorCode.topic_authorization_failed, "Topic authorization failed."
     if name not in ctx.services.cache.topics:
-        return ErrorCode.unknown_topic_or_partition
+        return (
+            ErrorCode.unknown_topic_or_partition,
+            "This server does not host this topic-partition.",
+        )
     return None
 
 

@@ -86,23 +86,19 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         return b.FindCoordinatorResponse(
             throttle_time=0,
             error_code=code,
-            error_message=message,
+            # Kafka's error.message(): "NONE" when found
+            error_message="NONE" if code == ErrorCode.none else message,
             node_id=node,
             host=host,
             port=port,
         )
     coordinators = []
     for key in req.coordinator_keys:
-        node, host, port, code, message = await _find(ctx, key, key_type)
+        node, host, port, code, _ = await _find(ctx, key, key_type)
+        # Kafka sets no message from v4 on: the field keeps its default, ""
         coordinators.append(
             b.Coordinator(
-                key=key,
-                node_id=node,
-                host=host,
-                port=port,
-                error_code=code,
-                # Kafka leaves v4+'s message at its default, "" (a reason of Rafka's may stand)
-                error_message=message or "",
+                key=key, node_id=node, host=host, port=port, error_code=code, error_message=""
             )
         )
     return b.FindCoordinatorResponse(throttle_time=0, coordinators=tuple(coordinators))

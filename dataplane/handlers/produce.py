@@ -355,7 +355,9 @@ async def _verify_all(
         def ask() -> Awaitable[ErrorCode]:
             return verifier.verify(transactional_id, producer_id, epoch, topic, index, add=add)
 
-        code, guard = await partition.verify_transaction(producer_id, sequence, epoch, ask)
+        code, guard = await partition.verify_transaction(
+            producer_id, sequence, epoch, ask, supports_epoch_bump=add
+        )
         codes[(topic, index)] = code
         if guard is not None:
             guards[(topic, index)] = guard

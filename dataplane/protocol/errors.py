@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ["DEFAULT_MESSAGES", "ErrorCode", "KafkaError"]
-
-# Kafka's default message of an error (Errors.X.message()), which its answers carry where they
-# build the error bare (`new ApiError(Errors.X)`).
-DEFAULT_MESSAGES = {
-    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
-    ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
-}
+__all__ = ["ErrorCode", "KafkaError"]
 
 
 class KafkaError(Exception):

@@ -247,14 +247,21 @@ class Partition:
         return self.producers.has_open_transaction(producer_id, producer_epoch)
 
     def maybe_start_transaction_verification(
-        self, producer_id: int, sequence: int, producer_epoch: int
+        self,
+        producer_id: int,
+        sequence: int,
+        producer_epoch: int,
+        supports_epoch_bump: bool = False,
     ) -> VerificationGuard | None:
         """Kafka's maybeStartTransactionVerification: None when the producer's transaction is
         already open here at this epoch (no coordinator check needed), else the guard to pass
-        to `append` once the coordinator confirmed the partition is in the transaction."""
+        to `append` once the coordinator confirmed the partition is in the transaction.
+        ``supports_epoch_bump``: a transaction version 2 producer (`start_verification`)."""
         if self.producers.has_open_transaction(producer_id, producer_epoch):
             return None
-        return self.producers.start_verification(producer_id, sequence, producer_epoch, now_ms())
+        return self.producers.start_verification(
+            producer_id, sequence, producer_epoch, now_ms(), supports_epoch_bump
+        )
 
     async def verify_transaction(
         self,
@@ -262,6 +269,7 @@ class Partition:
         sequence: int,
         producer_epoch: int,
         ask: Callable[[], Awaitable[ErrorCode]],
+        supports_epoch_bump: bool = False,
     ) -> tuple[ErrorCode, VerificationGuard | None]:
         """KIP-890 part 1 around the coordinator's answer (``ask``): NONE and the guard for
         `append` (None: the transaction is open here already, nothing to ask), or the
@@ -271,7 +279,9 @@ class Partition:
         asked again with a fresh guard: for a batch of a transaction that has really ended the
         coordinator then refuses it."""
         for _ in range(_VERIFY_ATTEMPTS):
-            guard = self.maybe_start_transaction_verification(producer_id, sequence, producer_epoch)
+            guard = self.maybe_start_transaction_verification(
+                producer_id, sequence, producer_epoch, supports_epoch_bump
+            )
             if guard is None:
                 return ErrorCode.none, None
             code = await ask()
@@ -280,10 +290,11 @@ class Partition:
         return ErrorCode.concurrent_transactions, None  # the producer retries (as Kafka's)
 
     def delete_records_before(self, offset: int) -> int:
-        """DeleteRecords on this replica: the log start moves up to ``offset``, but never past
-        the first unstable offset (open transactions keep their data). Returns the log start."""
+        """DeleteRecords on this replica: the log start moves up to ``offset``, past an open
+        transaction's first records too, as Kafka's maybeIncrementLogStartOffset does (the
+        last stable offset is then the log start until its marker). Returns the log start."""
         before = self.log.log_start_offset
-        start = self.log.delete_records_before(offset, self.producers.first_unstable_offset)
+        start = self.log.delete_records_before(offset)
         if start > before:
             self._wake(self._hw_waiters)  # consumers' fetch sessions answer the new log start
         return start
@@ -291,8 +302,7 @@ class Partition:
     def delete_records_on_leader(self, offset: int) -> int:
         """Kafka's deleteRecordsOnLeader: move the log start to ``offset`` (-1: the high
         watermark) and return the offset every replica's log start must reach before the
-        deletion is complete (`wait_for_low_watermark`): ``offset``, or less when an open
-        transaction keeps the log start below it. Raises `KafkaError` NOT_LEADER_OR_FOLLOWER,
+        deletion is complete (`wait_for_low_watermark`). Raises `KafkaError` NOT_LEADER_OR_FOLLOWER,
         POLICY_VIOLATION (cleanup.policy without delete) or OFFSET_OUT_OF_RANGE (beyond the
         high watermark). The segments wholly below go at the next retention check."""
         self.check_leader()
@@ -314,13 +324,6 @@ class Partition:
             log.info("%r: records before %d deleted (log start was %d)", self, start, before)
             self._wake(self._start_waiters)
             self._notify(urgent=True)  # parked follower fetches carry the new start now
-        if start < target:
-            log.info(
-                "%r: records deleted only up to %d, not %d: an open transaction starts there",
-                self,
-                start,
-                target,
-            )
         return min(start, target)
 
     def low_watermark(self, alive: Callable[[int], bool]) -> int:

@@ -201,6 +201,8 @@ class VerificationState:
     created_ms: int
     lowest_sequence: int
     epoch: int
+    # a transaction version 2 producer (Produce v12+): it starts each partition at sequence 0
+    supports_epoch_bump: bool = False
 
     def note(self, sequence: int, epoch: int) -> None:
         """Kafka's maybeUpdateLowestSequenceAndEpoch: a lower sequence of the same epoch, or a
@@ -314,6 +316,14 @@ class ProducerStateManager:
                     f"older than the last seen epoch {updated_epoch}"
                 )
             # ProducerAppendInfo.checkSequence
+            if first_seq != 0 and (entry is None or not entry.batches):
+                verifying = self._verifying.get(pid)
+                if verifying is not None and verifying.supports_epoch_bump:
+                    raise ProducerStateError(
+                        ErrorCode.out_of_order_sequence_number,
+                        f"producer {pid} in {self._name}: sequence {first_seq}, but a "
+                        "transaction version 2 producer with no state here starts at 0",
+                    )
             if epoch != updated_epoch:
                 if first_seq != 0 and updated_epoch != NO_PRODUCER_EPOCH:
                     raise ProducerStateError(
@@ -502,12 +512,14 @@ class ProducerStateManager:
     @property
     def first_unstable_offset(self) -> int | None:
         """First offset of the oldest transaction that is open, or completed with its marker
-        not yet below the high watermark (Kafka's firstUnstableOffset); None if there is none."""
+        not yet below the high watermark (Kafka's firstUnstableOffset); None if there is none.
+        Never below the log start: DeleteRecords may delete an open transaction's first
+        records (Kafka's maybeIncrementFirstUnstableOffset)."""
         first = next(iter(self._ongoing.values()), None)
         if self._unreplicated:
             unreplicated = min(f for f, _ in self._unreplicated)
             first = unreplicated if first is None else min(first, unreplicated)
-        return first
+        return first if first is None else max(first, self._log.log_start_offset)
 
     def on_high_watermark(self, high_watermark: int) -> None:
         """The partition's high watermark moved: completed transactions whose marker is now
@@ -536,14 +548,23 @@ class ProducerStateManager:
         return self.producers.get(producer_id)
 
     def start_verification(
-        self, producer_id: int, sequence: int, epoch: int, now_ms: int | None = None
+        self,
+        producer_id: int,
+        sequence: int,
+        epoch: int,
+        now_ms: int | None = None,
+        supports_epoch_bump: bool = False,
     ) -> VerificationGuard:
         """The producer's current verification guard, created if it has none (Kafka's
-        maybeCreateVerificationStateEntry); notes the batch's sequence and epoch."""
+        maybeCreateVerificationStateEntry); notes the batch's sequence and epoch.
+        ``supports_epoch_bump``: the producer uses transaction version 2, so its first batch
+        in a partition where nothing of it is left must be at sequence 0."""
         state = self._verifying.get(producer_id)
         if state is None:
             created = _wall_clock_ms() if now_ms is None else now_ms
-            state = VerificationState(VerificationGuard(), created, sequence, epoch)
+            state = VerificationState(
+                VerificationGuard(), created, sequence, epoch, supports_epoch_bump
+            )
             self._verifying[producer_id] = state
         else:
             state.note(sequence, epoch)

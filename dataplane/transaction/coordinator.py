@@ -346,7 +346,8 @@ class TransactionCoordinator:
     ) -> dict[tuple[str, int], ErrorCode]:
         """AddPartitionsToTxn (and the partition leaders' KIP-890 calls): an error per
         partition. verify_only answers whether each partition is in the ongoing transaction
-        (NONE or INVALID_TXN_STATE) without adding it."""
+        (NONE or TRANSACTION_ABORTABLE, which the leader maps to INVALID_TXN_STATE for clients
+        that predate it) without adding it."""
         wanted = list(dict.fromkeys(partitions))
 
         def every(code: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
@@ -380,7 +381,7 @@ class TransactionCoordinator:
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 return every(ErrorCode.concurrent_transactions)
             return {
-                tp: ErrorCode.none if tp in meta.partitions else ErrorCode.invalid_txn_state
+                tp: ErrorCode.none if tp in meta.partitions else ErrorCode.transaction_abortable
                 for tp in wanted
             }
         if meta.pending_transition_in_progress or meta.state in (
@@ -617,10 +618,12 @@ class TransactionCoordinator:
                 if spare is None:
                     raise _NeedProducerId
                 next_producer_id = spare
-            if is_fence:  # the fence's bumped epoch goes into the abort written now
+            if is_fence:
                 meta.pending_state = None
-                meta.producer_epoch = producer_epoch
-                meta.last_producer_epoch = NO_PRODUCER_EPOCH
+                if not tv2:  # TV1: the fence's bumped epoch goes into the abort written now
+                    meta.producer_epoch = producer_epoch
+                    meta.last_producer_epoch = NO_PRODUCER_EPOCH
+                # TV2: the abort bumps the epoch itself, once (Kafka does not apply the fence's)
             transit = meta.prepare_abort_or_commit(
                 next_state, tv, next_producer_id, wall_ms(), no_partition_added
             )
@@ -643,6 +646,15 @@ class TransactionCoordinator:
                 return self._invalid_end(meta, commit)
             return prepare(S.PREPARE_ABORT, True)
         if state == S.COMPLETE_ABORT:
+            if commit and is_retry:
+                # KAFKA-20785: a commit at the epoch before the abort's bump is not a retry of
+                # that abort (a client retries what it sent): the coordinator aborted the
+                # transaction on its own (transaction.timeout.ms) while the commit was in
+                # flight. PRODUCER_FENCED lets the client recover; INVALID_TXN_STATE is fatal.
+                code = ErrorCode.producer_fenced
+                wanted = f"epoch {current} (the transaction this commit ends was aborted)"
+                _log_refused(what, meta, code, producer_id, producer_epoch, wanted)
+                return (code, *_FAILED)
             if commit:
                 return self._invalid_end(meta, commit)
             return done if is_retry or not tv2 else prepare(S.PREPARE_ABORT, True)
@@ -667,7 +679,12 @@ class TransactionCoordinator:
         transit = prepared.transit
         code = await self._write(shard, meta, transit)
         if code != ErrorCode.none:
-            if prepared.is_fence and shard.get(meta.transactional_id) is meta:
+            tv1_fence = prepared.is_fence and not supports_epoch_bump(
+                transit.client_transaction_version
+            )
+            if tv1_fence and shard.get(meta.transactional_id) is meta:
+                # TV1 bumped the epoch in memory: the next fence must not bump it again (TV2
+                # bumped nothing, so its next fence may)
                 meta.has_failed_epoch_fence = True
                 log.warning(
                     "fencing producer %d of %r failed (%s): its epoch %d is not written; "

@@ -277,12 +277,13 @@ class TransactionMetadata:
             producer_id, epoch = self.next_producer_id, 0
         else:
             producer_id, epoch = self.producer_id, self.producer_epoch
+        # the last epoch stays what Prepare* set: the one the client had (Kafka's; on an
+        # overflow, Short.MaxValue - 1, not the Short.MaxValue the markers were written at)
         return self._prepare(
             new_state,
             producer_id=producer_id,
             next_producer_id=NO_PRODUCER_ID,
             producer_epoch=epoch,
-            last_producer_epoch=self.producer_epoch,
             partitions=frozenset(),
             now_ms=now_ms,
             client_transaction_version=self.client_transaction_version,
@@ -414,16 +415,19 @@ class TransactionMetadata:
         self.state = to_state
 
     def _valid_epoch(self, t: TxnTransitMetadata) -> bool:
+        """Kafka's validProducerEpoch."""
         tv2 = supports_epoch_bump(t.client_transaction_version)
-        overflow_complete = (
-            tv2 and t.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and t.producer_epoch == 0
-        )
-        if overflow_complete or (tv2 and t.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)):
-            epoch = t.last_producer_epoch
-        else:
-            epoch = t.producer_epoch
-        producer_id = t.prev_producer_id if overflow_complete else t.producer_id
-        return epoch == self.producer_epoch and producer_id == self.producer_id
+        if tv2 and t.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and t.producer_epoch == 0:
+            # the producer id rotated (epochs exhausted): the last epoch is carried over
+            return (
+                t.last_producer_epoch == self.last_producer_epoch
+                and t.prev_producer_id == self.producer_id
+            )
+        if tv2 and t.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return (
+                t.last_producer_epoch == self.producer_epoch and t.producer_id == self.producer_id
+            )
+        return t.producer_epoch == self.producer_epoch and t.producer_id == self.producer_id
 
     def _valid_epoch_bump(self, t: TxnTransitMetadata) -> bool:
         return t.producer_epoch == self.producer_epoch + 1 or (
@@ -436,15 +440,16 @@ class TransactionMetadata:
 
 @dataclass(frozen=True, slots=True)
 class TransactionDescription:
-    """DescribeTransactions' answer for one transactional id."""
+    """DescribeTransactions' answer for one transactional id (an error's has the fields'
+    schema defaults, zeros, as Kafka's)."""
 
     transactional_id: str
     error_code: ErrorCode
     state: str = ""
     timeout_ms: int = 0
-    start_time_ms: int = -1
-    producer_id: int = NO_PRODUCER_ID
-    producer_epoch: int = NO_PRODUCER_EPOCH
+    start_time_ms: int = 0
+    producer_id: int = 0
+    producer_epoch: int = 0
     partitions: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (topic, partitions), sorted
 
 

@@ -107,10 +107,10 @@ class TxnVerifier:
         add: bool,
     ) -> ErrorCode:
         """NONE when the partition is (now, with `add`) in the producer's ongoing transaction;
-        else the error for the produce: INVALID_TXN_STATE (not in it), INVALID_PRODUCER_EPOCH
-        (fenced; PRODUCER_FENCED is answered so, as Kafka does), NOT_ENOUGH_REPLICAS (the
-        coordinator could not answer in time), or the coordinator's other errors (e.g.
-        TRANSACTION_ABORTABLE, which callers of old versions map to INVALID_TXN_STATE)."""
+        else the error for the produce: TRANSACTION_ABORTABLE (not in it; callers of old
+        versions map it to INVALID_TXN_STATE), INVALID_PRODUCER_EPOCH (fenced; PRODUCER_FENCED
+        is answered so, as Kafka does), NOT_ENOUGH_REPLICAS (the coordinator could not answer
+        in time), or the coordinator's other errors."""
         request = replication_pb2.AddPartitionsToTxnRequest(
             transactional_id=transactional_id,
             producer_id=producer_id,

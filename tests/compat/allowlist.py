@@ -312,6 +312,14 @@ _READ_DIFFERENTLY = {
     ),
 }
 
+_KAFKA_20785 = (
+    "Kafka 4.4.0 predates KAFKA-20785 (apache/kafka#23204): with transaction version 2 it "
+    "takes a commit at the epoch just before an abort's bump (a commit that raced the "
+    "coordinator's timeout abort) for a retry and answers INVALID_TXN_STATE, which is fatal "
+    "for the producer; Rafka answers PRODUCER_FENCED as Kafka does since that fix, and the "
+    "client recovers (a new producer continues)"
+)
+
 # -- answers ------------------------------------------------------------------------------------
 
 _ANSWERS = {
@@ -398,5 +406,7 @@ ALLOWED: dict[str, str] = {
     **_NOT_LISTED,
     **_READ_DIFFERENTLY,
     **_ANSWERS,
+    "EndTxn v5: a commit that raced the timeout abort (KAFKA-20785)": _KAFKA_20785,
+    "EndTxn v5: a commit at the epoch before the abort's bump": _KAFKA_20785,
     **_SECURITY,
 }

@@ -21,6 +21,8 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.local import LocalCluster
 from tests.integration.clients.drivers import (
@@ -433,3 +435,57 @@ def test_java_transaction_version(cluster: LocalCluster, driver: str, tv2: bool)
     else:
         assert versions["ADD_PARTITIONS_TO_TXN"] <= 4, versions
         assert versions["PRODUCE"] <= 11 and versions["END_TXN"] <= 4, versions
+
+
+def test_delete_records_removes_an_open_transactions_records(cluster: LocalCluster) -> None:
+    """librdkafka's 0103 (do_test_fatal_idempo_error_without_kip360): a transactional producer
+    commits, DeleteRecords removes that transaction's records and the producer goes on. The
+    commit returns before its markers are written, so the deletion may find the transaction
+    still open in the partition; Kafka moves the log start past its records all the same
+    (maybeIncrementLogStartOffset), and a read_committed consumer sees only what came after.
+    Rafka kept them (the log start stopped at the open transaction), so the consumer got the
+    deleted records too. Here the transaction is still open, deterministically."""
+    topic = f"txn-delete-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(60)
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "transactional.id": topic, "linger.ms": 0}
+    )
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    for i in range(6):
+        producer.produce(topic, b"first-%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    (deleted,) = admin.delete_records([TopicPartition(topic, 0, 6)]).values()
+    assert deleted.result(60).low_watermark == 6
+    producer.commit_transaction(60)
+    producer.begin_transaction()
+    for i in range(4):
+        producer.produce(topic, b"second-%d" % i, partition=0)
+    producer.commit_transaction(60)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": topic,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    values: list[bytes] = []
+
+    def at_end() -> bool:
+        message = consumer.poll(1)
+        if message is None:
+            return False
+        if message.error() is None:
+            values.append(message.value())
+            return False
+        assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+        return True
+
+    try:
+        wait_for(at_end, timeout=60, what=f"the end of {topic}")
+    finally:
+        consumer.close()
+    assert values == [b"second-%d" % i for i in range(4)]

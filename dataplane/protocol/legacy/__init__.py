@@ -1,14 +1,16 @@
 """Request and response schemas of API versions kio (0.6.5) does not have: the ones Kafka 4
-removed (KIP-896), OffsetCommit v0-v1, OffsetFetch v0, DescribeConfigs v0, AlterReplicaLogDirs v0
-and DescribeLogDirs v0; and the ones Kafka 4.4 added after kio's messages, DeleteGroups v3 (a
-per-group error message) and ApiVersions v5 (KIP-1242's cluster and node id check).
+removed (KIP-896: OffsetCommit v0-v1, OffsetFetch v0, DescribeConfigs v0, AlterReplicaLogDirs v0
+and DescribeLogDirs v0); and the ones Kafka 4.4 added after kio's messages: DeleteGroups v3 (a
+per-group error message), ApiVersions v5 (KIP-1242's cluster and node id check) and
+TxnOffsetCommit v6 (topic ids, KIP-1319).
 
 `codec.entity_class` falls back on `SCHEMAS` (api key, version) -> {request|response: path}.
 A version whose layout Kafka's JSON declares identical to a later one kio has reuses kio's
 classes (OffsetCommitResponse: "Versions 1 and 2 are the same as version 0"; OffsetFetch v0
 differs from v1 only in where 0.8.1 brokers kept the offsets); the OffsetCommitRequest v0 and
-v1 modules, the DescribeConfigs v0, DeleteGroups v3 and ApiVersions v5 ones here are generated
-in kio's form by `python -m proto.generate_records` from Kafka's JSON messages (vendored in
+v1 modules, the DescribeConfigs v0, DeleteGroups v3, ApiVersions v5 and TxnOffsetCommit v6 ones
+here are generated in kio's form by `python -m proto.generate_records` from Kafka's JSON messages
+(vendored in
 proto/kafka-message-specs).
 """
 
@@ -36,6 +38,10 @@ SCHEMAS: Mapping[tuple[int, int], Mapping[EntityType, str]] = {
     (32, 0): {
         EntityType.request: f"{_OWN}.describe_configs_v0_request:DescribeConfigsRequest",
         EntityType.response: f"{_OWN}.describe_configs_v0_response:DescribeConfigsResponse",
+    },
+    (28, 6): {
+        EntityType.request: f"{_OWN}.txn_offset_commit_v6_request:TxnOffsetCommitRequest",
+        EntityType.response: f"{_OWN}.txn_offset_commit_v6_response:TxnOffsetCommitResponse",
     },
     # "Version 1 is the same as version 0" (AlterReplicaLogDirs and DescribeLogDirs, both ways)
     (34, 0): {

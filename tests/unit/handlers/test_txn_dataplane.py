@@ -68,7 +68,12 @@ class FakePartition:
         return None if self.open_txn else ("guard", self.index, pid, seq, epoch)
 
     async def verify_transaction(
-        self, pid: int, seq: int, epoch: int, ask: Callable[[], Awaitable[ErrorCode]]
+        self,
+        pid: int,
+        seq: int,
+        epoch: int,
+        ask: Callable[[], Awaitable[ErrorCode]],
+        supports_epoch_bump: bool = False,
     ) -> tuple[ErrorCode, Any]:
         guard = self.maybe_start_transaction_verification(pid, seq, epoch)
         return (ErrorCode.none, None) if guard is None else (await ask(), guard)

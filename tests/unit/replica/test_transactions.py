@@ -274,10 +274,25 @@ def test_retention_keeps_open_transactions(node: Callable[..., Node]) -> None:
     assert bound == first
     n.p.log.enforce_retention(now_ms(), bound)
     assert n.p.log.log_start_offset <= first
-    assert n.p.delete_records_before(n.p.log.log_end_offset) == first
     n.end(1, commit=True)
     n.p.log.enforce_retention(now_ms(), n.p.producers.first_unstable_offset)
     assert len(n.p.log._bases) == 1
+
+
+def test_delete_records_passes_an_open_transaction(node: Callable[..., Node]) -> None:
+    """DeleteRecords moves the log start past an open transaction's first records, as Kafka's
+    does (librdkafka's 0103 deletes a committed transaction whose markers may still be on
+    their way, and expects its records gone); the last stable offset is then the log start
+    until the marker."""
+    n = node()
+    n.p.append(bytearray(plain(3)), NOW)
+    first = n.txn(1, 0, count=2)
+    n.p.append(bytearray(plain(3)), NOW)
+    assert n.p.last_stable_offset == first
+    assert n.p.delete_records_before(first + 1) == first + 1
+    assert n.p.last_stable_offset == first + 1  # the log start, until the marker
+    n.end(1, commit=True)
+    assert n.p.last_stable_offset == n.p.high_watermark == n.p.log.log_end_offset
 
 
 def test_markers_in_a_producer_append_are_refused() -> None:
@@ -428,3 +443,17 @@ def test_unused_guards_expire_with_idle_producers(node: Callable[..., Node]) -> 
     assert producers.verification_guard(1) is guard
     producers.remove_expired(6_000)
     assert producers.verification_guard(1) is None
+
+
+def test_a_transaction_version_2_producer_starts_a_partition_at_sequence_0(
+    node: Callable[..., Node],
+) -> None:
+    """Kafka's checkSequence for a transaction version 2 producer (Produce v12+) with nothing
+    of it in the partition: its first batch must be at sequence 0 (OUT_OF_ORDER_SEQUENCE_NUMBER
+    otherwise). An older producer may start anywhere (KIP-360: its state may be gone)."""
+    p = node().p
+    guard = p.maybe_start_transaction_verification(1, 2, 0, supports_epoch_bump=True)
+    assert refused_append(p, txn_batch(1, 2), guard) == ErrorCode.out_of_order_sequence_number
+    p.append(txn_batch(1, 0, 2), NOW, guard)
+    guard = p.maybe_start_transaction_verification(2, 2, 0)
+    p.append(txn_batch(2, 2), NOW, guard)

@@ -231,11 +231,12 @@ def test_errors_of_add_and_end() -> None:
         assert (await c.add_partitions(TID, pid, epoch + 1, TP))[TP[0]] == E.producer_fenced
         assert (await c.end_txn(TID, pid, epoch, True, False))[0] == E.invalid_txn_state  # Empty
         assert (await c.add_partitions("", pid, epoch, TP))[TP[0]] == E.invalid_request
-        # verify-only (KIP-890 part 1)
+        # verify-only (KIP-890 part 1): TRANSACTION_ABORTABLE for a partition not in it, as
+        # Kafka's coordinator answers (the leader maps it for older producers)
         await c.add_partitions(TID, pid, epoch, TP[:1])
         assert await c.add_partitions(TID, pid, epoch, TP, verify_only=True) == {
             TP[0]: E.none,
-            TP[1]: E.invalid_txn_state,
+            TP[1]: E.transaction_abortable,
         }
         # while PrepareCommit waits for its markers: CONCURRENT_TRANSACTIONS
         markers.gate = anyio.Event()
@@ -427,5 +428,63 @@ def test_describe_and_list() -> None:
         assert len(await c.list(states=["Ongoing"], duration_filter_ms=0)) == 1
         assert [t.transactional_id for t in await c.list(pattern="txn-.*")] == [TID]
         assert await c.list(pattern="txn") == []  # the whole id must match
+
+    run(test)
+
+
+def test_tv2_fence_bumps_the_epoch_once() -> None:
+    """Transaction version 2: the abort of a fenced transaction bumps the epoch itself, once
+    (Kafka does not apply the fence's bump, KAFKA-19367): InitProducerId of a new incarnation
+    during a transaction ends at epoch 2, not 3."""
+
+    async def test(c, runtime, markers) -> None:
+        _, pid, epoch = await c.init_producer_id(TID, 60_000)
+        await c.add_partitions(TID, pid, epoch, TP)
+        assert (await c.init_producer_id(TID, 60_000))[0] == E.concurrent_transactions
+        await settle()
+        assert markers.written[-1][:3] == (pid, 1, False)  # the abort, at the bumped epoch
+        assert await c.init_producer_id(TID, 60_000) == (E.none, pid, 2)
+
+    run(test)
+
+
+def test_tv2_commit_racing_the_timeout_abort_is_fenced() -> None:
+    """KAFKA-20785: with transaction version 2 the coordinator's timeout abort bumps the
+    epoch once, so the producer's commit (sent before it learnt of the abort) comes at the
+    epoch just below, as a retry would. It is PRODUCER_FENCED (the client recovers), not
+    INVALID_TXN_STATE (fatal); a retry of an abort at that epoch still succeeds."""
+
+    async def test(c, runtime, markers) -> None:
+        _, pid, epoch = await c.init_producer_id(TID, 1)
+        await c.add_partitions(TID, pid, epoch, TP)
+        age(runtime, TID)
+        assert c.abort_timed_out() == 1
+        await settle()
+        meta = runtime.shard(TID).transactions[TID]
+        assert (meta.state, meta.producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
+        assert (await c.end_txn(TID, pid, epoch, commit=True, tv2=True))[0] == E.producer_fenced
+        assert await c.end_txn(TID, pid, epoch, commit=False, tv2=True) == (
+            E.none,
+            pid,
+            epoch + 1,
+        )
+
+    run(test)
+
+
+def test_kip360_after_a_tv2_abort_keeps_the_aborts_epoch() -> None:
+    """Complete* keeps the last epoch Prepare* recorded (the one the client had), as Kafka's
+    prepareComplete does: a producer re-initializing with its id and that epoch after the
+    coordinator's abort gets the abort's epoch (a retry), not PRODUCER_FENCED."""
+
+    async def test(c, runtime, markers) -> None:
+        _, pid, epoch = await c.init_producer_id(TID, 1)
+        await c.add_partitions(TID, pid, epoch, TP)
+        age(runtime, TID)
+        c.abort_timed_out()
+        await settle()
+        meta = runtime.shard(TID).transactions[TID]
+        assert (meta.producer_epoch, meta.last_producer_epoch) == (epoch + 1, epoch)
+        assert await c.init_producer_id(TID, 1000, pid, epoch) == (E.none, pid, epoch + 1)
 
     run(test)
