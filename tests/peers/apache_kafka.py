@@ -44,11 +44,13 @@ def setup() -> Path:
     return PEERS / "kafka"
 
 
-def free_kafka_port(brokers: int) -> int:
-    """A base port whose brokers (base + i) and controller (base + 100) are all free now."""
+def free_kafka_port(brokers: int, extra_listeners: int = 0) -> int:
+    """A base port whose brokers (base + i), controller (base + 100) and extra listeners
+    (base + 50 + 10 * k + i) are all free now."""
     for _ in range(200):
         base = random.randrange(10000, 32768 - 200, 10)
-        if all(_bindable(p) for p in [*range(base, base + brokers), base + 100]):
+        extra = [base + 50 + 10 * k + i for k in range(extra_listeners) for i in range(brokers)]
+        if all(_bindable(p) for p in [*range(base, base + brokers), base + 100, *extra]):
             return base
     raise RuntimeError("no free port range found for Apache Kafka")
 
@@ -79,7 +81,11 @@ class ApacheKafka:
         self.protocol = protocol
         self.client = client or {}
         self.brokers = brokers
-        self.base_port = base_port if base_port is not None else free_kafka_port(brokers)
+        self.base_port = (
+            base_port
+            if base_port is not None
+            else free_kafka_port(brokers, len(extra_listeners or {}))
+        )
         self.cluster_id = _cluster_id()
         self.broker_ports = [self.base_port + i for i in range(brokers)]
         self.controller_port = self.base_port + 100
