@@ -20,6 +20,8 @@
     rafka features [describe] | upgrade|downgrade --feature F --version N [--dry-run]
     rafka configs describe|alter --topic T | --broker ID | --broker-defaults | --broker-logger ID
                   [--all] [--add-config k=v,k2=[a,b]] [--delete-config k,...]
+    rafka meta-quorum describe [--replication] | add-controller --config NEW-META.properties
+                    | remove-controller --controller-id N --controller-directory-id ID
 
 Admin commands take `--command-config FILE`: the client's security settings in a Java
 .properties file, as Kafka's tools do (security.protocol, sasl.mechanism, sasl.jaas.config,
@@ -40,7 +42,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cluster import cli_operations, cli_quotas, cli_security
+from cluster import cli_meta_quorum, cli_operations, cli_quotas, cli_security
 from cluster.cli_common import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_META,
@@ -578,6 +580,7 @@ for _name, _app in (
     ("features", cli_operations.features_app),
     ("configs", cli_operations.configs_app),
     ("quotas", cli_quotas.quotas_app),
+    ("meta-quorum", cli_meta_quorum.meta_quorum_app),
 ):
     app.add_typer(_app, name=_name)
 

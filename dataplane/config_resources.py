@@ -52,6 +52,10 @@ class ResourceCatalog:
     acl_resource: ResourceType
     acl_name: str | None
     denied: ErrorCode
+    # Synonyms after the resource's own value, as Kafka's ConfigHelper gives them: for each
+    # config of a GROUP, the broker setting its default comes from (GroupConfig.brokerSynonym;
+    # one not listed: its own default, as DEFAULT_CONFIG); None (CLIENT_METRICS): none.
+    broker_synonyms: Mapping[str, str] | None = None
 
 
 # -- GROUP -------------------------------------------------------------------------------------
@@ -260,6 +264,7 @@ GROUP_CATALOG = ResourceCatalog(
     ResourceType.GROUP,
     None,
     ErrorCode.group_authorization_failed,
+    {name: setting for name, (setting, _, _) in _GROUP_BOUNDS.items()},
 )
 
 # -- CLIENT_METRICS (KIP-714 subscriptions; keys and validation in dataplane/telemetry) ---------

@@ -636,6 +636,30 @@ class MetaClient:
     async def describe_cluster(self) -> meta_pb2.DescribeClusterResponse:
         return await self._call("DescribeCluster", meta_pb2.DescribeClusterRequest())
 
+    # ------------------------------------------------------------ the meta quorum
+
+    async def describe_quorum(
+        self, timeout_s: float | None = None
+    ) -> meta_pb2.DescribeQuorumResponse:
+        """The Raft leader's view of the quorum (DescribeQuorum, KIP-853)."""
+        return await self._call("DescribeQuorum", meta_pb2.DescribeQuorumRequest(), timeout_s)
+
+    async def add_voter(self, request: meta_pb2.AddVoterRequest) -> tuple[int, str]:
+        """Add a meta node to the voters once it has caught up: (Kafka error code, message)."""
+        timeout_s = max(self._timeout_s, request.timeout_ms / 1000 + 5)
+        response = await self._call("AddVoter", request, timeout_s)
+        return response.error_code, response.error_message
+
+    async def remove_voter(self, voter_id: int, directory_id: str) -> tuple[int, str]:
+        """Remove a voter (id and directory id): (Kafka error code, message)."""
+        request = meta_pb2.RemoveVoterRequest(voter_id=voter_id, directory_id=directory_id)
+        response = await self._call("RemoveVoter", request)
+        return response.error_code, response.error_message
+
+    async def report_observer(self, request: meta_pb2.ReportObserverRequest) -> None:
+        """Tell the Raft leader where this observing meta node is (meta.quorum_service)."""
+        await self._call("ReportObserver", request)
+
     # ------------------------------------------------------------ plumbing
 
     def _stub(self, address: str) -> meta_pb2_grpc.MetaServiceStub:

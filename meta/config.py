@@ -43,6 +43,12 @@ class MetaConfig(InternalSecurityConfig):
         "comma-separated (like Kafka's controller.quorum.voters). Every node must list the same "
         "voters; a node binds the address of its own entry. One voter: a single-node quorum.",
     )
+    meta_raft_listener: str = Field(
+        "",
+        description="meta.raft.listener: host:port of this node's Raft endpoint as its peers "
+        "reach it (it binds that port). Default: this node's entry in meta.quorum.voters; set "
+        "it on a meta node that joins a running quorum, which is not among meta.quorum.voters.",
+    )
     meta_quorum_listeners: str = Field(
         "",
         description="meta.quorum.listeners: id@host:port of the gRPC API of every meta node, as "
@@ -116,8 +122,13 @@ class MetaConfig(InternalSecurityConfig):
     @model_validator(mode="after")
     def _check_quorum(self) -> MetaConfig:
         voters = self.voters()
-        if self.node_id not in voters:
-            raise ValueError(f"node.id {self.node_id} is not in meta.quorum.voters")
+        if self.node_id not in voters and not self.meta_raft_listener:
+            raise ValueError(
+                f"node.id {self.node_id} is not in meta.quorum.voters: set meta.raft.listener "
+                "for a meta node that joins a running quorum"
+            )
+        if self.meta_raft_listener:
+            parse_node_addresses(f"{self.node_id}@{self.meta_raft_listener}", "meta.raft.listener")
         missing = voters.keys() - self.grpc_addresses().keys()
         if missing:
             raise ValueError(f"meta.quorum.listeners has no address for node(s) {sorted(missing)}")
@@ -126,6 +137,14 @@ class MetaConfig(InternalSecurityConfig):
     def voters(self) -> dict[int, str]:
         """Node id -> Raft host:port."""
         return parse_node_addresses(self.meta_quorum_voters, "meta.quorum.voters")
+
+    def raft_address(self) -> str:
+        """This node's Raft host:port (its identity in the quorum)."""
+        return self.meta_raft_listener or self.voters()[self.node_id]
+
+    def own_grpc_address(self) -> str:
+        """This node's gRPC host:port as clients reach it."""
+        return self.grpc_addresses().get(self.node_id, self.meta_listener)
 
     def grpc_addresses(self) -> dict[int, str]:
         """Node id -> gRPC host:port as clients reach it."""

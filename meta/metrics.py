@@ -38,7 +38,8 @@ class RaftCollector(Collector):
             (
                 "kafka_server_raft_metrics_current_leader",
                 "Node id of the Raft leader, -1: none known (current-leader)",
-                self._ids.get(address, -1) if address else -1,
+                # a voter added since start-up: its pysyncobj node carries its id (meta.quorum)
+                self._ids.get(address, getattr(leader, "node_id", -1)) if address else -1,
             ),
             (
                 "kafka_server_raft_metrics_high_watermark",

@@ -13,11 +13,13 @@ from pathlib import Path
 import grpc
 
 from cluster.internal_security import InternalSecurity, InternalSecurityError
-from meta import metrics
+from meta import metrics, quorum
 from meta.config import MetaConfig
 from meta.feed import ChangeFeed
 from meta.journal import JournalError, StateDumpError
 from meta.leases import BrokerLeases
+from meta.quorum import Member
+from meta.quorum_service import QuorumAgent
 from meta.raft import MetaRaft, RaftPasswordError, RaftStartError
 from meta.service import MetaService
 from proto import meta_pb2_grpc
@@ -72,15 +74,30 @@ class MetaServer:
         feed = ChangeFeed(config.meta_watch_buffer_size)
         leases = BrokerLeases(config.broker_session_timeout_ms / 1000)
         voters = config.voters()
+        listeners = config.grpc_addresses()
+        try:
+            identity = Member(
+                config.node_id,
+                config.raft_address(),
+                config.own_grpc_address(),
+                quorum.directory_id(data_dir, config.node_id),
+            )
+        except quorum.DirectoryError as exc:
+            raise MetaStartupError(str(exc)) from exc
+        bootstrap = [
+            Member(node, address, listeners.get(node, "")) for node, address in voters.items()
+        ]
         try:
             self._raft = MetaRaft(
-                voters[config.node_id],
+                identity.raft_address,
                 [address for node, address in voters.items() if node != config.node_id],
                 data_dir,
                 feed,
                 config.meta_write_timeout_ms / 1000,
                 on_leadership=leases.clear,
                 password=security.raft_password,
+                identity=identity,
+                bootstrap=bootstrap,
             )
         except RaftStartError as exc:
             raise MetaStartupError(
@@ -104,16 +121,20 @@ class MetaServer:
         metrics.serve(config.meta_metrics_port, self._raft.status, voters)
         self._service = MetaService(config, self._raft, feed, leases)
         meta_pb2_grpc.add_MetaServiceServicer_to_server(self._service, self._server)
+        self._agent = QuorumAgent(self._raft, security, bootstrap)
         self._service.start()
         self._server.start()
+        self._agent.start()
         log.info(
-            "Meta node %d started: gRPC on %s, Raft on %s (voters %s), data in %s; internal "
-            "traffic secured by %s",
+            "Meta node %d started: gRPC on %s, Raft on %s (%s; voters %s), data in %s "
+            "(directory id %s); internal traffic secured by %s",
             config.node_id,
             config.meta_listener,
-            voters[config.node_id],
-            config.meta_quorum_voters,
+            identity.raft_address,
+            "an observer" if self._raft.observer else "a voter",
+            ", ".join(f"{m.node_id}@{m.raft_address}" for m in self._raft.members()),
             data_dir,
+            identity.directory_id,
             security.describe(),
         )
         security.warn_if_open(
@@ -127,6 +148,7 @@ class MetaServer:
 
     def stop(self) -> None:
         stopped = self._server.stop(_SHUTDOWN_GRACE_S)  # refuse new RPCs, let others finish
+        self._agent.stop()
         self._service.stop()  # ends Watch streams
         stopped.wait()
         self._raft.destroy()

@@ -63,6 +63,8 @@ from meta.config import MetaConfig
 from meta.feed import ChangeFeed
 from meta.leases import BrokerLeases
 from meta.protocol import LEADER_METADATA_KEY, ErrorCode
+from meta.quorum import Member, Refusal
+from meta.quorum_service import LeadershipMoved, QuorumAdmin
 from meta.raft import MetaRaft, NoLeaderError
 from proto import meta_pb2, meta_pb2_grpc
 
@@ -84,9 +86,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         self, config: MetaConfig, raft: MetaRaft, feed: ChangeFeed, leases: BrokerLeases
     ) -> None:
         self._node_id = config.node_id
-        self._raft_addresses = config.voters()
-        self._grpc_addresses = config.grpc_addresses()
-        self._node_by_raft_address = {addr: node for node, addr in self._raft_addresses.items()}
+        self._quorum = QuorumAdmin(raft, config.node_id, config.meta_write_timeout_ms / 1000)
         self._unclean_default = config.unclean_leader_election_enable
         self._auto_rebalance = config.auto_leader_rebalance_enable
         self._imbalance_check_s = config.leader_imbalance_check_interval_seconds
@@ -577,12 +577,12 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         leader = self._leader_id()
         nodes = [
             meta_pb2.MetaNode(
-                node_id=node,
-                raft_address=self._raft_addresses[node],
-                grpc_address=self._grpc_addresses[node],
-                role=meta_pb2.ROLE_LEADER if node == leader else meta_pb2.ROLE_FOLLOWER,
+                node_id=member.node_id,
+                raft_address=member.raft_address,
+                grpc_address=member.grpc_address,
+                role=meta_pb2.ROLE_LEADER if member.node_id == leader else meta_pb2.ROLE_FOLLOWER,
             )
-            for node in sorted(self._raft_addresses)
+            for member in self._raft.members()
         ]
         return meta_pb2.DescribeClusterResponse(
             cluster_id=cluster_id,
@@ -591,6 +591,40 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             metadata_offset=offset,
             nodes=nodes,
         )
+
+    # ------------------------------------------------------------ the meta quorum
+
+    def DescribeQuorum(
+        self, request: meta_pb2.DescribeQuorumRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.DescribeQuorumResponse:
+        self._require_leader(context)
+        with self._machine.lock:
+            cluster_id = self._machine.state.cluster_id
+        return self._quorum.describe(cluster_id)
+
+    def AddVoter(
+        self, request: meta_pb2.AddVoterRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.VoterChangeResponse:
+        self._require_leader(context)
+        return _voter_change(self._quorum.add(request))
+
+    def RemoveVoter(
+        self, request: meta_pb2.RemoveVoterRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.VoterChangeResponse:
+        self._require_leader(context)
+        try:
+            refusal = self._quorum.remove(request)
+        except LeadershipMoved as exc:
+            self._require_leader(context)  # sends the caller to the new leader
+            _abort(context, grpc.StatusCode.UNAVAILABLE, f"{exc}; retry")
+        return _voter_change(refusal)
+
+    def ReportObserver(
+        self, request: meta_pb2.ReportObserverRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.ReportObserverResponse:
+        self._require_leader(context)
+        self._quorum.report(request)
+        return meta_pb2.ReportObserverResponse()
 
     # ------------------------------------------------------------ leader duties
 
@@ -667,8 +701,13 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         except NoLeaderError as exc:
             _abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
 
+    def _leader(self) -> Member | None:
+        address = self._raft.leader_address()
+        return next((m for m in self._raft.members() if m.raft_address == address), None)
+
     def _leader_id(self) -> int:
-        return self._node_by_raft_address.get(self._raft.leader_address() or "", -1)
+        leader = self._leader()
+        return -1 if leader is None else leader.node_id
 
     def _require_leader(self, context: grpc.ServicerContext) -> None:
         """Send the caller to the Raft leader (FAILED_PRECONDITION naming it, which MetaClient
@@ -676,16 +715,25 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         follower may not have applied the latest ones yet)."""
         if self._raft.is_leader():
             return
-        leader = self._leader_id()
-        if leader < 0:
+        leader = self._leader()
+        if leader is None or not leader.grpc_address:
             _abort(context, grpc.StatusCode.UNAVAILABLE, "no Raft leader right now; retry")
-        address = self._grpc_addresses[leader]
+        address = leader.grpc_address
         context.set_trailing_metadata(((LEADER_METADATA_KEY, address),))
         _abort(
             context,
             grpc.StatusCode.FAILED_PRECONDITION,
-            f"meta node {self._node_id} is not the Raft leader; node {leader} at {address} is",
+            f"meta node {self._node_id} is not the Raft leader; node {leader.node_id} at "
+            f"{address} is",
         )
+
+
+def _voter_change(refusal: Refusal | None) -> meta_pb2.VoterChangeResponse:
+    if refusal is None:
+        return meta_pb2.VoterChangeResponse()
+    return meta_pb2.VoterChangeResponse(
+        error_code=refusal.error_code, error_message=refusal.message
+    )
 
 
 def _item_result(outcome: Outcome) -> meta_pb2.ItemResult:

@@ -1090,3 +1090,89 @@ class DescribeClusterResponse(_message.Message):
     metadata_offset: int
     nodes: _containers.RepeatedCompositeFieldContainer[MetaNode]
     def __init__(self, cluster_id: _Optional[str] = ..., node_id: _Optional[int] = ..., leader_id: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[MetaNode, _Mapping]]] = ...) -> None: ...
+
+class DescribeQuorumRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class QuorumReplica(_message.Message):
+    __slots__ = ("node_id", "directory_id", "log_end_offset", "last_fetch_timestamp", "last_caught_up_timestamp", "raft_address", "grpc_address")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_FETCH_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    LAST_CAUGHT_UP_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    RAFT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    GRPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    directory_id: str
+    log_end_offset: int
+    last_fetch_timestamp: int
+    last_caught_up_timestamp: int
+    raft_address: str
+    grpc_address: str
+    def __init__(self, node_id: _Optional[int] = ..., directory_id: _Optional[str] = ..., log_end_offset: _Optional[int] = ..., last_fetch_timestamp: _Optional[int] = ..., last_caught_up_timestamp: _Optional[int] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ...) -> None: ...
+
+class DescribeQuorumResponse(_message.Message):
+    __slots__ = ("cluster_id", "leader_id", "leader_epoch", "high_watermark", "voters", "observers")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    VOTERS_FIELD_NUMBER: _ClassVar[int]
+    OBSERVERS_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: str
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: _containers.RepeatedCompositeFieldContainer[QuorumReplica]
+    observers: _containers.RepeatedCompositeFieldContainer[QuorumReplica]
+    def __init__(self, cluster_id: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., high_watermark: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[QuorumReplica, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[QuorumReplica, _Mapping]]] = ...) -> None: ...
+
+class AddVoterRequest(_message.Message):
+    __slots__ = ("voter_id", "directory_id", "raft_address", "grpc_address", "timeout_ms")
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    RAFT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    GRPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    voter_id: int
+    directory_id: str
+    raft_address: str
+    grpc_address: str
+    timeout_ms: int
+    def __init__(self, voter_id: _Optional[int] = ..., directory_id: _Optional[str] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class RemoveVoterRequest(_message.Message):
+    __slots__ = ("voter_id", "directory_id")
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    voter_id: int
+    directory_id: str
+    def __init__(self, voter_id: _Optional[int] = ..., directory_id: _Optional[str] = ...) -> None: ...
+
+class VoterChangeResponse(_message.Message):
+    __slots__ = ("error_code", "error_message")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class ReportObserverRequest(_message.Message):
+    __slots__ = ("node_id", "directory_id", "raft_address", "grpc_address", "log_end_offset")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    RAFT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    GRPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    directory_id: str
+    raft_address: str
+    grpc_address: str
+    log_end_offset: int
+    def __init__(self, node_id: _Optional[int] = ..., directory_id: _Optional[str] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ..., log_end_offset: _Optional[int] = ...) -> None: ...
+
+class ReportObserverResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

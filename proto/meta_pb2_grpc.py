@@ -179,6 +179,26 @@ class MetaServiceStub:
                 request_serializer=proto_dot_meta__pb2.DescribeClusterRequest.SerializeToString,
                 response_deserializer=proto_dot_meta__pb2.DescribeClusterResponse.FromString,
                 _registered_method=True)
+        self.DescribeQuorum = channel.unary_unary(
+                '/rafka.meta.MetaService/DescribeQuorum',
+                request_serializer=proto_dot_meta__pb2.DescribeQuorumRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.DescribeQuorumResponse.FromString,
+                _registered_method=True)
+        self.AddVoter = channel.unary_unary(
+                '/rafka.meta.MetaService/AddVoter',
+                request_serializer=proto_dot_meta__pb2.AddVoterRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.VoterChangeResponse.FromString,
+                _registered_method=True)
+        self.RemoveVoter = channel.unary_unary(
+                '/rafka.meta.MetaService/RemoveVoter',
+                request_serializer=proto_dot_meta__pb2.RemoveVoterRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.VoterChangeResponse.FromString,
+                _registered_method=True)
+        self.ReportObserver = channel.unary_unary(
+                '/rafka.meta.MetaService/ReportObserver',
+                request_serializer=proto_dot_meta__pb2.ReportObserverRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.ReportObserverResponse.FromString,
+                _registered_method=True)
 
 
 class MetaServiceServicer:
@@ -368,6 +388,32 @@ class MetaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeQuorum(self, request, context):
+        """The meta quorum: Raft leader only (others answer FAILED_PRECONDITION with its address).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddVoter(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveVoter(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReportObserver(self, request, context):
+        """An observer's report; a voter publishes its own changes through Raft (meta.quorum_service).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MetaServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -515,6 +561,26 @@ def add_MetaServiceServicer_to_server(servicer, server):
                     servicer.DescribeCluster,
                     request_deserializer=proto_dot_meta__pb2.DescribeClusterRequest.FromString,
                     response_serializer=proto_dot_meta__pb2.DescribeClusterResponse.SerializeToString,
+            ),
+            'DescribeQuorum': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeQuorum,
+                    request_deserializer=proto_dot_meta__pb2.DescribeQuorumRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.DescribeQuorumResponse.SerializeToString,
+            ),
+            'AddVoter': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddVoter,
+                    request_deserializer=proto_dot_meta__pb2.AddVoterRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.VoterChangeResponse.SerializeToString,
+            ),
+            'RemoveVoter': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveVoter,
+                    request_deserializer=proto_dot_meta__pb2.RemoveVoterRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.VoterChangeResponse.SerializeToString,
+            ),
+            'ReportObserver': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportObserver,
+                    request_deserializer=proto_dot_meta__pb2.ReportObserverRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.ReportObserverResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1300,6 +1366,114 @@ class MetaService:
             '/rafka.meta.MetaService/DescribeCluster',
             proto_dot_meta__pb2.DescribeClusterRequest.SerializeToString,
             proto_dot_meta__pb2.DescribeClusterResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeQuorum(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/DescribeQuorum',
+            proto_dot_meta__pb2.DescribeQuorumRequest.SerializeToString,
+            proto_dot_meta__pb2.DescribeQuorumResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddVoter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/AddVoter',
+            proto_dot_meta__pb2.AddVoterRequest.SerializeToString,
+            proto_dot_meta__pb2.VoterChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveVoter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/RemoveVoter',
+            proto_dot_meta__pb2.RemoveVoterRequest.SerializeToString,
+            proto_dot_meta__pb2.VoterChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportObserver(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/ReportObserver',
+            proto_dot_meta__pb2.ReportObserverRequest.SerializeToString,
+            proto_dot_meta__pb2.ReportObserverResponse.FromString,
             options,
             channel_credentials,
             insecure,

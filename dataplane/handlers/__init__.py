@@ -5,6 +5,7 @@
 from dataplane.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    add_raft_voter,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -31,6 +32,7 @@ from dataplane.handlers import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_quorum,
     describe_share_group_offsets,
     describe_topic_partitions,
     describe_transactions,
@@ -58,6 +60,7 @@ from dataplane.handlers import (
     offset_for_leader_epoch,
     produce,
     push_telemetry,
+    remove_raft_voter,
     renew_delegation_token,
     sasl_authenticate,
     sasl_handshake,
@@ -69,6 +72,7 @@ from dataplane.handlers import (
     txn_offset_commit,
     unregister_broker,
     update_features,
+    write_txn_markers,
 )
 from dataplane.handlers.context import Handler, HandlerModule
 
@@ -114,6 +118,7 @@ _MODULES: tuple[HandlerModule, ...] = (
     describe_producers,
     describe_transactions,
     list_transactions,
+    write_txn_markers,  # from operators' tools (abort a hanging transaction)
     # KIP-848 consumer groups
     consumer_group_heartbeat,
     consumer_group_describe,
@@ -139,6 +144,10 @@ _MODULES: tuple[HandlerModule, ...] = (
     alter_replica_log_dirs,
     update_features,
     unregister_broker,
+    # the meta quorum (KIP-853), answered by the meta service's Raft leader
+    describe_quorum,
+    add_raft_voter,
+    remove_raft_voter,
     # client telemetry (KIP-714) and the config resources' names
     get_telemetry_subscriptions,
     push_telemetry,

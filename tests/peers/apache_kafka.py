@@ -148,14 +148,13 @@ class ApacheKafka:
         config.write_text("".join(f"{k}={v}\n" for k, v in sorted(props.items())))
         return _Node(name, config, self.data_dir / "logs" / f"{name}.log")
 
-    def _java(self, main: str, *args: str, node: _Node | None = None) -> list[str]:
-        logs = (node.log.parent if node else self.data_dir / "logs").as_posix()
+    def _java(self, main: str, *args: str, node: _Node) -> list[str]:
         return [
             "java",
             *_JVM,
             f"-Dlog4j2.configurationFile={_LOG4J}",
-            f"-Dkafka.logs.dir={logs}",
-            f"-Drafka.kafka.node={node.name if node else 'tool'}",
+            f"-Dkafka.logs.dir={node.log.parent.as_posix()}",
+            f"-Drafka.kafka.node={node.name}",
             "-cp",
             f"{self.jars}/*",
             main,
@@ -230,11 +229,11 @@ class ApacheKafka:
             return f"({node.log} does not exist)"
 
     def tool(self, main: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        """Run one of Kafka's command-line tools (its main class) from the jars, as the shell
-        scripts would (`kafka-topics.sh` runs org.apache.kafka.tools.TopicCommand)."""
-        return subprocess.run(
-            self._java(main, *args), capture_output=True, text=True, timeout=timeout
-        )
+        """Run one of Kafka's command-line tools (a script name or its main class) from the
+        jars, as the shell scripts would (`kafka-topics.sh` runs TopicCommand)."""
+        from tests.peers.kafka_tools import run_tool  # it imports this module's PEERS
+
+        return run_tool(main, *args, timeout=timeout)
 
     def kill(self, name: str) -> None:
         """kill -9 of one node."""

@@ -51,6 +51,18 @@ class MetaNodes:
             self._settings["internal.secret"] = secrets.token_hex(32)
             self.security = InternalSecurity.from_properties(self._settings)
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.bootstrap_ids = list(self.ids)  # meta.quorum.voters: the quorum it starts with
+
+    def add_node(self, node_id: int) -> None:
+        """Ports and a data dir for a meta node that joins the quorum (meta.raft.listener set,
+        not among meta.quorum.voters); start it with `start`, add it with AddVoter."""
+        grpc_port, raft_port = free_ports(2)
+        self.ids.append(node_id)
+        self._grpc[node_id] = f"127.0.0.1:{grpc_port}"
+        self._raft[node_id] = f"127.0.0.1:{raft_port}"
+
+    def data_dir(self, node_id: int) -> Path:
+        return self._root / f"meta-{node_id}"
 
     def address(self, node_id: int) -> str:
         return self._grpc[node_id]
@@ -75,13 +87,16 @@ class MetaNodes:
         return self._root / f"meta-{node_id}.log"
 
     def start(self, node_id: int) -> None:
+        voters = ",".join(f"{i}@{self._raft[i]}" for i in self.bootstrap_ids)
         settings = {
             "node.id": node_id,
             "meta.listener": self._grpc[node_id],
-            "meta.quorum.voters": ",".join(f"{i}@{a}" for i, a in self._raft.items()),
+            "meta.quorum.voters": voters,
             "meta.quorum.listeners": ",".join(f"{i}@{a}" for i, a in self._grpc.items()),
-            "meta.data.dir": self._root / f"meta-{node_id}",
+            "meta.data.dir": self.data_dir(node_id),
         } | self._settings
+        if node_id not in self.bootstrap_ids:
+            settings["meta.raft.listener"] = self._raft[node_id]
         command = [sys.executable, "-m", "meta.node"]
         for key, value in settings.items():
             command += ["--override", f"{key}={value}"]

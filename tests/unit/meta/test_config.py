@@ -51,7 +51,7 @@ def test_three_voters_from_overrides_and_properties(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("overrides", "problem"),
     [
-        ({"node.id": "4"}, "node.id 4 is not in meta.quorum.voters"),
+        ({"node.id": "4"}, "node.id 4 is not in meta.quorum.voters: set meta.raft.listener"),
         ({"meta.quorum.voters": "1@a"}, "expected id@host:port"),
         ({"meta.quorum.voters": "1@a:1,1@b:2"}, "appears twice"),
         ({"meta.quorum.voters": "1@a:1,2@b:2"}, "no address for node(s) [1, 2]"),

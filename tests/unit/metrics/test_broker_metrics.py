@@ -145,3 +145,14 @@ def test_raft_gauges() -> None:
     assert "kafka_server_raft_metrics_high_watermark 120.0" in text
     assert "kafka_server_raft_metrics_apply_lag 3.0" in text
     assert "kafka_controller_kafka_controller_active_controller_count 0.0" in text
+
+
+def test_raft_leader_added_since_start_up_is_named_by_its_node() -> None:
+    """A voter added with AddRaftVoter is not in meta.quorum.voters: its pysyncobj node (made
+    by meta.quorum.node_of) names its id."""
+    from meta import quorum
+
+    leader = quorum.node_of(quorum.Member(4, "h4:9001", "h4:9192", "dir"))
+    status = {"raft_term": 5, "commit_idx": 1, "last_applied": 1, "leader": leader, "state": 0}
+    text = _scrape(RaftCollector(lambda: status, {1: "h1:9001"}))
+    assert "kafka_server_raft_metrics_current_leader 4.0" in text
