@@ -78,7 +78,6 @@ class ApacheKafka:
         client: dict[str, str] | None = None,
     ) -> None:
         self.data_dir = data_dir.resolve()
-        self.protocol = protocol
         self.client = client or {}
         self.brokers = brokers
         self.base_port = (
