@@ -400,7 +400,23 @@ _SECURITY = {
     ),
 }
 
+_SHARE_STATE_RPC = (
+    "an inter-broker API: share-partition leaders read and write their state at the share "
+    "coordinator; Rafka's brokers send that over their internal gRPC (proto/replication.proto), "
+    "and no client sends it"
+)
+
 ALLOWED: dict[str, str] = {
+    **{
+        f"ApiVersions: {name} ({key})": _SHARE_STATE_RPC
+        for key, name in (
+            (83, "InitializeShareGroupState"),
+            (84, "ReadShareGroupState"),
+            (85, "WriteShareGroupState"),
+            (86, "DeleteShareGroupState"),
+            (87, "ReadShareGroupStateSummary"),
+        )
+    },
     "Metadata v1: unknown topic, auto-created": _AUTO_CREATE,
     "Metadata v12: unknown topic, auto-created": _AUTO_CREATE,
     **_NOT_LISTED,
