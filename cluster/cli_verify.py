@@ -44,7 +44,13 @@ def verify(
     min_isr: Annotated[int, typer.Option(help="The topic's min.insync.replicas.")] = 2,
     partitions: Annotated[int, typer.Option(min=1)] = 6,
     rate: Annotated[float, typer.Option(help="Records per second per producer.")] = 100.0,
-    down: Annotated[float, typer.Option(help="Seconds each fault lasts.")] = 4.0,
+    down: Annotated[
+        float,
+        typer.Option(
+            help="Seconds each fault lasts; 0: the fault's own (4 for kill and pause, 10 for "
+            "network and disk faults, 15 for a clock skew)."
+        ),
+    ] = 0.0,
     quiet: Annotated[float, typer.Option(help="Healthy seconds between rounds.")] = 4.0,
     producers: Annotated[
         str, typer.Option(help="idempotent and/or plain (enable.idempotence=false), comma-sep.")

@@ -3,13 +3,14 @@
 `run_verify` is what ``rafka verify`` and the test suite call. The cluster is a plain
 `LocalCluster` on free local ports when every fault is a process fault (kill -9, SIGSTOP), and a
 `NamespacedCluster` (one network namespace per node, root needed) when a fault needs namespaces
-(network, disk, clock). The run directory keeps the nodes' logs, their data, ``history.jsonl``
-(every attempt, read, fault) and ``report.txt``.
+(network, disk, clock). The run directory keeps ``history.jsonl`` (every attempt, read, fault),
+``report.txt``, and the cluster's data and the nodes' logs under ``cluster/``.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,34 +56,54 @@ class VerifyConfig:
 
 
 def start_cluster(run_dir: Path, cfg: VerifyConfig, overrides: dict[str, str]) -> LocalCluster:
-    """The run's cluster, started: namespaced when a fault needs it. On failure, whatever was
-    created (nodes, namespaces, mounts) is removed before the error propagates."""
+    """The run's cluster in ``run_dir/cluster``, started: namespaced when a fault needs it. On
+    failure, whatever was created (nodes, namespaces, mounts) is removed before the error
+    propagates."""
     kinds = cfg.schedule.kinds
-    cluster: LocalCluster
+    data_dir = run_dir / "cluster"
     if needs_namespaces(kinds):
         require_root("network, disk and clock faults")
         require_tools(_NETWORK_TOOLS)
         if any(k in CLOCK_FAULTS for k in kinds):
             faketime_library()
         cleanup_leftovers()
-        cluster = NamespacedCluster(
+        namespaced = NamespacedCluster(
             Run(),
-            run_dir,
+            data_dir,
             cfg.brokers,
             cfg.metas,
             overrides,
             disks=any(k in DISK_FAULTS for k in kinds),
         )
-    else:
-        cluster = LocalCluster(
-            cfg.brokers, cfg.metas, run_dir, free_base_port(cfg.brokers, cfg.metas), overrides
-        )
-    try:
-        cluster.start()
-    except BaseException:
-        release(cluster)
-        raise
-    return cluster
+        try:
+            namespaced.start()
+        except BaseException:
+            namespaced.close()
+            raise
+        return namespaced
+    for attempt in range(3):
+        shutil.rmtree(data_dir, ignore_errors=True)
+        base_port = free_base_port(cfg.brokers, cfg.metas)
+        cluster = LocalCluster(cfg.brokers, cfg.metas, data_dir, base_port, overrides)
+        try:
+            cluster.start()
+            return cluster
+        except BaseException as e:
+            cluster.stop()
+            # A port found free was taken before a node bound it (other clusters on the
+            # machine): another range, in a fresh directory.
+            if not isinstance(e, RuntimeError) or attempt == 2 or not _port_clash(cluster):
+                raise
+            log.warning("a port of %d.. was taken meanwhile; starting on other ports", base_port)
+    raise AssertionError("unreachable")
+
+
+def _port_clash(cluster: LocalCluster) -> bool:
+    return any(
+        "Address already in use" in node.log_file.read_text(errors="replace")
+        for node in cluster.nodes.values()
+        if node.log_file.exists()
+    )
 
 
 def release(cluster: LocalCluster) -> None:
@@ -205,7 +226,7 @@ def build_config(
     min_insync_replicas: int = 2,
     partitions: int = 6,
     rate: float = 100.0,
-    down_s: float = 4.0,
+    down_s: float = 0.0,
     quiet_s: float = 4.0,
     producers: tuple[str, ...] = ("idempotent",),
     overrides: dict[str, str] | None = None,

@@ -31,6 +31,15 @@ NETWORK_FAULTS: dict[str, FaultFn] = network.FAULTS
 DISK_FAULTS: dict[str, FaultFn] = disk.FAULTS
 CLOCK_FAULTS: dict[str, FaultFn] = clock.FAULTS
 FAULTS: dict[str, FaultFn] = PROCESS_FAULTS | NETWORK_FAULTS | DISK_FAULTS | CLOCK_FAULTS
+# How long each fault lasts unless the schedule says: a pause outlasts replica.lag.time.max.ms
+# but not broker.session.timeout.ms (REPLICATED_OVERRIDES: 2 s, 6 s); a cut outlasts the
+# session, so the meta service fences whom it no longer hears and a new leader takes over.
+DEFAULT_DOWN_S: dict[str, float] = (
+    dict.fromkeys(PROCESS_FAULTS, 4.0)
+    | dict.fromkeys(NETWORK_FAULTS, 10.0)
+    | dict.fromkeys(DISK_FAULTS, 10.0)
+    | dict.fromkeys(CLOCK_FAULTS, 15.0)
+)
 
 
 def needs_namespaces(kinds: tuple[str, ...]) -> bool:
@@ -43,7 +52,7 @@ class Schedule:
     kinds: tuple[str, ...] = ("kill-leader", "kill-broker", "pause-follower", "kill-meta-leader")
     rounds: int = 4  # at most this many rounds (0: as many as ``duration_s`` allows)
     duration_s: float = 0.0  # no new round starts after this long (0: no limit)
-    down_s: float = 4.0  # how long a fault lasts (a killed node stays down, a pause lasts)
+    down_s: float = 0.0  # how long a fault lasts (a killed node stays down...); 0: its default
     quiet_s: float = 4.0  # healthy time after recovery, before the next round
     recover_timeout_s: float = 60.0
     full_isr: bool = True  # "recovered" includes every replica back in the ISR
@@ -57,6 +66,9 @@ class Schedule:
             raise ValueError("no fault kinds")
         if self.rounds <= 0 and self.duration_s <= 0:
             raise ValueError("a schedule needs rounds or a duration")
+
+    def down_for(self, kind: str) -> float:
+        return self.down_s or DEFAULT_DOWN_S[kind]
 
 
 class Nemesis:
@@ -90,13 +102,14 @@ class Nemesis:
     def _round(self, i: int, kind: str, s: Schedule, rng: random.Random) -> None:
         partitions = sorted(self.view.partitions())
         target = partitions[i % len(partitions)] if partitions else 0
-        ctx = Context(self.cluster, self.history, self.view, rng, target, s.down_s)
+        down_s = s.down_for(kind)
+        ctx = Context(self.cluster, self.history, self.view, rng, target, down_s)
         injected = FAULTS[kind](ctx)
         if injected is None:
             return
         fault, self._heal = injected
         log.info("round %d: %s %s (%s)", i, kind, fault.target, fault.detail)
-        self._stop.wait(s.down_s)
+        self._stop.wait(down_s)
         self._heal()
         self._heal = None
         fault.t_recovered = self.view.wait_whole(s.recover_timeout_s, s.full_isr)
