@@ -31,6 +31,7 @@ FILLER = ".verify-filler"
 class LoopFs:
     def __init__(self, run: Run, image: Path, mount: Path, size_mb: int) -> None:
         self.run, self.image, self.mount, self.size_mb = run, image, mount, size_mb
+        self.device = ""  # the loop device while mounted
 
     def create(self) -> None:
         self.image.parent.mkdir(parents=True, exist_ok=True)
@@ -41,12 +42,19 @@ class LoopFs:
         self._mount()
 
     def _mount(self) -> None:
-        run_cmd("mount", "-o", "loop", str(self.image), str(self.mount))
+        """Through a loop device of its own each time: ``mount -o loop`` would reuse the image's
+        device, and with it the old superblock - shut down - while the nodes' mount namespaces
+        (``ip netns exec``) still hold the previous mount."""
+        self.device = run_cmd("losetup", "--find", "--show", str(self.image)).strip()
+        run_cmd("mount", self.device, str(self.mount))
         self.run.add_mount(self.mount)
 
     def unmount(self) -> None:
         if os.path.ismount(self.mount):
             run_cmd("umount", str(self.mount))
+        if self.device:  # still in use in another mount namespace: detached once unused
+            run_cmd("losetup", "--detach", self.device, check=False)
+            self.device = ""
         self.run.remove_mount(self.mount)
 
     def remount(self) -> None:
@@ -57,21 +65,18 @@ class LoopFs:
         """Take every free block; the bytes taken."""
         path = self.mount / FILLER
         st = os.statvfs(self.mount)
-        taken = 0
         with path.open("ab", buffering=0) as f:
-            free = st.f_bavail * st.f_frsize
-            with contextlib.suppress(OSError):
-                os.posix_fallocate(f.fileno(), 0, free)
-                taken = free
+            with contextlib.suppress(OSError):  # ENOSPC: it may still have taken most
+                os.posix_fallocate(f.fileno(), 0, st.f_bavail * st.f_frsize)
             chunk = b"\0" * 4096
             while True:  # what fallocate could not take, block by block
                 try:
-                    taken += f.write(chunk) or 0
+                    f.write(chunk)
                 except OSError as e:
                     if e.errno != errno.ENOSPC:
                         raise
                     break
-        return taken
+            return os.fstat(f.fileno()).st_blocks * 512
 
     def unfill(self) -> None:
         (self.mount / FILLER).unlink(missing_ok=True)

@@ -162,7 +162,10 @@ def remove_resources(netns: list[str], links: list[str], mounts: list[str]) -> l
         time.sleep(0.05)
     for mount in mounts:
         if os.path.ismount(mount):
+            device = run_cmd("findmnt", "-n", "-o", "SOURCE", mount, check=False).strip()
             run_cmd("umount", "-l", mount, check=False)
+            if device.startswith("/dev/loop"):  # loopfs.py attaches its own devices
+                run_cmd("losetup", "--detach", device, check=False)
             done.append(f"unmounted {mount}")
     for ns in netns:
         run_cmd("ip", "netns", "delete", ns, check=False)

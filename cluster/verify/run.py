@@ -171,7 +171,9 @@ def run_verify(run_dir: Path, cfg: VerifyConfig, out: Callable[[str], None] = pr
                 f"stopping the cluster took {time.monotonic() - t_stop:.0f}s: a node ignored "
                 "SIGTERM and was killed (see the rafka.cluster warning)"
             )
-        replicas = read_replica_logs(cluster.data_dir, w.topic)
+        disks = cluster.disks if isinstance(cluster, NamespacedCluster) else {}
+        more = {name: [fs.mount] for name, fs in disks.items()}
+        replicas = read_replica_logs(cluster.data_dir, w.topic, more)
         report = check(history, final, replicas, w.replication_factor)
         report.lines.insert(0, headline(report))
         phase("checked")

@@ -147,22 +147,30 @@ class ReplicaLog:
         return self.batches[-1].last_offset + 1 if self.batches else 0
 
 
-def read_replica_logs(data_dir: Path, topic: str) -> dict[int, dict[str, ReplicaLog]]:
-    """partition -> broker name -> its replica's log, from ``<data_dir>/broker-*/<topic>-<p>``.
+def read_replica_logs(
+    data_dir: Path, topic: str, more_dirs: dict[str, list[Path]] | None = None
+) -> dict[int, dict[str, ReplicaLog]]:
+    """partition -> broker name -> its replica's log, from ``<data_dir>/broker-*/<topic>-<p>``
+    and the other log directories of each broker in ``more_dirs`` (by broker name).
 
     Read-only: plain reads of the ``.log`` files, nothing opened through PartitionLog (which
     recovers and writes state). Run it on a stopped cluster (or a copy of its data dir).
     """
-    out: dict[int, dict[str, ReplicaLog]] = defaultdict(dict)
+    dirs: dict[str, list[Path]] = defaultdict(list)
     for broker_dir in sorted(Path(data_dir).glob("broker-*")):
-        for pdir in sorted(broker_dir.glob(f"{topic}-*")):
+        dirs[broker_dir.name].append(broker_dir)
+    for broker, extra in (more_dirs or {}).items():
+        dirs[broker] += extra
+    out: dict[int, dict[str, ReplicaLog]] = defaultdict(dict)
+    for broker, log_dirs in sorted(dirs.items()):
+        for pdir in sorted(p for d in log_dirs for p in d.glob(f"{topic}-*")):
             name, _, index = pdir.name.rpartition("-")
             if name != topic or not index.isdigit() or not pdir.is_dir():
                 continue
-            rlog = ReplicaLog(broker_dir.name, int(index))
+            rlog = ReplicaLog(broker, int(index))
             for segment in sorted(pdir.glob("*.log")):
                 _read_segment(segment, rlog)
-            out[int(index)][broker_dir.name] = rlog
+            out[int(index)][broker] = rlog
     return dict(out)
 
 
