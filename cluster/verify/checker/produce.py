@@ -1,5 +1,6 @@
-"""The verdict on a chaos run: Kafka's promise for acks=all (min.insync.replicas=2, unclean
-leader election off), checked against the `History`, a final read and every replica's disk.
+"""The verdict on a run of the produce workload: Kafka's promise for acks=all
+(min.insync.replicas=2, unclean leader election off), checked against the `History`, a final
+read and every replica's disk.
 
 Inputs:
 

@@ -1,4 +1,4 @@
-"""The chaos workload: producers writing continuously to one multi-partition topic and a consumer
+"""The produce workload: producers writing continuously to one multi-partition topic and a consumer
 reading it throughout, all recording into a `History`.
 
 Producers (each record ``key=b"<name>-<seq>"``, ``value=b"<name> <seq>"``, no partition given, so
