@@ -28,7 +28,7 @@ compat: $(STAMP)
 
 # The long verify schedule: one `rafka verify` run per nemesis (CHAOS_TIME seconds of faults
 # each, a fresh cluster each; network faults need root), then one table row per nemesis.
-CHAOS_NEMESES ?= kill-leader,kill-broker,pause-follower,kill-meta-leader,isolate-node,split-majority,isolate-meta-leader,zombie-leader,one-way,packet-loss
+CHAOS_NEMESES ?= kill-leader,kill-broker,pause-follower,kill-meta-leader,isolate-node,split-majority,isolate-meta-leader,zombie-leader,one-way,packet-loss,disk-full,disk-error,clock-skew
 CHAOS_TIME ?= 180
 chaos: $(STAMP)
 	$(PY) -m cluster.cli verify --each --nemesis $(CHAOS_NEMESES) --time $(CHAOS_TIME) --seed 1 $(ARGS)
