@@ -56,6 +56,7 @@ from dataplane.log.errors import (
 from dataplane.log.index import CorruptIndexError
 from dataplane.log.log_config import LogConfig
 from dataplane.log.log_dirs import LogDirFailure
+from dataplane.log.recompress import needs_recompression, recompress
 from dataplane.log.record_validation import RecordChecks, check_records, headers_in_range
 from dataplane.log.recovery import load_segments, rebuild_epoch_cache
 from dataplane.log.segment import LogSegment, fsync_dir
@@ -72,6 +73,8 @@ _REFUSAL_ADVICE = {
     "needs a key on every record)",
     ErrorCode.corrupt_message: "the producer's compressed records do not decode: check its "
     "compression library",
+    ErrorCode.message_too_large: "stored in the topic's compression.type, the batch outgrows "
+    "max.message.bytes: produce smaller batches, or raise max.message.bytes",
 }
 
 log = logging.getLogger(__name__)
@@ -443,6 +446,9 @@ class PartitionLog:
         infos = validated
         if infos is None:
             infos = self.validate(records, now_ms, from_client=from_client)
+        codec = config.stored_codec
+        if codec is not None and needs_recompression(infos, codec):
+            records, infos = self._recompress(records, infos, codec)
         buf = _patchable(records)
         append_time = now_ms if config.log_append_time else None
         base_offset = self.log_end_offset
@@ -451,6 +457,25 @@ class PartitionLog:
         self._append(buf, infos, now_ms)
         log_append_time = -1 if append_time is None else append_time
         return AppendResult(base_offset, infos[-1].last_offset, log_append_time, infos)
+
+    def _recompress(
+        self, records: bytes | bytearray | memoryview, infos: list[BatchInfo], codec: int
+    ) -> tuple[bytearray, list[BatchInfo]]:
+        """The topic's compression.type applied (recompress.py); a refusal is reported as the
+        record checks' are."""
+        config = self.config
+        try:
+            return recompress(
+                records,
+                infos,
+                codec,
+                config.inflation_limit,
+                config.max_message_bytes,
+                self.directory.name,
+            )
+        except RecordError as e:
+            self._report_refusal(e)
+            raise
 
     @_storage
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendResult:
