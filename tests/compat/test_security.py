@@ -116,6 +116,7 @@ ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENT
 OFFSET_DELETE, DESCRIBE_QUOTAS, ALTER_QUOTAS, DESCRIBE_SCRAM, ALTER_SCRAM = 47, 48, 49, 50, 51
 DESCRIBE_CLUSTER, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 60, 61, 65, 66
 CONSUMER_GROUP_HEARTBEAT = 68
+UNREGISTER_CONTROLLER = 94
 
 TIMEOUT = datetime.timedelta(seconds=30)
 # Kafka's controller words a CLUSTER_AUTHORIZATION_FAILED with its internal request object
@@ -1060,6 +1061,13 @@ def test_cluster_operations(users: Principals) -> None:
         masked=KAFKA_REQUEST_TEXT,
         timeout=TIMEOUT,
         topics=(),
+    )
+    users.writer.call(
+        "UnregisterController as writer (no CLUSTER ALTER)",
+        UNREGISTER_CONTROLLER,
+        0,
+        masked=KAFKA_REQUEST_TEXT,
+        controller_id=42,
     )
     users.writer.call(
         "ListPartitionReassignments as writer (CLUSTER DESCRIBE)",
