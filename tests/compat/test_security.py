@@ -2112,6 +2112,31 @@ def test_request_percentage_throttled(users: Principals) -> None:
     )
 
 
+def test_produce_over_request_percentage_throttled(users: Principals) -> None:
+    """Kafka's Produce answer carries the larger of its byte-rate and request-time throttles
+    (KafkaApis.handleProduceRequest)."""
+    alter_quotas(
+        users.admin,
+        "AlterClientQuotas: request_percentage of a producer's client id",
+        quota_entry({"client-id": "sec-busy-producer"}, request_percentage=0.0001),
+    )
+    b = builder(PRODUCE, 11)
+    batch = make_batch([b"z" * 100], timestamps=[int(time.time() * 1000)])
+    data = (
+        b.TopicProduceData(
+            name=OPEN, partition_data=(b.PartitionProduceData(index=0, records=batch),)
+        ),
+    )
+    throttled(
+        users.admin,
+        "Produce over request_percentage is throttled",
+        "sec-busy-producer",
+        PRODUCE,
+        11,
+        lambda _: {"transactional_id": None, "acks": -1, "timeout": 10000, "topic_data": data},
+    )
+
+
 def test_controller_mutation_rate(users: Principals) -> None:
     alter_quotas(
         users.admin,
