@@ -96,6 +96,13 @@ func errorName(err error) string {
 	return strings.TrimPrefix(reflect.TypeOf(err).String(), "*")
 }
 
+// isKafkaError: the error is one of Kafka's protocol errors (a broker's answer).
+func isKafkaError(err error) bool {
+	var ke *kerr.Error
+	var se sarama.KError
+	return errors.As(err, &ke) || errors.As(err, &se)
+}
+
 // codeName: Kafka's name of an error code (franz-go's table serves both libraries).
 func codeName(code int16) string {
 	if code == 0 {
@@ -145,4 +152,13 @@ func sortedInt32(set map[int32]bool) []int32 {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,17 +1,9 @@
 package main
 
-func (franz) groupConsume(o options) (int, error)         { return 0, unsupported("todo") }
-func (franz) describeGroup(o options) (int, error)        { return 0, unsupported("todo") }
-func (franz) committed(o options) (int, error)            { return 0, unsupported("todo") }
-func (franz) commit(o options) (int, error)               { return 0, unsupported("todo") }
 func (franz) txnProduce(o options) (int, error)           { return 0, unsupported("todo") }
 func (franz) txnCopy(o options) (int, error)              { return 0, unsupported("todo") }
 func (franz) txnFence(o options) (int, error)             { return 0, unsupported("todo") }
 func (franz) admin(a string, o options) (int, error)      { return 0, unsupported("todo") }
-func (saramaLib) groupConsume(o options) (int, error)     { return 0, unsupported("todo") }
-func (saramaLib) describeGroup(o options) (int, error)    { return 0, unsupported("todo") }
-func (saramaLib) committed(o options) (int, error)        { return 0, unsupported("todo") }
-func (saramaLib) commit(o options) (int, error)           { return 0, unsupported("todo") }
 func (saramaLib) txnProduce(o options) (int, error)       { return 0, unsupported("todo") }
 func (saramaLib) txnCopy(o options) (int, error)          { return 0, unsupported("todo") }
 func (saramaLib) txnFence(o options) (int, error)         { return 0, unsupported("todo") }
