@@ -347,8 +347,13 @@ func (franz) commit(o options) (int, error) {
 		id := o.str("instance-id", "")
 		req.InstanceID = &id
 	}
+	// v10+ names the topic by its id (kgo sends the newest version both sides have).
+	topics, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
 	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, topics[topic].ID
 	for _, p := range sortedPartitions(offsets) {
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch = p, offsets[p], -1
