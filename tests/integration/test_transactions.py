@@ -35,7 +35,15 @@ from tests.integration.clients.drivers import (
 )
 from tests.integration.conftest import wait_for
 
-TXN_DRIVERS = ["confluent", "kafka-python", "kafkajs", "java-4.3.0", "java-3.9.1"]
+TXN_DRIVERS = [
+    "confluent",
+    "kafka-python",
+    "kafkajs",
+    "java-4.3.0",
+    "java-3.9.1",
+    "franz-go",
+    "sarama",
+]
 PARTITIONS = 3
 FENCED = {"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"}
 # A read that must come back empty (or short) watches the topic this long.

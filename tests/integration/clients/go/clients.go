@@ -31,6 +31,15 @@ func logLevel() string {
 // franzClient: a kgo client of the bootstrap brokers, with $RAFKA_CLIENT_SECURITY and
 // $RAFKA_CLIENT_LOG applied, plus the command's own options.
 func franzClient(o options, extra ...kgo.Opt) (*kgo.Client, error) {
+	opts, err := franzClientOpts(o, extra...)
+	if err != nil {
+		return nil, err
+	}
+	return kgo.NewClient(opts...)
+}
+
+// franzClientOpts: franzClient's options (for kgo.NewGroupTransactSession).
+func franzClientOpts(o options, extra ...kgo.Opt) ([]kgo.Opt, error) {
 	sec, err := loadSecurity()
 	if err != nil {
 		return nil, err
@@ -49,7 +58,7 @@ func franzClient(o options, extra ...kgo.Opt) (*kgo.Client, error) {
 		kgo.WithLogger(kgo.BasicLogger(os.Stderr, level, nil)),
 	}
 	opts = append(opts, secOpts...)
-	return kgo.NewClient(append(opts, extra...)...)
+	return append(opts, extra...), nil
 }
 
 // franzAdmin: a kadm client over a kgo client (close the kgo client when done).

@@ -13,10 +13,10 @@ import (
 // groupSettings are group-consume's options (../README.md, "Consumer groups").
 type groupSettings struct {
 	topic, group, commit, protocol, assignor, instanceID, offsetReset string
-	maxRecords, commitEvery, stallAt                                int
-	duration, process, stall                                        time.Duration
-	seeks                                                           map[int32][2]int64 // p -> {offset, at (-1: first record)}
-	pause                                                           []int32
+	maxRecords, commitEvery, stallAt                                  int
+	duration, process, stall                                          time.Duration
+	seeks                                                             map[int32][2]int64 // p -> {offset, at (-1: first record)}
+	pause                                                             []int32
 }
 
 func groupOptions(o options) groupSettings {

@@ -395,4 +395,3 @@ func (saramaLib) commit(o options) (int, error) {
 	printLine(commitReport(errs))
 	return exitOK, nil
 }
-

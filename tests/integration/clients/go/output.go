@@ -162,3 +162,5 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
