@@ -1,7 +1,4 @@
 package main
 
 func (franz) admin(a string, o options) (int, error)     { return 0, unsupported("todo") }
-func (saramaLib) txnProduce(o options) (int, error)      { return 0, unsupported("todo") }
-func (saramaLib) txnCopy(o options) (int, error)         { return 0, unsupported("todo") }
-func (saramaLib) txnFence(o options) (int, error)        { return 0, unsupported("todo") }
 func (saramaLib) admin(a string, o options) (int, error) { return 0, unsupported("todo") }
