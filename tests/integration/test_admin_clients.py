@@ -1,8 +1,9 @@
 """Every admin call of issue 13 through the real clients' admin APIs — confluent-kafka's
-AdminClient, kafka-python's KafkaAdminClient, the Java Admin client (4.3.0 and 3.9.1) and
-KafkaJS's admin — against a 3-broker Rafka cluster, each checked by its effect: partitions in
-metadata after CreatePartitions, the log start after DeleteRecords, config sources after
-DescribeConfigs/AlterConfigs, leaders after ElectLeaders, replicas after a reassignment, ...
+AdminClient, kafka-python's KafkaAdminClient, the Java Admin client (4.3.0 and 3.9.1),
+KafkaJS's admin, franz-go's kadm and IBM Sarama's ClusterAdmin — against a 3-broker Rafka
+cluster, each checked by its effect: partitions in metadata after CreatePartitions, the log
+start after DeleteRecords, config sources after DescribeConfigs/AlterConfigs, leaders after
+ElectLeaders, replicas after a reassignment, ...
 
 Each client runs through its driver's `admin` commands (tests/integration/clients/README.md,
 "Admin"), which print one client-neutral JSON shape, so one test checks them all. A client is

@@ -2,9 +2,9 @@
 keyed records with headers and explicit timestamps (each compression codec), read everything
 back from the earliest offset with assign/seek, and ask ListOffsets by time.
 
-Clients: confluent-kafka, kafka-python, aiokafka, kcat, KafkaJS 2.2.4 and the Java client
-(4.3.0 and 3.9.1), each through its driver in tests/integration/clients (one command-line
-contract for all of them)."""
+Clients: confluent-kafka, kafka-python, aiokafka, kcat, KafkaJS 2.2.4, the Java client (4.3.0
+and 3.9.1), franz-go and IBM Sarama, each through its driver in tests/integration/clients (one
+command-line contract for all of them)."""
 
 from __future__ import annotations
 

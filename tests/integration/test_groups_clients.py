@@ -1,6 +1,7 @@
 """Consumer groups through every client with a group consumer: confluent-kafka (librdkafka),
-kafka-python, aiokafka, KafkaJS 2.2.4 and the Java client (4.3.0, and 3.9.1), each through its
-driver's ``group-consume`` (tests/integration/clients/README.md, "Consumer groups").
+kafka-python, aiokafka, KafkaJS 2.2.4, the Java client (4.3.0, and 3.9.1), franz-go and IBM
+Sarama, each through its driver's ``group-consume`` (tests/integration/clients/README.md,
+"Consumer groups").
 
 - three members of one group share a 6-partition topic, each partition owned by exactly one
   member; a member that stops hands its partitions over within the session timeout, one that
@@ -10,8 +11,8 @@ driver's ``group-consume`` (tests/integration/clients/README.md, "Consumer group
   on, and its committed offsets are intact (no record below them is processed again);
 - static membership (group.instance.id): a restarted member gets its partitions back without
   a rebalance of the others;
-- KIP-848 (group.protocol=consumer) with confluent-kafka and Java 4.3.0, in one group while
-  members come and go;
+- KIP-848 (group.protocol=consumer) with confluent-kafka, Java 4.3.0 and franz-go, in one group
+  while members come and go;
 - the consumer flows of the seeds with each client: the rebalance callbacks get the right
   partitions (eager, and cooperative where the client has it), seek forward and back, pause
   while new records arrive and resume, a manual commit of chosen offsets is what OffsetFetch
@@ -359,8 +360,8 @@ CHURN = {
 
 @pytest.mark.parametrize("protocol", list(CHURN))
 def test_members_joining_while_others_leave(cluster: object, protocol: str) -> None:
-    """Different clients in one group (KIP-848: confluent-kafka, Java 4.3.0 and franz-go); two start,
-    then members join while others leave (clean stops and a kill -9) without waiting for the
+    """Different clients in one group (KIP-848: confluent-kafka, Java 4.3.0 and franz-go); two
+    start, then members join while others leave (clean stops and a kill -9) without waiting for the
     group to settle, records flowing all along: in the end three members share the partitions
     and nothing was lost."""
     if protocol == "consumer":
