@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log"
 	"os"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -30,12 +32,26 @@ func logLevel() string {
 
 // franzClient: a kgo client of the bootstrap brokers, with $RAFKA_CLIENT_SECURITY and
 // $RAFKA_CLIENT_LOG applied, plus the command's own options.
+// Over SASL a refused login ends the command at once (kgo would retry it until the command's
+// timeout): a Ping (one Metadata request) goes first.
 func franzClient(o options, extra ...kgo.Opt) (*kgo.Client, error) {
 	opts, err := franzClientOpts(o, extra...)
 	if err != nil {
 		return nil, err
 	}
-	return kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	if sec, _ := loadSecurity(); sec.sasl() {
+		ctx, cancel := deadline(o, 60)
+		defer cancel()
+		if err := cl.Ping(ctx); err != nil && errors.Is(err, kerr.SaslAuthenticationFailed) {
+			cl.Close()
+			return nil, err
+		}
+	}
+	return cl, nil
 }
 
 // franzClientOpts: franzClient's options (for kgo.NewGroupTransactSession).

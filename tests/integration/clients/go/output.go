@@ -83,6 +83,9 @@ func errorName(err error) string {
 	if errors.As(err, &se) {
 		return codeName(int16(se))
 	}
+	if code := saramaWrapped(err); code != 0 {
+		return codeName(code)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "TIMEOUT"
 	}
@@ -100,7 +103,19 @@ func errorName(err error) string {
 func isKafkaError(err error) bool {
 	var ke *kerr.Error
 	var se sarama.KError
-	return errors.As(err, &ke) || errors.As(err, &se)
+	return errors.As(err, &ke) || errors.As(err, &se) || saramaWrapped(err) != 0
+}
+
+// saramaWrapped: the code of a broker's error that Sarama wrapped with its message
+// (sarama.Wrap: a sentinelError, whose Unwrap gives the message, so only errors.Is finds the
+// KError); 0 if none.
+func saramaWrapped(err error) int16 {
+	for code := int16(1); code < 256; code++ {
+		if errors.Is(err, sarama.KError(code)) {
+			return code
+		}
+	}
+	return 0
 }
 
 // codeName: Kafka's name of an error code (franz-go's table serves both libraries).
