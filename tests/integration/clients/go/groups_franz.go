@@ -12,10 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// franzBalancers: --assignor as kgo balancers. Under KIP-848 (--protocol consumer) kgo names
+// franzBalancer: --assignor as a kgo balancer. Under KIP-848 (--protocol consumer) kgo names
 // the broker's assignor by its balancer: RangeBalancer asks for "range", StickyBalancer for
 // "uniform" (the default).
-func franzBalancers(s groupSettings) (kgo.GroupBalancer, error) {
+func franzBalancer(s groupSettings) (kgo.GroupBalancer, error) {
 	if s.protocol == "consumer" {
 		switch s.assignor {
 		case "", "uniform":
@@ -120,7 +120,7 @@ func (m *franzMember) onLost(_ context.Context, _ *kgo.Client, gone map[string][
 
 func (franz) groupConsume(o options) (int, error) {
 	m := &franzMember{member: newMember(o)}
-	balancer, err := franzBalancers(m.groupSettings)
+	balancer, err := franzBalancer(m.groupSettings)
 	if err != nil {
 		return 0, err
 	}

@@ -116,15 +116,17 @@ func run(argv []string) int {
 	return rc
 }
 
-// call runs a command; a usageError panic (options.required and friends) becomes its error.
+// call runs a command; a panic with a usage or unsupported error (options.required and friends,
+// checks deep in option parsing) becomes its error.
 func call(fn func(options) (int, error), o options) (rc int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			bad, ok := r.(usageError)
-			if !ok {
+			e, ok := r.(error)
+			var bad usageError
+			if !ok || !(errors.As(e, &bad) || errors.Is(e, errUnsupported)) {
 				panic(r)
 			}
-			rc, err = exitUsage, bad
+			rc, err = exitFailed, e
 		}
 	}()
 	return fn(o)
