@@ -194,7 +194,11 @@ COORDINATOR_KILL_TIMING = {d: FAST for d in GROUP_DRIVERS} | {
 }
 
 
-@pytest.mark.parametrize("driver", GROUP_DRIVERS)
+# Sarama is left out for CI time (14 s): franz-go stands for the Go clients here.
+COORDINATOR_KILL_DRIVERS = [d for d in GROUP_DRIVERS if d != "sarama"]
+
+
+@pytest.mark.parametrize("driver", COORDINATOR_KILL_DRIVERS)
 def test_group_survives_coordinator_kill(cluster: object, driver: str) -> None:
     if isinstance(cluster, External):
         pytest.skip("needs a Rafka cluster to kill a broker of")
