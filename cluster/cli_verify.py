@@ -25,7 +25,12 @@ def verify(
         ),
     ] = _PROCESS,
     workload: Annotated[
-        str, typer.Option(help="The workload: produce (acks=all producers and a live reader).")
+        str,
+        typer.Option(
+            help="The workload: produce (acks=all producers and a live reader) or txn "
+            "(transactional producers over several partitions, some aborted on purpose; "
+            "read_committed and read_uncommitted readers)."
+        ),
     ] = "produce",
     time_s: Annotated[
         float, typer.Option("--time", help="Seconds of faults (no round starts after).")
@@ -69,8 +74,6 @@ def verify(
     from cluster.verify.resources import VerifyError
     from cluster.verify.run import build_config, run_verify, table
 
-    if workload != "produce":
-        raise typer.BadParameter(f"unknown workload {workload!r} (known: produce)")
     if meta not in (1, 3):
         raise typer.BadParameter("--meta must be 1 or 3")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -96,6 +99,7 @@ def verify(
                 quiet_s=quiet,
                 producers=tuple(p.strip() for p in producers.split(",") if p.strip()),
                 overrides=parse_overrides(override),
+                workload=workload,
             )
         except ValueError as e:
             raise typer.BadParameter(str(e)) from None

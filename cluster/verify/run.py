@@ -19,6 +19,7 @@ from typing import Any
 
 from cluster.local import LocalCluster, free_base_port
 from cluster.verify.checker.produce import Report, check, final_read, read_replica_logs
+from cluster.verify.checker.txn import check_txns
 from cluster.verify.cluster import NamespacedCluster, faketime_library
 from cluster.verify.history import OK, History
 from cluster.verify.nemesis.base import ClusterView, alive
@@ -30,6 +31,9 @@ from cluster.verify.resources import (
 )
 from cluster.verify.schedule import CLOCK_FAULTS, DISK_FAULTS, Nemesis, Schedule, needs_namespaces
 from cluster.verify.workload.produce import Workload, WorkloadConfig
+from cluster.verify.workload.txn import READ_COMMITTED, TxnWorkload
+
+FINAL_COMMITTED = "final-rc"  # the read_committed final read of a txn run
 
 log = logging.getLogger("rafka.verify")
 
@@ -132,7 +136,7 @@ def run_verify(run_dir: Path, cfg: VerifyConfig, out: Callable[[str], None] = pr
     run_dir.mkdir(parents=True, exist_ok=True)
     cluster = start_cluster(run_dir, cfg, overrides)
     history = History()
-    workload = Workload(cluster, history, w)
+    workload = (TxnWorkload if w.kind == "txn" else Workload)(cluster, history, w)
     nemesis = Nemesis(cluster, history, w.topic)
     try:
         where = "own network namespaces" if isinstance(cluster, NamespacedCluster) else "local"
@@ -159,10 +163,18 @@ def run_verify(run_dir: Path, cfg: VerifyConfig, out: Callable[[str], None] = pr
         phase("producers stopped; final read")
         isr = {p: st.isr for p, st in ClusterView(cluster, w.topic).partitions(10).items()}
         final = final_read(history, cluster.bootstrap, w.topic, w.partitions, isr)
-        assert workload.consumer is not None
-        if not workload.consumer.catch_up(final.high, 30):
-            history.note("live consumer did not reach the final high watermarks within 30s")
-        workload.consumer.stop()
+        if w.kind == "txn":
+            committed = final_read(
+                history,
+                cluster.bootstrap,
+                w.topic,
+                w.partitions,
+                isolation="read_committed",
+                name=FINAL_COMMITTED,
+            )
+        if not workload.catch_up(final.high, 30):
+            history.note("live consumers did not reach the final high watermarks within 30s")
+        workload.stop_consumers()
         phase("final read done; stopping the cluster")
         t_stop = time.monotonic()
         cluster.stop()
@@ -174,7 +186,17 @@ def run_verify(run_dir: Path, cfg: VerifyConfig, out: Callable[[str], None] = pr
         disks = cluster.disks if isinstance(cluster, NamespacedCluster) else {}
         more = {name: [fs.mount] for name, fs in disks.items()}
         replicas = read_replica_logs(cluster.data_dir, w.topic, more)
-        report = check(history, final, replicas, w.replication_factor)
+        report = check(history, final, replicas, w.replication_factor, dense=w.kind != "txn")
+        if w.kind == "txn":
+            if not committed.complete:
+                report.failures.append(
+                    f"the read_committed final read did not reach the high watermarks "
+                    f"{committed.high} (the last stable offset stuck behind an open transaction)"
+                )
+            txns = check_txns(history, {READ_COMMITTED, FINAL_COMMITTED}, FINAL_COMMITTED)
+            report.failures += txns.failures
+            report.figures.update(txns.figures)
+            report.lines += txns.lines
         report.lines.insert(0, headline(report))
         phase("checked")
     finally:
@@ -213,6 +235,11 @@ def headline(report: Report) -> str:
         f"{f.get('lost', 0)}  duplicated {f.get('duplicated', 0)}  indeterminate "
         f"{f.get('indeterminate', 0)}  faults {f['fault_count']}  longest ack gap during a "
         f"fault {f['worst_gap_s']:.1f}s  anomalies {len(report.failures)}"
+    ) + (
+        f"  transactions {f['txns']} (committed {f['txns_committed']}, aborted "
+        f"{f['txns_aborted']}, indeterminate {f['txns_indeterminate']})"
+        if "txns" in f
+        else ""
     )
 
 
@@ -232,12 +259,16 @@ def build_config(
     quiet_s: float = 4.0,
     producers: tuple[str, ...] = ("idempotent",),
     overrides: dict[str, str] | None = None,
+    workload: str = "produce",
 ) -> VerifyConfig:
-    """A run of the idempotent-produce workload (``producers``: ``idempotent`` and/or
-    ``plain``, confluent-kafka with acks=all) under ``nemesis``: what ``rafka verify`` runs."""
+    """A run of ``workload`` under ``nemesis``: what ``rafka verify`` runs. ``produce``: the
+    idempotent-produce workload (``producers``: ``idempotent`` and/or ``plain``, confluent-kafka
+    with acks=all); ``txn``: transactional producers and read_committed readers."""
     unknown = set(producers) - {"idempotent", "plain"}
     if unknown or not producers:
         raise ValueError(f"producers: idempotent and/or plain, not {sorted(unknown) or 'none'}")
+    if workload not in ("produce", "txn"):
+        raise ValueError(f"unknown workload {workload!r} (known: produce, txn)")
     replicated = replication_factor > 1
     return VerifyConfig(
         brokers=brokers,
@@ -249,6 +280,8 @@ def build_config(
             rate=rate,
             idempotent_py="idempotent" in producers,
             plain_py="plain" in producers,
+            kind=workload,
+            seed=seed,
         ),
         schedule=Schedule(
             kinds=nemesis,

@@ -339,9 +339,18 @@ class JavaProducer:
 
 
 class LiveConsumer:
-    """Reads every partition from the beginning throughout the run (assign, no group)."""
+    """Reads every partition from the beginning throughout the run (assign, no group), at
+    ``isolation`` (Kafka's isolation.level)."""
 
-    def __init__(self, history: History, bootstrap: str, topic: str, partitions: int, name: str):
+    def __init__(
+        self,
+        history: History,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        name: str,
+        isolation: str = "read_uncommitted",
+    ):
         self.history, self.topic, self.partitions, self.name = history, topic, partitions, name
         self.conf = _rdkafka_conf(
             bootstrap,
@@ -350,10 +359,12 @@ class LiveConsumer:
                 "enable.auto.commit": False,
                 "enable.partition.eof": False,
                 "auto.offset.reset": "earliest",
-                "isolation.level": "read_uncommitted",
+                "isolation.level": isolation,
             },
         )
-        self.position: dict[int, int] = {}  # next offset per partition (the checker judges)
+        # next offset per partition: past the last record handed over, or past the control
+        # records and aborted transactions the client skipped (the checker judges the records)
+        self.position: dict[int, int] = {}
         self.errors: Counter[str] = Counter()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"consumer-{name}", daemon=True)
@@ -370,11 +381,11 @@ class LiveConsumer:
     def catch_up(self, high: dict[int, int], timeout_s: float) -> bool:
         """Wait (polling, with a deadline) until this consumer has read up to ``high``."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if all(self.position.get(p, 0) >= h for p, h in high.items()):
-                return True
+        while not all(self.position.get(p, 0) >= h for p, h in high.items()):
+            if time.monotonic() > deadline:
+                return False
             time.sleep(0.05)
-        return False
+        return True
 
     def stop(self) -> None:
         """Harmless when already stopped (or never started)."""
@@ -397,6 +408,12 @@ class LiveConsumer:
                 assert p is not None and o is not None  # a record, not an error
                 self.history.read(self.name, p, o, m.key(), m.value())
                 self.position[p] = max(self.position.get(p, 0), o + 1)
+            for tp in consumer.position(self._assigned()):
+                if tp.offset >= 0:
+                    self.position[tp.partition] = max(self.position.get(tp.partition, 0), tp.offset)
+
+    def _assigned(self) -> list[TopicPartition]:
+        return [TopicPartition(self.topic, p) for p in range(self.partitions)]
 
 
 # ------------------------------------------------------------------------------------- workload
@@ -445,6 +462,11 @@ class WorkloadConfig:
     message_timeout_s: float = 60.0
     drain_s: float = 30.0
     extra_java: dict[str, str] = field(default_factory=dict)
+    # the transactional workload (workload/txn.py)
+    kind: str = "produce"  # or "txn"
+    txn_producers: int = 2
+    abort_ratio: float = 0.2  # transactions aborted on purpose
+    seed: int = 0
 
 
 class Workload:
@@ -453,13 +475,23 @@ class Workload:
     def __init__(self, cluster: LocalCluster, history: History, config: WorkloadConfig) -> None:
         self.cluster, self.history, self.config = cluster, history, config
         self.producers: list[PyProducer | JavaProducer] = []
-        self.consumer: LiveConsumer | None = None
+        self.consumers: list[LiveConsumer] = []
         self.idempotence = False
+
+    def create_topic(self) -> None:
+        c = self.config
+        create_topic(
+            self.cluster.bootstrap,
+            c.topic,
+            c.partitions,
+            c.replication_factor,
+            c.min_insync_replicas,
+        )
 
     def setup(self) -> None:
         c = self.config
         bootstrap = self.cluster.bootstrap
-        create_topic(bootstrap, c.topic, c.partitions, c.replication_factor, c.min_insync_replicas)
+        self.create_topic()
         self.idempotence = supports_idempotence(bootstrap)
         if c.idempotent_py:
             if self.idempotence:
@@ -495,7 +527,7 @@ class Workload:
                     log_dir=self.cluster.data_dir / "logs",
                 )
             )
-        self.consumer = LiveConsumer(self.history, bootstrap, c.topic, c.partitions, "live")
+        self.consumers = [LiveConsumer(self.history, bootstrap, c.topic, c.partitions, "live")]
 
     def _py(self, name: str, *, idempotent: bool) -> PyProducer:
         c = self.config
@@ -510,8 +542,9 @@ class Workload:
         )
 
     def start(self) -> None:
-        assert self.consumer is not None, "setup() first"
-        self.consumer.start()
+        assert self.consumers, "setup() first"
+        for c in self.consumers:
+            c.start()
         for p in self.producers:
             p.start()
 
@@ -526,7 +559,7 @@ class Workload:
 
     def stop(self) -> None:
         """Stop every producer at once, wait for each to drain, close the history's books.
-        The consumer keeps reading (see `LiveConsumer.catch_up`)."""
+        The consumers keep reading (see `catch_up`)."""
         self.history.t_stop = time.time()
         for p in self.producers:
             p.signal_stop()
@@ -546,14 +579,23 @@ class Workload:
                 p.stop(timeout_s=5)
             else:
                 p.stop(1.0)
-        if self.consumer is not None:
-            self.consumer.stop()
+        self.stop_consumers()
+
+    def catch_up(self, high: dict[int, int], timeout_s: float) -> bool:
+        """Whether every live consumer reached ``high`` within ``timeout_s`` (together)."""
+        deadline = time.monotonic() + timeout_s
+        return all(c.catch_up(high, max(0.0, deadline - time.monotonic())) for c in self.consumers)
+
+    def stop_consumers(self) -> None:
+        for c in self.consumers:
+            c.stop()
 
     def summary(self) -> str:
         lines = []
         for p in self.producers:
             if p.errors:
                 lines.append(f"  {p.name} client errors: {dict(p.errors.most_common(6))}")
-        if self.consumer and self.consumer.errors:
-            lines.append(f"  consumer errors: {dict(self.consumer.errors.most_common(6))}")
+        for c in self.consumers:
+            if c.errors:
+                lines.append(f"  {c.name} consumer errors: {dict(c.errors.most_common(6))}")
         return "\n".join(lines)
