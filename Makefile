@@ -26,12 +26,16 @@ compat: $(STAMP)
 	bash tests/peers/setup.sh
 	$(PY) -m pytest -q -ra tests/compat $(ARGS)
 
-# The long verify schedule: one `rafka verify` run per nemesis (CHAOS_TIME seconds of faults
-# each, a fresh cluster each; network faults need root), then one table row per nemesis.
+# The long verify schedule: for each workload, one `rafka verify` run per nemesis (CHAOS_TIME
+# seconds of faults each, a fresh cluster each; network faults need root), then one table row
+# per nemesis. Fails when any run found an anomaly.
 CHAOS_NEMESES ?= kill-leader,kill-broker,pause-follower,kill-meta-leader,isolate-node,split-majority,isolate-meta-leader,zombie-leader,one-way,packet-loss,disk-full,disk-error,clock-skew
 CHAOS_TIME ?= 180
+CHAOS_WORKLOADS ?= produce txn
 chaos: $(STAMP)
-	$(PY) -m cluster.cli verify --each --nemesis $(CHAOS_NEMESES) --time $(CHAOS_TIME) --seed 1 $(ARGS)
+	status=0; for w in $(CHAOS_WORKLOADS); do \
+	  $(PY) -m cluster.cli verify --workload $$w --each --nemesis $(CHAOS_NEMESES) --time $(CHAOS_TIME) --seed 1 $(ARGS) || status=1; \
+	done; exit $$status
 
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

@@ -3,6 +3,8 @@
 - history.py           every send and its outcome, every read, every fault, with times
 - workload/produce.py  acks=all producers (confluent-kafka; the Java client when given its
                        driver) and a reader of every partition, writing into one History
+- workload/txn.py      transactional producers over several partitions (some transactions
+                       aborted on purpose), a read_committed and a read_uncommitted reader
 - nemesis/             the faults: process.py (kill -9, SIGSTOP), network.py (nftables cuts and
                        loss between namespaces), disk.py (full, EIO), clock.py (libfaketime);
                        base.py what they share (the cluster as clients and the meta service see
@@ -12,5 +14,7 @@
                        (netns.py), with loop-mounted log dirs (loopfs.py); resources.py names,
                        records and removes what a run creates outside its directory
 - checker/produce.py   the final read, the replicas' files, and the verdict with its figures
+- checker/txn.py       the transactions' verdict: aborted and dirty reads, committed
+                       transactions lost, duplicated or visible in part
 - run.py               one run end to end, and the table of several
 """

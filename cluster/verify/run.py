@@ -171,6 +171,7 @@ def run_verify(run_dir: Path, cfg: VerifyConfig, out: Callable[[str], None] = pr
                 w.partitions,
                 isolation="read_committed",
                 name=FINAL_COMMITTED,
+                upto=final.high,
             )
         if not workload.catch_up(final.high, 30):
             history.note("live consumers did not reach the final high watermarks within 30s")
@@ -298,18 +299,28 @@ def build_config(
 
 def table(rows: list[tuple[str, Report]]) -> str:
     """One row per run: nemesis, minutes, operations, acknowledged, lost, duplicated, longest
-    ack gap during a fault, anomalies (a Markdown table, as in the README)."""
+    ack gap during a fault, anomalies (a Markdown table, as in the README); for transactional
+    runs also the transactions committed / aborted / indeterminate."""
+    txn = any("txns" in r.figures for _, r in rows)
     out = [
         "| nemesis | minutes | faults | operations | acknowledged | lost | duplicated "
-        "| worst ack gap | anomalies |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| worst ack gap |"
+        + (" txns committed / aborted / indeterminate |" if txn else "")
+        + " anomalies |",
+        "|---|---|---|---|---|---|---|---|" + ("---|" if txn else "") + "---|",
     ]
     for name, r in rows:
         f = _figures(r)
+        txns = (
+            f" {f.get('txns_committed', 0)} / {f.get('txns_aborted', 0)} / "
+            f"{f.get('txns_indeterminate', 0)} |"
+            if txn
+            else ""
+        )
         out.append(
             f"| {name} | {f.get('seconds', 0) / 60:.1f} | {f['fault_count']} "
             f"| {f.get('attempted', 0)} | {f.get('acknowledged', 0)} | {f.get('lost', 0)} "
-            f"| {f.get('duplicated', 0)} | {f['worst_gap_s']:.1f}s | {len(r.failures)} |"
+            f"| {f.get('duplicated', 0)} | {f['worst_gap_s']:.1f}s |{txns} {len(r.failures)} |"
         )
     return "\n".join(out)
 

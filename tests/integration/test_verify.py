@@ -5,6 +5,9 @@ identical below the high watermark, consumers never going backwards or skipping)
 
 - process faults on local ports: kill -9 of a partition leader, SIGSTOP of a follower past
   replica.lag.time.max.ms, kill -9 of the meta Raft leader;
+- the transactional workload (transactions over several partitions, some aborted on purpose,
+  read_committed readers) under kill -9 of a partition leader: no aborted or dirty read, every
+  committed transaction read whole and once;
 - network faults, each node in its own namespace (root and nftables needed, skipped otherwise):
   one node isolated from every other, and the zombie leader - a partition leader cut off from
   the meta service while clients and followers still reach it.
@@ -32,8 +35,11 @@ _HEADLINE = re.compile(
 )
 
 
-def _verify(tmp_path: Path, nemesis: str, rounds: int, down_s: float, seed: int) -> str:
-    args = ["verify", "--nemesis", nemesis, "--rounds", str(rounds), "--time", "300"]
+def _verify(
+    tmp_path: Path, nemesis: str, rounds: int, down_s: float, seed: int, workload: str = "produce"
+) -> str:
+    args = ["verify", "--workload", workload, "--nemesis", nemesis, "--rounds", str(rounds)]
+    args += ["--time", "300"]
     args += ["--down", str(down_s), "--quiet", "2", "--seed", str(seed)]
     result = CliRunner().invoke(app, [*args, "--data-dir", str(tmp_path)])
     print(result.output)
@@ -50,6 +56,15 @@ def _verify(tmp_path: Path, nemesis: str, rounds: int, down_s: float, seed: int)
 @pytest.mark.timeout(240)
 def test_process_faults(tmp_path: Path) -> None:
     _verify(tmp_path, "kill-leader,pause-follower,kill-meta-leader", rounds=3, down_s=3, seed=1)
+
+
+@pytest.mark.timeout(180)
+def test_transactions_under_kill_leader(tmp_path: Path) -> None:
+    output = _verify(tmp_path, "kill-leader", rounds=2, down_s=3, seed=1, workload="txn")
+    m = re.search(r"transactions \d+ \(committed (\d+), aborted (\d+)", output)
+    assert m, output
+    committed, aborted = map(int, m.groups())
+    assert committed > 50 and aborted > 5, output  # both kinds, through the faults
 
 
 def _namespaces() -> set[str]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cluster.verify.checker.produce import FinalRead, check
+from cluster.verify.checker.produce import FinalRead, Report, check
 from cluster.verify.checker.txn import check_txns
 from cluster.verify.history import ABORTED, COMMITTED, INFO, History, Txn
+from cluster.verify.run import headline, table
 
 RC, FINAL = "live-rc", "final-rc"
 
@@ -132,3 +133,12 @@ def test_produce_checks_allow_transaction_markers_when_not_dense() -> None:
     assert check(h, final, dense=False).failures == []
     dense = check(h, final).failures
     assert any("skipped" in f for f in dense) and any("holes" in f for f in dense)
+
+
+def test_table_counts_transactions() -> None:
+    r = Report(figures={"attempted": 9, "acknowledged": 9, "seconds": 60})
+    r.figures |= {"txns": 5, "txns_committed": 3, "txns_aborted": 1, "txns_indeterminate": 1}
+    rows = table([("kill-leader", r)]).splitlines()
+    assert "| txns committed / aborted / indeterminate |" in rows[0]
+    assert rows[2] == "| kill-leader | 1.0 | 0 | 9 | 9 | 0 | 0 | 0.0s | 3 / 1 / 1 | 0 |"
+    assert headline(r).endswith("(committed 3, aborted 1, indeterminate 1)")

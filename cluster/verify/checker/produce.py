@@ -82,10 +82,11 @@ def final_read(
     timeout_s: float = 60.0,
     isolation: str = "read_uncommitted",
     name: str = FINAL,
+    upto: dict[int, int] | None = None,
 ) -> FinalRead:
-    """Everything from the earliest offset up to the high watermark of each partition, at
-    ``isolation`` (read_committed: up to it once the last stable offset caught up), recorded as
-    consumer ``name``."""
+    """Everything from the earliest offset up to the high watermark of each partition (or
+    ``upto``: read_committed, whose own watermark query answers the last stable offset), at
+    ``isolation``, recorded as consumer ``name``."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -105,6 +106,7 @@ def final_read(
                 low[p], high[p] = consumer.get_watermark_offsets(
                     TopicPartition(topic, p), timeout=5
                 )
+                high[p] = (upto or high).get(p, high[p])
                 break
             except Exception:
                 if time.monotonic() > deadline:
