@@ -29,7 +29,8 @@ def verify(
         typer.Option(
             help="The workload: produce (acks=all producers and a live reader) or txn "
             "(transactional producers over several partitions, some aborted on purpose; "
-            "read_committed and read_uncommitted readers)."
+            "read_committed and read_uncommitted readers) or group (an idempotent producer "
+            "and a consumer group whose members join, leave and are killed)."
         ),
     ] = "produce",
     time_s: Annotated[

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster.local import LocalCluster, free_base_port
+from cluster.verify.checker.group import check_group
 from cluster.verify.checker.produce import Report, check, final_read, read_replica_logs
 from cluster.verify.checker.txn import check_txns
 from cluster.verify.cluster import NamespacedCluster, faketime_library
@@ -30,6 +31,7 @@ from cluster.verify.resources import (
     require_tools,
 )
 from cluster.verify.schedule import CLOCK_FAULTS, DISK_FAULTS, Nemesis, Schedule, needs_namespaces
+from cluster.verify.workload.group import GROUP, GroupWorkload
 from cluster.verify.workload.produce import Workload, WorkloadConfig
 from cluster.verify.workload.txn import READ_COMMITTED, TxnWorkload
 
@@ -136,7 +138,8 @@ def run_verify(run_dir: Path, cfg: VerifyConfig, out: Callable[[str], None] = pr
     run_dir.mkdir(parents=True, exist_ok=True)
     cluster = start_cluster(run_dir, cfg, overrides)
     history = History()
-    workload = (TxnWorkload if w.kind == "txn" else Workload)(cluster, history, w)
+    kinds = {"txn": TxnWorkload, "group": GroupWorkload}
+    workload = kinds.get(w.kind, Workload)(cluster, history, w)
     nemesis = Nemesis(cluster, history, w.topic)
     try:
         where = "own network namespaces" if isinstance(cluster, NamespacedCluster) else "local"
@@ -187,7 +190,15 @@ def run_verify(run_dir: Path, cfg: VerifyConfig, out: Callable[[str], None] = pr
         disks = cluster.disks if isinstance(cluster, NamespacedCluster) else {}
         more = {name: [fs.mount] for name, fs in disks.items()}
         replicas = read_replica_logs(cluster.data_dir, w.topic, more)
-        report = check(history, final, replicas, w.replication_factor, dense=w.kind != "txn")
+        members = frozenset(e.member for e in history.events)
+        report = check(
+            history,
+            final,
+            replicas,
+            w.replication_factor,
+            dense=w.kind != "txn",
+            resuming=members,
+        )
         if w.kind == "txn":
             if not committed.complete:
                 report.failures.append(
@@ -198,6 +209,11 @@ def run_verify(run_dir: Path, cfg: VerifyConfig, out: Callable[[str], None] = pr
             report.failures += txns.failures
             report.figures.update(txns.figures)
             report.lines += txns.lines
+        if w.kind == "group":
+            group = check_group(history, final, GROUP)
+            report.failures += group.failures
+            report.figures.update(group.figures)
+            report.lines += group.lines
         report.lines.insert(0, headline(report))
         phase("checked")
     finally:
@@ -268,8 +284,8 @@ def build_config(
     unknown = set(producers) - {"idempotent", "plain"}
     if unknown or not producers:
         raise ValueError(f"producers: idempotent and/or plain, not {sorted(unknown) or 'none'}")
-    if workload not in ("produce", "txn"):
-        raise ValueError(f"unknown workload {workload!r} (known: produce, txn)")
+    if workload not in ("produce", "txn", "group"):
+        raise ValueError(f"unknown workload {workload!r} (known: produce, txn, group)")
     replicated = replication_factor > 1
     return VerifyConfig(
         brokers=brokers,

@@ -115,7 +115,7 @@ def supports_idempotence(bootstrap: str) -> bool:
 # ------------------------------------------------------------------------------------ producers
 
 
-def _rdkafka_conf(bootstrap: str, **extra: object) -> dict:
+def rdkafka_conf(bootstrap: str, **extra: object) -> dict:
     return {"bootstrap.servers": bootstrap, "logger": _rdkafka_log, **extra}
 
 
@@ -135,7 +135,7 @@ class PyProducer:
         conf: dict | None = None,
     ) -> None:
         self.history, self.topic, self.name, self.rate = history, topic, name, rate
-        self.conf = _rdkafka_conf(
+        self.conf = rdkafka_conf(
             bootstrap,
             acks="all",
             **{
@@ -352,7 +352,7 @@ class LiveConsumer:
         isolation: str = "read_uncommitted",
     ):
         self.history, self.topic, self.partitions, self.name = history, topic, partitions, name
-        self.conf = _rdkafka_conf(
+        self.conf = rdkafka_conf(
             bootstrap,
             **{
                 "group.id": f"chaos-{name}",  # required by the client; no group is joined
@@ -428,7 +428,7 @@ def create_topic(
     timeout_s: float = 60.0,
 ) -> None:
     """Create the topic and poll until every partition has a leader in metadata."""
-    admin = AdminClient(_rdkafka_conf(bootstrap))
+    admin = AdminClient(rdkafka_conf(bootstrap))
     new = NewTopic(
         topic,
         partitions,
@@ -463,10 +463,13 @@ class WorkloadConfig:
     drain_s: float = 30.0
     extra_java: dict[str, str] = field(default_factory=dict)
     # the transactional workload (workload/txn.py)
-    kind: str = "produce"  # or "txn"
+    kind: str = "produce"  # or "txn", "group"
     txn_producers: int = 2
     abort_ratio: float = 0.2  # transactions aborted on purpose
     seed: int = 0
+    # the consumer-group workload (workload/group.py)
+    group_members: int = 3
+    churn_s: float = 5.0  # a member joins, leaves or is killed this often
 
 
 class Workload:
