@@ -31,7 +31,7 @@ compat: $(STAMP)
 # per nemesis. Fails when any run found an anomaly.
 CHAOS_NEMESES ?= kill-leader,kill-broker,pause-follower,kill-meta-leader,isolate-node,split-majority,isolate-meta-leader,zombie-leader,one-way,packet-loss,disk-full,disk-error,clock-skew
 CHAOS_TIME ?= 180
-CHAOS_WORKLOADS ?= produce txn
+CHAOS_WORKLOADS ?= produce txn group
 chaos: $(STAMP)
 	status=0; for w in $(CHAOS_WORKLOADS); do \
 	  $(PY) -m cluster.cli verify --workload $$w --each --nemesis $(CHAOS_NEMESES) --time $(CHAOS_TIME) --seed 1 $(ARGS) || status=1; \

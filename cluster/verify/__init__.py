@@ -5,6 +5,8 @@
                        driver) and a reader of every partition, writing into one History
 - workload/txn.py      transactional producers over several partitions (some transactions
                        aborted on purpose), a read_committed and a read_uncommitted reader
+- workload/group.py    an idempotent producer and a consumer group whose members join,
+                       leave and are killed while it consumes
 - nemesis/             the faults: process.py (kill -9, SIGSTOP), network.py (nftables cuts and
                        loss between namespaces), disk.py (full, EIO), clock.py (libfaketime);
                        base.py what they share (the cluster as clients and the meta service see
@@ -16,5 +18,7 @@
 - checker/produce.py   the final read, the replicas' files, and the verdict with its figures
 - checker/txn.py       the transactions' verdict: aborted and dirty reads, committed
                        transactions lost, duplicated or visible in part
+- checker/group.py     the group's verdict: records never consumed, commits ahead of
+                       processing, two owners of a partition at once
 - run.py               one run end to end, and the table of several
 """

@@ -108,9 +108,13 @@ def final_read(
                 )
                 high[p] = (upto or high).get(p, high[p])
                 break
-            except Exception:
+            except Exception as e:
                 if time.monotonic() > deadline:
-                    raise
+                    consumer.close()
+                    raise TimeoutError(
+                        f"final read: no watermarks of {topic}-{p} within {timeout_s:.0f}s "
+                        f"({e}); the partition's leader does not answer ListOffsets"
+                    ) from e
                 time.sleep(0.2)
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     tps = [TopicPartition(topic, p) for p in range(partitions)]
