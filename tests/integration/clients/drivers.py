@@ -68,6 +68,8 @@ DRIVERS: dict[str, list[str]] = {
     "java-3.9.1": ["bash", str(HERE / "java-driver.sh"), "3.9.1"],
     "kafkajs": ["node", str(HERE / "kafkajs-driver.js")],
     "kcat": [sys.executable, str(HERE / "kcat_driver.py")],
+    # Not a driver of the contract: the Kafka Streams test application (streams/StreamsApp.java).
+    "streams": ["bash", str(HERE / "streams-app.sh")],
 }
 
 
