@@ -18,6 +18,10 @@ from prometheus_client import Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from dataplane.protocol.legacy import NEWER_API_NAMES
+
+API_NAMES = {**api_key_map, **NEWER_API_NAMES}
+
 # Milliseconds, as Kafka's *TimeMs histograms: from a cached Metadata answer to a long poll.
 _MS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 
@@ -80,7 +84,7 @@ BYTES_OUT = Counter(
 
 def request_name(api_key: int) -> str:
     """Kafka's name of an API (ApiKeys.name), as RequestMetrics labels it: "ApiVersions"."""
-    return "".join(part.capitalize() for part in api_key_map[api_key].split("_"))
+    return "".join(part.capitalize() for part in API_NAMES[api_key].split("_"))
 
 
 class ApiMetrics:
@@ -125,7 +129,7 @@ class ApiMetrics:
         self.send.observe((sent - send_started) * 1000)
 
 
-BY_API: dict[int, ApiMetrics] = {key: ApiMetrics(key) for key in api_key_map}
+BY_API: dict[int, ApiMetrics] = {key: ApiMetrics(key) for key in API_NAMES}
 
 
 class RequestCollector(Collector):

@@ -59,10 +59,10 @@ def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 def entity_class(api_key: int, version: int, kind: EntityType) -> Any:
     """The kio dataclass of a request or response (or of a version Kafka 4 removed, see
     `legacy`), or None if there is no such version."""
-    name = api_key_map.get(api_key)
-    if name is None or kind is EntityType.nested:  # nested entities have no schema of their own
+    if kind is EntityType.nested:  # nested entities have no schema of their own
         return None
-    path = schema_name_map[name].get(version, {}).get(kind)
+    name = api_key_map.get(api_key)  # None: an API newer than kio (only in `legacy`)
+    path = None if name is None else schema_name_map[name].get(version, {}).get(kind)
     if path is None:
         path = LEGACY_SCHEMAS.get((api_key, version), {}).get(kind)
     return resolve_name(path) if path else None
@@ -173,8 +173,10 @@ def _field_types(cls: type) -> dict[str, str | None]:
 def _fields_in_any_version(api_key: int, kind: EntityType, name: str) -> frozenset[str] | None:
     """The field names class ``name`` has in at least one version of the API, or None if no
     version has such a class."""
-    api = api_key_map[api_key]
-    versions = set(schema_name_map[api]) | {v for k, v in LEGACY_SCHEMAS if k == api_key}
+    api = api_key_map.get(api_key)
+    versions = set(schema_name_map[api] if api else ()) | {
+        v for k, v in LEGACY_SCHEMAS if k == api_key
+    }
     found: set[str] | None = None
     for version in versions:
         entity = entity_class(api_key, version, kind)

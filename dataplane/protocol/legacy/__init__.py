@@ -2,7 +2,9 @@
 removed (KIP-896: OffsetCommit v0-v1, OffsetFetch v0, DescribeConfigs v0, AlterReplicaLogDirs v0
 and DescribeLogDirs v0); and the ones Kafka 4.4 added after kio's messages: DeleteGroups v3 (a
 per-group error message), ApiVersions v5 (KIP-1242's cluster and node id check) and
-TxnOffsetCommit v6 (topic ids, KIP-1319).
+TxnOffsetCommit v6 (topic ids, KIP-1319), and the streams group APIs' new versions (KIP-1331,
+KIP-1357): StreamsGroupHeartbeat v1, StreamsGroupDescribe v1 and
+StreamsGroupTopologyDescriptionUpdate (93) v0, an API kio does not know at all.
 
 `codec.entity_class` falls back on `SCHEMAS` (api key, version) -> {request|response: path}.
 A version whose layout Kafka's JSON declares identical to a later one kio has reuses kio's
@@ -21,6 +23,9 @@ from collections.abc import Mapping
 from kio.static.constants import EntityType
 
 _OWN = __name__  # the modules of this package
+
+NEWER_API_NAMES: Mapping[int, str] = {93: "streams_group_topology_description_update"}
+"""The APIs kio does not know, named as kio names the others (its `api_key_map`)."""
 
 SCHEMAS: Mapping[tuple[int, int], Mapping[EntityType, str]] = {
     (8, 0): {
@@ -59,6 +64,30 @@ SCHEMAS: Mapping[tuple[int, int], Mapping[EntityType, str]] = {
     (18, 5): {
         EntityType.request: f"{_OWN}.api_versions_v5_request:ApiVersionsRequest",
         EntityType.response: f"{_OWN}.api_versions_v5_response:ApiVersionsResponse",
+    },
+    (88, 1): {
+        EntityType.request: (
+            f"{_OWN}.streams_group_heartbeat_v1_request:StreamsGroupHeartbeatRequest"
+        ),
+        EntityType.response: (
+            f"{_OWN}.streams_group_heartbeat_v1_response:StreamsGroupHeartbeatResponse"
+        ),
+    },
+    (89, 1): {
+        EntityType.request: f"{_OWN}.streams_group_describe_v1_request:StreamsGroupDescribeRequest",
+        EntityType.response: (
+            f"{_OWN}.streams_group_describe_v1_response:StreamsGroupDescribeResponse"
+        ),
+    },
+    (93, 0): {
+        EntityType.request: (
+            f"{_OWN}.streams_group_topology_description_update_v0_request"
+            ":StreamsGroupTopologyDescriptionUpdateRequest"
+        ),
+        EntityType.response: (
+            f"{_OWN}.streams_group_topology_description_update_v0_response"
+            ":StreamsGroupTopologyDescriptionUpdateResponse"
+        ),
     },
     (42, 3): {
         EntityType.request: f"{_OWN}.delete_groups_v3_request:DeleteGroupsRequest",
