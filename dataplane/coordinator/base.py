@@ -21,6 +21,7 @@ import anyio
 from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.consumer_group import ConsumerGroupConfig
 from dataplane.coordinator.share_group import ShareGroupConfig
+from dataplane.coordinator.streams_group import StreamsGroupConfig
 from dataplane.coordinator.timer import Timer
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
@@ -52,6 +53,8 @@ class GroupConfig:
     consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
     # group.share.*: KIP-932 share groups
     share: ShareGroupConfig = field(default_factory=ShareGroupConfig)
+    # group.streams.*: KIP-1071 streams groups
+    streams: StreamsGroupConfig = field(default_factory=StreamsGroupConfig)
 
 
 class Reply(Generic[T]):

@@ -128,7 +128,7 @@ def test_unsupported_api_versions_version_gets_v0_error_body(broker: LocalCluste
     assert resp.error_code == ErrorCode.unsupported_version
     keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     assert keys[18] == (0, 4) and keys[0][1] >= 9
-    assert 88 not in keys  # StreamsGroupHeartbeat is not advertised: not implemented
+    assert keys[88] == (0, 1)  # StreamsGroupHeartbeat, as every served API
 
 
 def test_request_before_api_versions_is_served(broker: LocalCluster) -> None:

@@ -41,7 +41,16 @@ def _clients_installed() -> None:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path_factory.mktemp("streams")) as c:
+    """Streams groups (group.protocol=streams) take their timings and standby replicas from
+    the broker: a killed instance's tasks move after 6 s (Kafka's default: 45 s)."""
+    with running_cluster(
+        tmp_path_factory.mktemp("streams"),
+        group_streams_session_timeout_ms=6000,
+        group_streams_min_session_timeout_ms=6000,
+        group_streams_heartbeat_interval_ms=1000,
+        group_streams_min_heartbeat_interval_ms=1000,
+        group_streams_num_standby_replicas=1,
+    ) as c:
         yield c
 
 
@@ -116,7 +125,7 @@ def _tasks(app: Running) -> dict:
     return lines[-1] if lines else {"active": [], "standby": []}
 
 
-@pytest.mark.parametrize("protocol", ["classic"])
+@pytest.mark.parametrize("protocol", ["classic", "streams"])
 def test_exactly_once_counts_survive_a_killed_instance(
     cluster: LocalCluster, tmp_path: Path, protocol: str
 ) -> None:
