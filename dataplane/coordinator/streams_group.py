@@ -33,6 +33,7 @@ from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.streams_assignor import MemberSpec, SubtopologySpec, assign
 from dataplane.coordinator.streams_group_member import (
     LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     NO_TASKS,
     Member,
     MemberState,
@@ -53,6 +54,10 @@ from dataplane.protocol.errors import ErrorCode, KafkaError
 
 Record = rec.Record
 NUM_STANDBY_REPLICAS = "num.standby.replicas"
+# What Kafka 4.4's heartbeat answers carry: the lag a member may have on a task's changelog to be
+# given the task as active, and how often members report their task offsets.
+ACCEPTABLE_RECOVERY_LAG = 10_000
+TASK_OFFSET_INTERVAL_MS = 60_000
 _CONFIG = rec.GroupMetadataValue.LastAssignmentConfig
 # a member's records, in the order its removal writes their tombstones
 _MEMBER_RECORDS = (rec.CURRENT_MEMBER_ASSIGNMENT, rec.TARGET_ASSIGNMENT_MEMBER, rec.MEMBER_METADATA)
@@ -114,6 +119,7 @@ class StreamsGroup:
         self.deleted = False
         # soft state
         self.configured: topo.ConfiguredTopology | None = None
+        self.settings: Settings | None = None  # of the last heartbeat (for fencing's assignment)
         self.endpoint_information_epoch = 0
         self.shutdown_requested_by: str | None = None
         # member -> (task offsets, task end offsets) last reported (StreamsGroupDescribe's)
@@ -373,8 +379,9 @@ class StreamsGroup:
         """A StreamsGroupHeartbeat (validated with `validate_heartbeat`): the response, the
         records to write and replay, the internal topics to create. `assignment_delayed`: the
         group's initial rebalance delay runs. Raises KafkaError for an error response."""
-        if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            return self._leave(req)
+        self.settings = settings
+        if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(req, now_ms)
         joining = req.member_epoch == 0
         exists = self.has_records
         if not joining and not exists:
@@ -387,20 +394,21 @@ class StreamsGroup:
                 "The streams group has reached its maximum capacity of "
                 f"{self.config.max_size} members.",
             )
-        member = (
-            self.members.get(req.member_id) or Member(req.member_id)
-            if joining
-            else self._member(req.member_id)
-        )
         owned = req.owned()
-        self._check_epoch(member, req.member_epoch, owned)
         records: list[Record] = []
         statuses: list[tuple[int, str]] = []
         gid, mid = self.group_id, req.member_id
+        replaced = None
+        if req.instance_id is None:
+            member = self.members.get(mid) or Member(mid) if joining else self._member(mid)
+            self._check_epoch(member, req.member_epoch, owned)
+        else:
+            member, replaced = self._static_member(req, joining, owned, records)
 
         # 1. the member
         updated = dataclasses.replace(
             member,
+            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
             rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
             rebalance_timeout_ms=(
                 req.rebalance_timeout_ms
@@ -419,7 +427,7 @@ class StreamsGroup:
             ),
         )
         bump = False
-        if updated.metadata() != member.metadata() or mid not in self.members:
+        if updated.metadata() != member.metadata() or (mid not in self.members and not replaced):
             value = updated.metadata_value()
             records.append(rec.encode(_key(rec.MEMBER_METADATA, gid, mid), value))
             bump = True
@@ -468,6 +476,9 @@ class StreamsGroup:
             )
 
         # 4. the target assignment
+        members = {**self.members, mid: updated}
+        if replaced is not None:
+            members.pop(replaced.member_id, None)
         if assignment_delayed:
             statuses.append(
                 (
@@ -475,12 +486,22 @@ class StreamsGroup:
                     "Assignment delayed due to the configured initial rebalance delay.",
                 )
             )
-            # as Kafka 4.4: the member moves to the group epoch with no tasks meanwhile
-            target_epoch, target = group_epoch, NO_TASKS
+            if bump:
+                # As Kafka 4.4: meanwhile the members get no tasks at this epoch, and the group
+                # epoch moves on for the assignment once the delay is over.
+                records += self.compute_assignment(members, None, settings, now_ms, group_epoch)[1]
+                records.append(
+                    rec.encode(
+                        _key(rec.GROUP_METADATA, gid),
+                        _metadata_value(group_epoch + 1, new_hash, validated, configs),
+                    )
+                )
+                target_epoch, target = group_epoch, NO_TASKS
+            else:
+                target_epoch, target = self.assignment_epoch, self.target.get(mid, NO_TASKS)
         elif self.assignment_epoch >= group_epoch:
             target_epoch, target = self.assignment_epoch, self.target.get(mid, NO_TASKS)
         else:
-            members = {**self.members, mid: updated}
             assignment = self.compute_assignment(members, configured, settings, now_ms, group_epoch)
             records += assignment[1]
             target_epoch, target = group_epoch, assignment[0].get(mid, NO_TASKS)
@@ -552,6 +573,8 @@ class StreamsGroup:
             status=tuple((int(c), d) for c, d in statuses),
             endpoint_information_epoch=self.endpoint_information_epoch if exists else 0,
             partitions_by_user_endpoint=endpoints,
+            acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
+            task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
         )
         return HeartbeatResult(response, records, to_create)
 
@@ -575,6 +598,49 @@ class StreamsGroup:
                 f"one known by the group coordinator ({member.member_epoch}). The member must "
                 "abandon all its partitions and rejoin.",
             )
+
+    def _static_member(
+        self, req: HeartbeatRequest, joining: bool, owned: TasksTuple | None, records: list[Record]
+    ) -> tuple[Member, Member | None]:
+        """The member of a static member's heartbeat, and the member it replaces: a new member
+        id of an instance that left for a while (epoch -2) takes over its tasks (Kafka's
+        getOrMaybeCreateStaticStreamsGroupMember)."""
+        instance, mid = req.instance_id, req.member_id
+        existing = self._static_owner(instance)
+        if joining:
+            if existing is None:
+                return self.members.get(mid) or Member(mid), None
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise KafkaError(
+                    ErrorCode.unreleased_instance_id,
+                    f"Static member {mid} with instance id {instance} cannot join the group "
+                    f"because the instance id is owned by {existing.member_id} member.",
+                )
+            new = dataclasses.replace(
+                existing, member_id=mid, member_epoch=0, previous_member_epoch=0
+            )
+            gid, old = self.group_id, existing.member_id
+            records += [rec.encode(_key(kind, gid, old), None) for kind in _MEMBER_RECORDS]
+            records.append(rec.encode(_key(rec.MEMBER_METADATA, gid, mid), new.metadata_value()))
+            target = self.target.get(old, NO_TASKS)
+            records.append(rec.encode(_key(rec.TARGET_ASSIGNMENT_MEMBER, gid, mid), target.value()))
+            records.append(
+                rec.encode(_key(rec.CURRENT_MEMBER_ASSIGNMENT, gid, mid), new.assignment_value())
+            )
+            return new, existing
+        if existing is None:
+            raise KafkaError(ErrorCode.unknown_member_id, f"Instance id {instance} is unknown.")
+        if existing.member_id != mid:
+            raise KafkaError(
+                ErrorCode.fenced_instance_id,
+                f"Static member {mid} with instance id {instance} was fenced by member "
+                f"{existing.member_id}.",
+            )
+        self._check_epoch(existing, req.member_epoch, owned)
+        return existing, None
+
+    def _static_owner(self, instance_id: str | None) -> Member | None:
+        return next((m for m in self.members.values() if m.instance_id == instance_id), None)
 
     def _update_topology(self, req: HeartbeatRequest, records: list[Record]) -> rec.TopologyValue:
         """Kafka's maybeUpdateTopology."""
@@ -634,18 +700,16 @@ class StreamsGroup:
 
     def delayed_assignment(self, settings: Settings, now_ms: int) -> list[Record]:
         """Kafka's computeDelayedTargetAssignment: the target assignment once the initial
-        rebalance delay is over (nothing for an empty group). The members went to the group
-        epoch with no tasks meanwhile, so the group epoch is bumped for them to reconcile."""
-        if not self.members:
+        rebalance delay is over. Nothing for an empty group or a topology not ready yet (the
+        members' next heartbeats compute it once the topics are there)."""
+        configured = self.configured
+        if not self.members or self.group_epoch <= self.assignment_epoch:
             return []
-        epoch = self.group_epoch + 1
-        configs = self.last_assignment_configs
-        bump = rec.encode(
-            _key(rec.GROUP_METADATA, self.group_id),
-            _metadata_value(epoch, self.metadata_hash, self.validated_topology_epoch, configs),
-        )
-        assignment = self.compute_assignment(self.members, self.configured, settings, now_ms, epoch)
-        return [bump, *assignment[1]]
+        if configured is None or not configured.ready:
+            return []
+        return self.compute_assignment(
+            self.members, configured, settings, now_ms, self.group_epoch
+        )[1]
 
     def _endpoint_partitions(
         self, member: Member, configured: topo.ConfiguredTopology
@@ -681,36 +745,67 @@ class StreamsGroup:
 
     # -- leaving and fencing --------------------------------------------------------------------
 
-    def _leave(self, req: HeartbeatRequest) -> HeartbeatResult:
+    def _leave(self, req: HeartbeatRequest, now_ms: int) -> HeartbeatResult:
         if not self.has_records:
             raise KafkaError(
                 ErrorCode.group_id_not_found, f"Streams group {self.group_id} not found."
             )
         if req.shutdown_application and self.shutdown_requested_by is None:
             self.shutdown_requested_by = req.member_id
-        member = self._member(req.member_id)
-        response = HeartbeatResponse(req.member_id, req.member_epoch, status=())
-        return HeartbeatResult(response, self.fence_member(member.member_id, 0, {}))
+        response = HeartbeatResponse(req.member_id, req.member_epoch)
+        if req.instance_id is None:
+            self._member(req.member_id)
+            return HeartbeatResult(response, self.fence_member(req.member_id, now_ms, {}))
+        member = self._static_owner(req.instance_id)
+        if member is None:
+            raise KafkaError(
+                ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown."
+            )
+        if member.member_id != req.member_id:
+            raise KafkaError(
+                ErrorCode.fenced_instance_id,
+                f"Static member {req.member_id} with instance id {req.instance_id} was fenced "
+                f"by member {member.member_id}.",
+            )
+        if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            return HeartbeatResult(response, self.fence_member(member.member_id, now_ms, {}))
+        # a temporary leave: the member keeps its tasks until its session expires
+        leaving = dataclasses.replace(
+            member,
+            member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+            pending_revocation=Member("").pending_revocation,
+        )
+        key = _key(rec.CURRENT_MEMBER_ASSIGNMENT, self.group_id, member.member_id)
+        return HeartbeatResult(response, [rec.encode(key, leaving.assignment_value())])
 
     def fence_member(
         self, member_id: str, now_ms: int, topics: Mapping[str, TopicMetadata]
     ) -> list[Record]:
         """The records removing a member (it left, or its session or rebalance timeout
-        expired) and bumping the group epoch (Kafka's streamsGroupFenceMember)."""
+        expired), bumping the group epoch and, as Kafka 4.4, giving the others their new
+        target assignment at once (Kafka's streamsGroupFenceMember)."""
         self._member(member_id)
-        gid = self.group_id
+        gid, epoch = self.group_id, self.group_epoch + 1
         records = [rec.encode(_key(kind, gid, member_id), None) for kind in _MEMBER_RECORDS]
         records.append(
             rec.encode(
                 _key(rec.GROUP_METADATA, gid),
                 _metadata_value(
-                    self.group_epoch + 1,
+                    epoch,
                     self.metadata_hash,
                     self.validated_topology_epoch,
                     self.last_assignment_configs,
                 ),
             )
         )
+        others = {m: member for m, member in self.members.items() if m != member_id}
+        settings = self.settings or Settings(
+            self.config.session_timeout_ms,
+            self.config.heartbeat_interval_ms,
+            self.config.num_standby_replicas,
+            self.config.initial_rebalance_delay_ms,
+        )
+        records += self.compute_assignment(others, self.configured, settings, now_ms, epoch)[1]
         self._session_deadlines.pop(member_id, None)
         self._rebalance_deadlines.pop(member_id, None)
         return records

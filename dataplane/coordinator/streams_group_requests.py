@@ -112,9 +112,7 @@ class HeartbeatRequest:
 def validate_heartbeat(req: HeartbeatRequest) -> None:
     """INVALID_REQUEST / STREAMS_INVALID_TOPOLOGY for what Kafka refuses before the group is
     looked at."""
-    # Kafka 4.4's broker does not support these yet (task offsets it takes: Streams 4.4 sends them)
-    if req.instance_id is not None:
-        raise invalid_request("Static membership is not yet supported.")
+    # Kafka 4.4's broker does not support these yet
     if req.warmup_tasks:
         raise invalid_request("WarmupTasks are not supported yet.")
     if req.topology is not None and any(s.source_topic_regex for s in req.topology.subtopologies):
@@ -123,6 +121,8 @@ def validate_heartbeat(req: HeartbeatRequest) -> None:
         raise invalid_request("MemberId can't be empty.")
     if req.group_id == "":
         raise invalid_request("GroupId can't be empty.")
+    if req.instance_id == "":
+        raise invalid_request("InstanceId can't be empty.")
     if req.rack_id == "":
         raise invalid_request("RackId can't be empty.")
     if req.member_epoch == 0:
@@ -139,7 +139,8 @@ def validate_heartbeat(req: HeartbeatRequest) -> None:
             raise invalid_request("Topology must be non-null when (re-)joining.")
         validate_request_topology(req.topology)
     elif req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        raise invalid_request("InstanceId can't be null.")
+        if req.instance_id is None:
+            raise invalid_request("InstanceId can't be null.")
     elif req.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         raise invalid_request(
             f"MemberEpoch is {req.member_epoch}, but must be greater than or equal to -2."
@@ -167,20 +168,24 @@ class HeartbeatResponse:
     member_epoch: int
     heartbeat_interval_ms: int = 0
     tasks: TasksTuple | None = None  # None: not sent (unchanged)
-    status: tuple[tuple[int, str], ...] | None = ()
+    status: tuple[tuple[int, str], ...] = ()
     endpoint_information_epoch: int = 0
     partitions_by_user_endpoint: tuple[EndpointPartitions, ...] | None = None
-    acceptable_recovery_lag: int = 10000
-    task_offset_interval_ms: int = 60000
+    # Kafka's acceptable.recovery.lag and task offset interval defaults, sent with a heartbeat's
+    # answer (a leave's and an error's carry the schema's defaults)
+    acceptable_recovery_lag: int = -1
+    task_offset_interval_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
 
     @classmethod
     def error(cls, exc: KafkaError) -> HeartbeatResponse:
-        return cls(None, 0, status=None, error_code=int(exc.code), error_message=exc.message)
+        return cls(None, 0, error_code=int(exc.code), error_message=exc.message)
 
-    def to_kio(self, b: Any) -> Any:
-        """The kio response, built with `ResponseBuilder(88, v)`."""
+    def to_kio(self, b: Any, version: int) -> Any:
+        """The kio response, built with `ResponseBuilder(88, version)`. v0's
+        AcceptableRecoveryLag (int32, "Legacy" since v1 made it int64) is left 0, as Kafka 4.4
+        leaves it."""
 
         def ids(tasks: Any) -> tuple[Any, ...]:
             return tuple(
@@ -209,13 +214,9 @@ class HeartbeatResponse:
             member_id=self.member_id or "",
             member_epoch=self.member_epoch,
             heartbeat_interval=self.heartbeat_interval_ms,
-            acceptable_recovery_lag=self.acceptable_recovery_lag if self.error_code == 0 else 0,
-            task_offset_interval=self.task_offset_interval_ms if self.error_code == 0 else 0,
-            status=(
-                None
-                if self.status is None
-                else tuple(b.Status(status_code=c, status_detail=d) for c, d in self.status)
-            ),
+            acceptable_recovery_lag=self.acceptable_recovery_lag if version >= 1 else 0,
+            task_offset_interval=self.task_offset_interval_ms,
+            status=tuple(b.Status(status_code=c, status_detail=d) for c, d in self.status),
             active_tasks=None if t is None else ids(t.active),
             standby_tasks=None if t is None else ids(t.standby),
             warmup_tasks=None if t is None else ids(t.warmup),

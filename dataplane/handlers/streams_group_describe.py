@@ -5,10 +5,12 @@ partition counts of its internal topics decided) once it is ready, else as the m
 it; topics, subtopologies and tasks sorted.
 
 UNSUPPORTED_VERSION while the `streams.version` feature is below 1; DESCRIBE on each group
-(GROUP_AUTHORIZATION_FAILED); an empty id is INVALID_GROUP_ID; a group that does not exist, or
-is not a streams group, GROUP_ID_NOT_FOUND. v1 (KIP-1331, KIP-1357): no topology description
-is stored (no plugin configured): TopologyDescriptionStatus NOT_STORED (1) when asked for, else
-NOT_REQUESTED (0); AssignorName "sticky".
+(GROUP_AUTHORIZATION_FAILED) and on every topic of its topology (TOPIC_AUTHORIZATION_FAILED); an
+empty id is INVALID_GROUP_ID; a group that does not exist, or is not a streams group,
+GROUP_ID_NOT_FOUND. The answers come in Kafka's order: refused groups, empty ids, the others.
+v1 (KIP-1331, KIP-1357): no topology description is stored (no plugin configured):
+TopologyDescriptionStatus NOT_STORED (1) when asked for, else NOT_REQUESTED (0); AssignorName
+"sticky".
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from dataplane.coordinator.streams_group import StreamsGroup
 from dataplane.coordinator.streams_group_member import Member, Tasks, TasksTuple
 from dataplane.coordinator.streams_group_requests import TaskOffsets
-from dataplane.coordinator.streams_topology import Subtopology, TopicInfo
+from dataplane.coordinator.streams_topology import Subtopology, TopicInfo, required_topics
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.handlers.streams_group_heartbeat import streams_enabled
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
@@ -30,27 +32,34 @@ VERSIONS = (0, 1)
 
 ASSIGNOR = "sticky"
 NOT_REQUESTED, NOT_STORED = 0, 1
+_TOPICS_DENIED = "The described group uses topics that the client is not authorized to describe."
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    if not streams_enabled(ctx):
+        error = KafkaError(ErrorCode.unsupported_version)
+        groups = tuple(_failed(b, group_id, error) for group_id in req.group_ids)
+        return b.StreamsGroupDescribeResponse(throttle_time=0, groups=groups)
     coordinator, authorizer = ctx.services.group_coordinator, ctx.services.authorizer
-    enabled = streams_enabled(ctx)
     status = NOT_STORED if getattr(req, "include_topology_description", False) else NOT_REQUESTED
-    described = []
+    # Kafka's order: the unauthorized groups, then the empty ids, then the described ones
+    refused, invalid, described = [], [], []
     for group_id in req.group_ids:
+        if not authorizer.authorize(ctx.conn, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            refused.append(_failed(b, group_id, KafkaError(ErrorCode.group_authorization_failed)))
+            continue
+        if not group_id:
+            invalid.append(_failed(b, group_id, KafkaError(ErrorCode.invalid_group_id)))
+            continue
         try:
-            if not enabled:
-                raise KafkaError(ErrorCode.unsupported_version)
-            if not authorizer.authorize(
-                ctx.conn, AclOperation.DESCRIBE, ResourceType.GROUP, group_id
-            ):
-                raise KafkaError(ErrorCode.group_authorization_failed)
-            if not group_id:
-                raise KafkaError(ErrorCode.invalid_group_id)
             (found,) = coordinator.shard(group_id).streams_group_describe([group_id])
             if isinstance(found, KafkaError):
                 raise found
+            if found.topology is not None and authorizer.denied(
+                ctx.conn, AclOperation.DESCRIBE, ResourceType.TOPIC, required_topics(found.topology)
+            ):
+                raise KafkaError(ErrorCode.topic_authorization_failed, _TOPICS_DENIED)
         except KafkaError as e:
             described.append(_failed(b, group_id, e))
             continue
@@ -58,7 +67,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         if req.include_authorized_operations:
             operations = authorizer.authorized_operations(ctx.conn, ResourceType.GROUP, group_id)
         described.append(_described(b, found, operations, status))
-    return b.StreamsGroupDescribeResponse(throttle_time=0, groups=tuple(described))
+    groups = (*refused, *invalid, *described)
+    return b.StreamsGroupDescribeResponse(throttle_time=0, groups=groups)
 
 
 def _failed(b: EntityBuilder, group_id: str, e: KafkaError) -> Any:

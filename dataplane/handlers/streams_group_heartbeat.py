@@ -51,7 +51,8 @@ def streams_enabled(ctx: RequestContext) -> bool:
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
-    b = ResponseBuilder(API_KEY, ctx.header.api_version)
+    version = ctx.header.api_version
+    b = ResponseBuilder(API_KEY, version)
     request = HeartbeatRequest.from_kio(req)
     try:
         if not streams_enabled(ctx):
@@ -60,14 +61,14 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         validate_heartbeat(request)
         shard = ctx.services.group_coordinator.shard(request.group_id)
     except KafkaError as e:
-        return HeartbeatResponse.error(e).to_kio(b)
+        return HeartbeatResponse.error(e).to_kio(b, version)
     reply, result = shard.streams_group_heartbeat(
         request, ctx.header.client_id or "", client_host(ctx)
     )
     response = reply.value if reply.done else await reply.wait()
     if result is not None and result.to_create and response.error_code == 0:
         response = await _create_internal_topics(ctx, response, result.to_create)
-    return response.to_kio(b)
+    return response.to_kio(b, version)
 
 
 def _authorize(ctx: RequestContext, request: HeartbeatRequest) -> None:
@@ -144,7 +145,7 @@ async def _create_internal_topics(
 
 def _with_status_note(response: HeartbeatResponse, note: str) -> HeartbeatResponse:
     """The response with `note` added to its MISSING_INTERNAL_TOPICS status (or as one)."""
-    statuses = list(response.status or ())
+    statuses = list(response.status)
     for i, (code, detail) in enumerate(statuses):
         if code == Status.MISSING_INTERNAL_TOPICS:
             statuses[i] = (code, f"{detail}; {note}")
