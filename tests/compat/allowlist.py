@@ -338,7 +338,85 @@ _ANSWERS = {
     ),
 }
 
+# -- security (tests/compat/test_security.py) ---------------------------------------------------
+
+_MECHANISM_ORDER = (
+    "the same enabled mechanisms: Kafka lists them in the iteration order of a Java HashSet "
+    "(PLAIN, SCRAM-SHA-512, SCRAM-SHA-256), Rafka in the order of sasl.enabled.mechanisms; no "
+    "client reads the order"
+)
+_BAD_ACL_CODE = (
+    "Kafka's broker cannot build a binding or filter with this code: ANY fails it with "
+    "UNKNOWN_SERVER_ERROR (an IllegalArgumentException it does not map), UNKNOWN makes the "
+    "request unparseable and Kafka closes the connection; Rafka answers INVALID_REQUEST naming "
+    "the field, which clients report as the same failure"
+)
+_SECURITY = {
+    **dict.fromkeys(
+        (
+            "SaslHandshake v0: GSSAPI (not enabled)",
+            "SaslHandshake v1: GSSAPI (not enabled)",
+            "SaslHandshake v0 + bare PLAIN token",
+            "SaslHandshake: re-authentication with another mechanism",
+        ),
+        _MECHANISM_ORDER,
+    ),
+    "Metadata after SaslHandshake, before SaslAuthenticate": (
+        "a client that skips SaslAuthenticate loses its connection on both: Kafka first answers "
+        "the request with its error response (ILLEGAL_SASL_STATE where the API has an error "
+        "field; an empty Metadata), Rafka closes at once and logs why"
+    ),
+    **dict.fromkeys(
+        (
+            *(
+                f"CreateAcls: {what}"
+                for what in (
+                    "resource type ANY",
+                    "resource type UNKNOWN",
+                    "pattern type MATCH",
+                    "pattern type ANY",
+                    "pattern type UNKNOWN",
+                    "operation ANY",
+                    "operation UNKNOWN",
+                    "permission ANY",
+                )
+            ),
+            "DescribeAcls: resource type UNKNOWN",
+            "DescribeAcls: pattern type UNKNOWN",
+            "DescribeAcls: operation UNKNOWN",
+            "DeleteAcls: pattern type UNKNOWN",
+        ),
+        _BAD_ACL_CODE,
+    ),
+    "DescribeUserScramCredentials as reader (no CLUSTER DESCRIBE)": (
+        "Kafka's refusal of a describe of every user (users null) hits a NullPointerException "
+        "and closes the connection; Rafka answers CLUSTER_AUTHORIZATION_FAILED (named users "
+        "get the same answer on both)"
+    ),
+    "AlterUserScramCredentials: an empty salt": (
+        "Kafka stores a SCRAM credential with an empty salt; Rafka refuses it "
+        "(UNACCEPTABLE_CREDENTIAL): a salt-less credential defeats SCRAM's salting, and "
+        "kafka-configs.sh always sends a random salt"
+    ),
+}
+
+_SHARE_STATE_RPC = (
+    "an inter-broker API: share-partition leaders read and write their state at the share "
+    "coordinator; Rafka's brokers send that over their internal gRPC (proto/replication.proto), "
+    "and no client sends it"
+)
+
 ALLOWED: dict[str, str] = {
+    **{
+        f"ApiVersions: {name} ({key})": _SHARE_STATE_RPC
+        for key, name in (
+            (83, "InitializeShareGroupState"),
+            (84, "ReadShareGroupState"),
+            (85, "WriteShareGroupState"),
+            (86, "DeleteShareGroupState"),
+            (87, "ReadShareGroupStateSummary"),
+        )
+    },
     "Metadata v1: unknown topic, auto-created": _AUTO_CREATE,
     "Metadata v12: unknown topic, auto-created": _AUTO_CREATE,
     **_NOT_LISTED,
@@ -351,4 +429,5 @@ ALLOWED: dict[str, str] = {
         "the acknowledgements it writes (they count as delivered), and moves it only in memory "
         "until the next write; Rafka writes the start offset past them. Both show lag 0"
     ),
+    **_SECURITY,
 }
