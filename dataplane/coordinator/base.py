@@ -331,6 +331,11 @@ class Group:
     def listed(self) -> ListedGroup:
         return ListedGroup(self.group_id, self.protocol_type_name, self.state_name, self.TYPE)
 
+    @property
+    def state_filter_name(self) -> str:
+        """The state as ListGroups' states filter names it (Kafka's toLowerCaseString)."""
+        return self.state_name.lower()
+
     def describe(self) -> DescribedGroup:
         raise NotImplementedError
 

@@ -406,10 +406,10 @@ class GroupShard:
         wanted_states = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
         return [
-            listed
-            for listed in (g.listed() for g in self.groups.values())
-            if (not wanted_states or listed.state.lower() in wanted_states)
-            and (not wanted_types or listed.type.lower() in wanted_types)
+            g.listed()
+            for g in self.groups.values()
+            if (not wanted_states or g.state_filter_name in wanted_states)
+            and (not wanted_types or g.TYPE.lower() in wanted_types)
         ]
 
     def describe_group(self, group_id: str) -> DescribedGroup:

@@ -25,7 +25,7 @@ from dataplane.coordinator.base import OffsetAndMetadata, Reply, map_append_erro
 from dataplane.coordinator.classic_group import ClassicGroup
 from dataplane.coordinator.consumer_group_adapter import ModernGroupAdapter
 from dataplane.coordinator.records import CorruptRecord
-from dataplane.coordinator.streams_group import Settings, StreamsGroup
+from dataplane.coordinator.streams_group import GroupState, Settings, StreamsGroup
 from dataplane.coordinator.streams_group_requests import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -56,6 +56,13 @@ class StreamsGroupAdapter(ModernGroupAdapter):
     @property
     def protocol_type_name(self) -> str:
         return PROTOCOL_TYPE
+
+    @property
+    def state_filter_name(self) -> str:
+        # Kafka's StreamsGroupState.toLowerCaseString: "NotReady" is "not_ready"
+        return (
+            "not_ready" if self.group.state == GroupState.NOT_READY else super().state_filter_name
+        )
 
     def describe(self) -> ClassicDescribedGroup:
         # DescribeGroups describes classic groups only: "Dead", as for a consumer group

@@ -23,10 +23,10 @@ from cluster.kafka_client import builder
 from cluster.polling import wait_for
 from tests.compat.conftest import create_topics
 from tests.compat.pair import Pair
+from tests.compat.streams_requests import HEARTBEAT, SOURCE, heartbeat, topology
 
-HEARTBEAT, DESCRIBE, TOPOLOGY_UPDATE, CONSUMER_HEARTBEAT, FIND_COORDINATOR = 88, 89, 93, 68, 10
-SOURCE = "compat-streams-source"
-PROCESS = "7a2e0d5e-94b1-4bd4-8a0c-9c45c6a2c1a1"
+DESCRIBE, TOPOLOGY_UPDATE, CONSUMER_HEARTBEAT, FIND_COORDINATOR = 89, 93, 68, 10
+LIST_GROUPS, DESCRIBE_GROUPS = 16, 15
 _ids = itertools.count()
 
 
@@ -68,55 +68,8 @@ def _group(pair: Pair, name: str) -> str:
     return group
 
 
-def _topology(version: int, group: str, **changes: Any) -> Any:
-    b = builder(HEARTBEAT, version)
-    changelog = b.TopicInfo(
-        name=changes.pop("changelog", f"{group}-store-changelog"),
-        partitions=changes.pop("changelog_partitions", 0),
-        replication_factor=0,
-        topic_configs=(b.KeyValue(key="cleanup.policy", value="compact"),),
-    )
-    subtopology = b.Subtopology(
-        subtopology_id="0",
-        source_topics=changes.pop("sources", (SOURCE,)),
-        source_topic_regex=(),
-        state_changelog_topics=(changelog,),
-        repartition_sink_topics=(),
-        repartition_source_topics=(),
-        copartition_groups=(),
-    )
-    return b.Topology(epoch=0, subtopologies=(subtopology,))
-
-
-def _heartbeat(group: str, member: str, epoch: int, version: int, **fields: Any) -> dict:
-    """StreamsGroupHeartbeat fields: a full join (epoch 0) unless `fields` say otherwise."""
-    joining = epoch == 0
-    values = {
-        "group_id": group,
-        "member_id": member,
-        "member_epoch": epoch,
-        "endpoint_information_epoch": -1,
-        "instance_id": None,
-        "rack_id": None,
-        # v0 (kio) names it rebalance_timeout, v1 rebalance_timeout_ms; each version takes its own
-        "rebalance_timeout": datetime.timedelta(milliseconds=300000 if joining else -1),
-        "rebalance_timeout_ms": 300000 if joining else -1,
-        "topology": _topology(version, group) if joining else None,
-        "active_tasks": () if joining else None,
-        "standby_tasks": () if joining else None,
-        "warmup_tasks": () if joining else None,
-        "process_id": PROCESS if joining else None,
-        "user_endpoint": None,
-        "client_tags": () if joining else None,
-        "task_offsets": None,
-        "task_end_offsets": None,
-        "shutdown_application": False,
-    }
-    return values | fields
-
-
 def _join(pair: Pair, case: str, group: str, version: int) -> None:
-    pair.call(case, HEARTBEAT, version, **_heartbeat(group, "member-1", 0, version))
+    pair.call(case, HEARTBEAT, version, **heartbeat(group, "member-1", 0, version))
 
 
 @pytest.mark.parametrize("version", [0, 1])
@@ -136,19 +89,19 @@ def test_join_describe_and_leave(pair: Pair, version: int) -> None:
         f"StreamsGroupHeartbeat v{version}: an unknown member",
         HEARTBEAT,
         version,
-        **_heartbeat(group, "nobody", 1, version),
+        **heartbeat(group, "nobody", 1, version),
     )
     pair.call(
         f"StreamsGroupHeartbeat v{version}: an epoch ahead of the member's (fenced)",
         HEARTBEAT,
         version,
-        **_heartbeat(group, "member-1", 7, version),
+        **heartbeat(group, "member-1", 7, version),
     )
     pair.call(
         f"StreamsGroupHeartbeat v{version}: leave (epoch -1)",
         HEARTBEAT,
         version,
-        **_heartbeat(group, "member-1", -1, version),
+        **heartbeat(group, "member-1", -1, version),
     )
     pair.call(
         f"StreamsGroupDescribe v{version}: the group its last member left",
@@ -179,12 +132,12 @@ def test_join_describe_and_leave(pair: Pair, version: int) -> None:
 def test_heartbeat_errors(pair: Pair, case: str, epoch: int, fields: dict) -> None:
     version = 1
     group = _group(pair, "error")
-    values = _heartbeat(group, fields.pop("member_id", "member-1"), epoch, version)
+    values = heartbeat(group, fields.pop("member_id", "member-1"), epoch, version)
     topology_changes = {
         k: fields.pop(k) for k in ("changelog_partitions", "sources") if k in fields
     }
     if topology_changes:
-        values["topology"] = _topology(version, group, **topology_changes)
+        values["topology"] = topology(version, group, **topology_changes)
     if fields.get("rebalance_timeout_ms") == -1:
         values["rebalance_timeout"] = datetime.timedelta(milliseconds=-1)
     if fields.get("active_tasks") == "one":
@@ -213,7 +166,7 @@ def test_a_consumer_group_is_not_a_streams_group(pair: Pair) -> None:
         "StreamsGroupHeartbeat: a join to a consumer group's id",
         HEARTBEAT,
         1,
-        **_heartbeat(group, "member-1", 0, 1),
+        **heartbeat(group, "member-1", 0, 1),
     )
     pair.call(
         "StreamsGroupDescribe: a consumer group",
@@ -223,6 +176,28 @@ def test_a_consumer_group_is_not_a_streams_group(pair: Pair) -> None:
         include_authorized_operations=False,
         include_topology_description=False,
     )
+
+
+def test_list_and_describe_groups_show_a_streams_group(pair: Pair) -> None:
+    group = _group(pair, "listed")
+    _join(pair, "StreamsGroupHeartbeat: join (to list)", group, 1)
+
+    def listed(side: Any) -> Any:
+        answer = side.conn().call(
+            LIST_GROUPS, 5, states_filter=("not_ready",), types_filter=("streams",)
+        )
+        return [g for g in answer.groups if g.group_id == group]
+
+    kafka, rafka = pair.both(listed)
+    pair.compare("ListGroups v5: a streams group by its type and state (not_ready)", kafka, rafka)
+    for version in (5, 6):
+        pair.call(
+            f"DescribeGroups v{version}: a streams group",
+            DESCRIBE_GROUPS,
+            version,
+            groups=(group,),
+            include_authorized_operations=False,
+        )
 
 
 def test_describe_unknown_and_empty_ids(pair: Pair) -> None:

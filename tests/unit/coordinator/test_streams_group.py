@@ -454,3 +454,11 @@ def test_an_empty_classic_group_id_becomes_a_streams_group() -> None:
     h.shard.validate_txn_offset_commit(GROUP, "", None, -1)  # a simple (classic) group
     h.hb("a", 0)
     assert isinstance(h.shard.groups[GROUP], StreamsGroupAdapter)
+
+
+def test_list_groups_filters_a_streams_group_by_kafkas_state_names() -> None:
+    h = StreamsHarness(topics=(SOURCE,))  # internal topics missing: NotReady
+    h.hb("a", 0)
+    (listed,) = h.shard.list_groups(states=["not_ready"], types=["streams"])
+    assert (listed.state, listed.type, listed.protocol_type) == ("NotReady", "streams", "streams")
+    assert h.shard.list_groups(states=["notready"]) == []
