@@ -127,7 +127,7 @@ def test_unsupported_api_versions_version_gets_v0_error_body(broker: LocalCluste
     resp, _ = entity_reader(ApiVersionsV0)(body, 0)
     assert resp.error_code == ErrorCode.unsupported_version
     keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-    assert keys[18] == (0, 4) and keys[0][1] >= 9
+    assert keys[18] == (0, 5) and keys[0][1] >= 9
     assert keys[88] == (0, 1)  # StreamsGroupHeartbeat, as every served API
 
 
