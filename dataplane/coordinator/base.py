@@ -12,7 +12,7 @@ timers, clock, the cluster's topics, writes to `__consumer_offsets`) through the
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -346,6 +346,14 @@ class Group:
     ) -> ErrorCode:
         """The error an OffsetCommit from this member/generation gets (NONE: accept)."""
         raise NotImplementedError
+
+    def validate_commit_partitions(
+        self, member_id: str, generation: int, partitions: Iterable[tuple[str, int]]
+    ) -> ErrorCode:
+        """After `validate_offset_commit` took the commit: the error of the whole commit that
+        one of its (topic, partition)s gets (Kafka's CommitPartitionValidator: a streams member
+        may commit at an older epoch the tasks it had then); NONE for groups without one."""
+        return ErrorCode.none
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
         """OffsetFetch v9+ member checks (KIP-848); NONE for groups that do not check."""

@@ -206,6 +206,9 @@ class OffsetStore:
                 return code, {}, []
             group = self._classic_group(group_id, True)
         error = group.validate_offset_commit(member_id, instance_id, generation, api_version)
+        if error == ErrorCode.none:
+            committed = ((p.topic, p.partition) for p in partitions)
+            error = group.validate_commit_partitions(member_id, generation, committed)
         if error != ErrorCode.none:
             return error, {}, []
         errors, records = self.records(group_id, partitions, expire_timestamp)

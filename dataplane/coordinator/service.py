@@ -322,7 +322,9 @@ class GroupCoordinator:
             shard = self.shard(group_id)  # again: it may have moved meanwhile
         except KafkaError as e:
             return dict.fromkeys(every, e.code)
-        error = shard.validate_txn_offset_commit(group_id, member_id, instance_id, generation)
+        error = shard.validate_txn_offset_commit(
+            group_id, member_id, instance_id, generation, every
+        )
         if error != ErrorCode.none:
             return dict.fromkeys(every, error)
         errors, records = shard.offsets.records(group_id, partitions)

@@ -345,7 +345,12 @@ class GroupShard:
         )
 
     def validate_txn_offset_commit(
-        self, group_id: str, member_id: str, instance_id: str | None, generation: int
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        partitions: Iterable[tuple[str, int]] = (),
     ) -> ErrorCode:
         """TxnOffsetCommit's group checks (Kafka's validateTransactionalOffsetCommit): a group
         that does not exist is created (simple group) for a generation < 0, else
@@ -353,7 +358,8 @@ class GroupShard:
         classic group takes a commit without member id and generation (TxnOffsetCommit v0-v2,
         the producer's sendOffsetsToTransaction with a group id only) whatever its state, and
         in CompletingRebalance too; a consumer group's stale member epoch answers
-        ILLEGAL_GENERATION."""
+        ILLEGAL_GENERATION. `partitions` (the committed ones) go to the group's per-partition
+        check (a streams member at an older epoch)."""
         group = self.groups.get(group_id)
         if group is None:
             if generation >= 0:
@@ -367,6 +373,8 @@ class GroupShard:
                 return ErrorCode.none
         # transactional commits are taken from every OffsetCommit version's members
         error = group.validate_offset_commit(member_id, instance_id, generation, _ANY_VERSION)
+        if error == ErrorCode.none:
+            error = group.validate_commit_partitions(member_id, generation, partitions)
         if error == ErrorCode.stale_member_epoch:
             return ErrorCode.illegal_generation
         if error == ErrorCode.rebalance_in_progress and isinstance(group, ClassicGroup):

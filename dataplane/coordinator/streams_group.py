@@ -248,13 +248,13 @@ class StreamsGroup:
         member_id: str,
         instance_id: str | None,
         member_epoch: int,
-        topics: Mapping[str, set[int]] | None = None,
         *,
         is_transactional: bool = False,
         api_version: int = 9,
     ) -> None:
-        """Kafka's StreamsGroup.validateOffsetCommit: the member's epoch, or an older one that
-        still covers the committed partitions' tasks (their assignment epochs)."""
+        """Kafka's StreamsGroup.validateOffsetCommit: a commit from outside the group (epoch
+        < 0, the group empty), or from a member at its epoch, or at an older one that
+        `validate_commit_tasks` then checks per task."""
         if member_epoch < 0 and not self.members:
             return
         if is_transactional and member_epoch == -1 and member_id == "" and instance_id is None:
@@ -266,27 +266,35 @@ class StreamsGroup:
                 "OffsetCommit version 9 or above must be used by members using the streams "
                 "group protocol",
             )
-        if member_epoch == member.member_epoch:
-            return
         if member_epoch > member.member_epoch:
             raise KafkaError(
                 ErrorCode.stale_member_epoch,
                 f"Received member epoch {member_epoch} is newer than current member epoch "
                 f"{member.member_epoch}.",
             )
-        if topics is None or self.topology is None:
+
+    def validate_commit_tasks(
+        self, member_id: str, member_epoch: int, topics: Mapping[str, set[int]]
+    ) -> None:
+        """Kafka's assignment epoch validator: a member committing at an older epoch than its
+        own may commit the partitions of the active tasks it had at that epoch (assigned, or
+        being revoked, at or before it)."""
+        member = self.members.get(member_id)
+        if member is None or member_epoch >= member.member_epoch or member_epoch < 0:
+            return
+        if self.topology is None:
             raise KafkaError(
                 ErrorCode.stale_member_epoch,
                 "Topology is not available for offset commit validation.",
             )
         subtopology_of = topo.source_topic_subtopologies(self.topology)
-        for topic, partitions in topics.items():
+        for topic, partitions in sorted(topics.items()):
             sub = subtopology_of.get(topic)
             if sub is None:
                 raise KafkaError(
                     ErrorCode.stale_member_epoch, f"Topic {topic} is not in the topology."
                 )
-            for p in partitions:
+            for p in sorted(partitions):
                 epoch = member.assigned.active.get(sub, {}).get(p)
                 if epoch is None:
                     epoch = member.pending_revocation.active.get(sub, {}).get(p)

@@ -16,7 +16,7 @@ shard's timer (shared with consumer and share groups: `ModernGroupAdapter`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from dataplane.coordinator import streams_group_records as rec
@@ -76,6 +76,21 @@ class StreamsGroupAdapter(ModernGroupAdapter):
                 member_id, instance_id, generation, api_version=api_version
             )
         except KafkaError as e:
+            return e.code
+        return ErrorCode.none
+
+    def validate_commit_partitions(
+        self, member_id: str, generation: int, partitions: Iterable[tuple[str, int]]
+    ) -> ErrorCode:
+        topics: dict[str, set[int]] = {}
+        for topic, partition in partitions:
+            topics.setdefault(topic, set()).add(partition)
+        try:
+            self.group.validate_commit_tasks(member_id, generation, topics)
+        except KafkaError as e:
+            log.info(
+                "streams group %s: commit of member %s refused: %s", self.group_id, member_id, e
+            )
             return e.code
         return ErrorCode.none
 

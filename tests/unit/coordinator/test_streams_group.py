@@ -387,13 +387,38 @@ def test_offset_commits_check_the_member_epoch_per_task() -> None:
     with pytest.raises(KafkaError) as e:
         group.validate_offset_commit("a", None, epoch + 1)
     assert e.value.code == E.stale_member_epoch
-    # an older epoch covers the tasks assigned at or before it
-    with pytest.raises(KafkaError):
-        group.validate_offset_commit("a", None, epoch - 1, {SOURCE: {0}})
     group.validate_offset_commit("", None, -1, is_transactional=True)
     with pytest.raises(KafkaError) as e:
         group.validate_offset_commit("a", None, epoch, api_version=8)
     assert e.value.code == E.unsupported_version
+
+
+def test_a_member_commits_at_an_older_epoch_the_tasks_it_still_has() -> None:
+    """Streams commits with the epoch it processed the records at, which a rebalance may have
+    moved on since: OffsetCommit and TxnOffsetCommit take, as Kafka's assignment epoch
+    validator, the partitions of tasks assigned at or before that epoch, and refuse the
+    whole commit for any other."""
+    h = StreamsHarness()
+    h.hb("a", 0)
+    old = h.group().members["a"].member_epoch
+    h.hb("b", 0)
+    for _ in range(3):
+        h.hb("a")
+        h.hb("b")
+    member = h.group().members["a"]
+    assert member.member_epoch > old
+    kept = sorted(member.assigned.active["0"])
+    lost = sorted(set(range(3)) - set(kept))
+    assert kept and lost
+    assert h.commit("a", old, {(SOURCE, p): 5 for p in kept})[0] == E.none
+    assert h.committed(GROUP) == {(SOURCE, p): 5 for p in kept}
+    both = {(SOURCE, kept[0]): 6, (SOURCE, lost[0]): 6}
+    assert h.commit("a", old, both)[0] == E.stale_member_epoch
+    assert h.commit("a", old - 1, {(SOURCE, kept[0]): 6})[0] == E.stale_member_epoch
+    assert h.commit("a", old, {("other", 0): 6})[0] == E.stale_member_epoch
+    txn = h.shard.validate_txn_offset_commit
+    assert txn(GROUP, "a", None, old, [(SOURCE, kept[0])]) == E.none
+    assert txn(GROUP, "a", None, old, [(SOURCE, lost[0])]) == E.illegal_generation
 
 
 def test_delete_needs_an_empty_group() -> None:
