@@ -23,7 +23,7 @@ incorrectly partitioned topics, a requested shutdown).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -763,7 +763,7 @@ class StreamsGroup:
         response = HeartbeatResponse(req.member_id, req.member_epoch)
         if req.instance_id is None:
             self._member(req.member_id)
-            return HeartbeatResult(response, self.fence_member(req.member_id, now_ms, {}))
+            return HeartbeatResult(response, self.fence_members([req.member_id], now_ms, {}))
         member = self._static_owner(req.instance_id)
         if member is None:
             raise KafkaError(
@@ -776,7 +776,7 @@ class StreamsGroup:
                 f"by member {member.member_id}.",
             )
         if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            return HeartbeatResult(response, self.fence_member(member.member_id, now_ms, {}))
+            return HeartbeatResult(response, self.fence_members([member.member_id], now_ms, {}))
         # a temporary leave: the member keeps its tasks until its session expires
         leaving = dataclasses.replace(
             member,
@@ -786,15 +786,19 @@ class StreamsGroup:
         key = _key(rec.CURRENT_MEMBER_ASSIGNMENT, self.group_id, member.member_id)
         return HeartbeatResult(response, [rec.encode(key, leaving.assignment_value())])
 
-    def fence_member(
-        self, member_id: str, now_ms: int, topics: Mapping[str, TopicMetadata]
+    def fence_members(
+        self, member_ids: Sequence[str], now_ms: int, topics: Mapping[str, TopicMetadata]
     ) -> list[Record]:
-        """The records removing a member (it left, or its session or rebalance timeout
-        expired), bumping the group epoch and, as Kafka 4.4, giving the others their new
-        target assignment at once (Kafka's streamsGroupFenceMember)."""
-        self._member(member_id)
+        """The records removing members (they left, or their session or rebalance timeout
+        expired), bumping the group epoch once and, as Kafka 4.4, giving the others their
+        new target assignment at once (Kafka's streamsGroupFenceMember)."""
+        leaving = [self._member(m).member_id for m in dict.fromkeys(member_ids)]
         gid, epoch = self.group_id, self.group_epoch + 1
-        records = [rec.encode(_key(kind, gid, member_id), None) for kind in _MEMBER_RECORDS]
+        records = [
+            rec.encode(_key(kind, gid, member_id), None)
+            for member_id in leaving
+            for kind in _MEMBER_RECORDS
+        ]
         records.append(
             rec.encode(
                 _key(rec.GROUP_METADATA, gid),
@@ -806,7 +810,7 @@ class StreamsGroup:
                 ),
             )
         )
-        others = {m: member for m, member in self.members.items() if m != member_id}
+        others = {m: member for m, member in self.members.items() if m not in leaving}
         settings = self.settings or Settings(
             self.config.session_timeout_ms,
             self.config.heartbeat_interval_ms,
@@ -814,8 +818,9 @@ class StreamsGroup:
             self.config.initial_rebalance_delay_ms,
         )
         records += self.compute_assignment(others, self.configured, settings, now_ms, epoch)[1]
-        self._session_deadlines.pop(member_id, None)
-        self._rebalance_deadlines.pop(member_id, None)
+        for member_id in leaving:
+            self._session_deadlines.pop(member_id, None)
+            self._rebalance_deadlines.pop(member_id, None)
         return records
 
 

@@ -121,8 +121,6 @@ def _fetch(
     authorizer = ctx.services.authorizer
     if not authorizer.authorize(ctx.conn, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed, []
-    if not group_id:
-        return ErrorCode.invalid_group_id, []
     try:
         shard = ctx.services.group_coordinator.shard(group_id)
     except KafkaError as e:

@@ -118,7 +118,9 @@ _TLS_CONTEXT = (
 )
 _MIGRATION = (
     "Rafka has no online migration between the classic and consumer group protocols: a group "
-    "id changes type only while the group is empty"
+    "id changes type only while the group is empty, as in Kafka with "
+    "group.consumer.migration.policy=disabled (to move a group to the other protocol, stop its "
+    "consumers, then start them with the new group.protocol)"
 )
 
 _NOT_LISTED = {
@@ -341,6 +343,44 @@ _ANSWERS = {
     ),
 }
 
+_SHARE_INIT = (
+    "Kafka 4.4 assigns a share-partition only once the group coordinator has initialized its "
+    "state in the share coordinator, so a new share member's first heartbeat gets no "
+    "partitions and a later one gets them at a group epoch one higher; Rafka initializes a "
+    "share-partition's state on its first ShareFetch and assigns it at once (its share "
+    "consumers start fetching a heartbeat earlier; their group epochs are one lower)"
+)
+
+_SHARE_START = (
+    "Rafka writes a share-partition's start offset (from share.auto.offset.reset) when the "
+    "partition is first fetched, so a failover before the first acknowledgement never skips "
+    "records already delivered, and DescribeShareGroupOffsets shows it and the lag from then "
+    "on; Kafka 4.4 writes it with the first acknowledgement and answers -1 until then"
+)
+
+_SHARE_START_AFTER = (
+    "Kafka 4.4 writes a share-partition's state with the start offset it had before the "
+    "acknowledgements being written moved it (the next write carries the new one), so "
+    "DescribeShareGroupOffsets shows an older start offset than Rafka's, which writes the start "
+    "offset the acknowledgements moved it to; the lag is the same"
+)
+
+_GROUPS = {
+    "Online migration: ConsumerGroupHeartbeat joining a live classic group": _MIGRATION,
+    "Online migration: JoinGroup to a live consumer group": _MIGRATION,
+    "ShareGroupHeartbeat: a member joins": _SHARE_INIT,
+    "Share group offsets: describe before any acknowledgement": _SHARE_START,
+    **{
+        f"Share group offsets: {step}": _SHARE_START_AFTER
+        for step in ("describe v0", "describe v1", "describe every topic")
+    },
+    **{
+        f"ShareFetch v{v}: describe offsets{after}": _SHARE_START_AFTER
+        for v in (1, 2)
+        for after in ("", " after")
+    },
+}
+
 # -- security (tests/compat/test_security.py) ---------------------------------------------------
 
 _MECHANISM_ORDER = (
@@ -432,5 +472,6 @@ ALLOWED: dict[str, str] = {
         "the acknowledgements it writes (they count as delivered), and moves it only in memory "
         "until the next write; Rafka writes the start offset past them. Both show lag 0"
     ),
+    **_GROUPS,
     **_SECURITY,
 }
