@@ -323,7 +323,11 @@ class GroupCoordinator:
         except KafkaError as e:
             return dict.fromkeys(every, e.code)
         error = shard.validate_txn_offset_commit(
-            group_id, member_id, instance_id, generation, every
+            group_id,
+            member_id,
+            instance_id,
+            generation,
+            shard.offsets.validated_partitions(partitions),
         )
         if error != ErrorCode.none:
             return dict.fromkeys(every, error)

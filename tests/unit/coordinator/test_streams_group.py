@@ -14,6 +14,7 @@ from cluster.kafka_client import builder
 from dataplane.coordinator import streams_group_records as rec
 from dataplane.coordinator import streams_topology as topo
 from dataplane.coordinator.base import GroupConfig
+from dataplane.coordinator.offsets import CommitPartition
 from dataplane.coordinator.streams_assignor import MemberSpec, SubtopologySpec, assign
 from dataplane.coordinator.streams_group import GroupState, StreamsGroup, StreamsGroupConfig
 from dataplane.coordinator.streams_group_adapter import StreamsGroupAdapter
@@ -419,6 +420,21 @@ def test_a_member_commits_at_an_older_epoch_the_tasks_it_still_has() -> None:
     txn = h.shard.validate_txn_offset_commit
     assert txn(GROUP, "a", None, old, [(SOURCE, kept[0])]) == E.none
     assert txn(GROUP, "a", None, old, [(SOURCE, lost[0])]) == E.illegal_generation
+    # a partition whose metadata is too large gets its own error and escapes the check
+    too_large = "x" * (h.services.config.offset_metadata_max_bytes + 1)
+    error, errors, _ = h.shard.commit_offsets(
+        GROUP,
+        "a",
+        None,
+        old,
+        9,
+        [
+            CommitPartition(SOURCE, kept[0], 7, -1, ""),
+            CommitPartition(SOURCE, lost[0], 7, -1, too_large),
+        ],
+    )
+    assert error == E.none
+    assert errors == {(SOURCE, kept[0]): E.none, (SOURCE, lost[0]): E.offset_metadata_too_large}
 
 
 def test_delete_needs_an_empty_group() -> None:
