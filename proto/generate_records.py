@@ -121,6 +121,14 @@ KIO_MODULES: dict[str, tuple[str, int]] = {
         "StreamsGroupTopologyDescriptionUpdateResponse",
         0,
     ),
+    "dataplane/protocol/legacy/unregister_controller_v0_request.py": (
+        "UnregisterControllerRequest",
+        0,
+    ),
+    "dataplane/protocol/legacy/unregister_controller_v0_response.py": (
+        "UnregisterControllerResponse",
+        0,
+    ),
 }
 """Output module -> (spec, version), in kio's generated form."""
 
