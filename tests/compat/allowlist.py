@@ -68,9 +68,9 @@ _GROUP_EXTRAS = (
     "its members change"
 )
 _RECOMPRESSION = (
-    "Rafka stores batches as producers compressed them and never recompresses (its internal "
-    "topics are written uncompressed), so there are no compression levels to set; inflating "
-    "client data is bounded by 100 x max.message.bytes instead of "
+    "Rafka recompresses a batch (into a topic's compression.type other than `producer`) at "
+    "each codec's default level: Kafka's compression.*.level settings are not implemented; "
+    "inflating client data is bounded by 100 x max.message.bytes instead of "
     "max.decompressed.message.bytes"
 )
 _FIXED = (
