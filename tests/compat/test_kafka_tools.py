@@ -732,7 +732,9 @@ def test_streams_groups(sides: Sides) -> None:
 
     def start(bootstrap: str) -> None:
         ok(bootstrap, "kafka-topics --create --topic st --partitions 2 --replication-factor 1")
-        produce(bootstrap, "st", ["a", "b", "c"])
+        # one key: the same partition on both (unkeyed records go to a random one)
+        keyed = ["parse.key=true", "key.separator=:"]
+        produce(bootstrap, "st", ["k:a", "k:b", "k:c"], *keyed)
         # committed offsets of the (still simple) group; a Streams member then takes the id
         ok(
             bootstrap,
