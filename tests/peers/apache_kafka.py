@@ -41,7 +41,7 @@ def free_kafka_port(brokers: int) -> int:
     """A base port whose brokers (base + i) and controller (base + 100) are all free now."""
     for _ in range(200):
         base = random.randrange(10000, 32768 - 200, 10)
-        if all(_bindable(p) for p in [*range(base, base + brokers), base + 100]):
+        if all(bindable(p) for p in [*range(base, base + brokers), base + 100]):
             return base
     raise RuntimeError("no free port range found for Apache Kafka")
 
@@ -125,18 +125,8 @@ class ApacheKafka:
         return _Node(name, config, self.data_dir / "logs" / f"{name}.log")
 
     def _java(self, main: str, *args: str, node: _Node | None = None) -> list[str]:
-        logs = (node.log.parent if node else self.data_dir / "logs").as_posix()
-        return [
-            "java",
-            *_JVM,
-            f"-Dlog4j2.configurationFile={_LOG4J}",
-            f"-Dkafka.logs.dir={logs}",
-            f"-Drafka.kafka.node={node.name if node else 'tool'}",
-            "-cp",
-            f"{self.jars}/*",
-            main,
-            *args,
-        ]
+        logs = node.log.parent if node else self.data_dir / "logs"
+        return java_command(self.jars, main, *args, logs=logs, node=node.name if node else "tool")
 
     def start(self, timeout: float = 90) -> None:
         """Format every node's storage, start the JVMs, and wait until every broker is
@@ -235,6 +225,24 @@ class ApacheKafka:
                     proc.wait()
 
 
+def java_command(
+    jars: Path, main: str, *args: str, logs: Path, node: str, jvm: list[str] = _JVM
+) -> list[str]:
+    """The command that runs `main` from the jars in `jars`, logging to <logs>/<node>.log
+    (kafka-log4j2.properties): Kafka's nodes and tools, Connect workers, MirrorMaker 2."""
+    return [
+        "java",
+        *jvm,
+        f"-Dlog4j2.configurationFile={_LOG4J}",
+        f"-Dkafka.logs.dir={logs.as_posix()}",
+        f"-Drafka.kafka.node={node}",
+        "-cp",
+        f"{jars}/*",
+        main,
+        *args,
+    ]
+
+
 def _cluster_id() -> str:
     """A random cluster id in Kafka's form (base64url of 16 bytes, no padding), never starting
     with '-' (the storage tool would read `-t -XYZ...` as an option)."""
@@ -243,7 +251,8 @@ def _cluster_id() -> str:
     return cid
 
 
-def _bindable(port: int) -> bool:
+def bindable(port: int) -> bool:
+    """Whether a loopback port can be bound right now."""
     with socket.socket() as s:
         try:
             s.bind(("127.0.0.1", port))
