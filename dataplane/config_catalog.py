@@ -381,8 +381,13 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
 # broker setting -> the topic config it is the default of (its value checks are the topic's)
 _TOPIC_OF: dict[str, str] = {s: name for name, key in TOPIC_KEYS.items() for s in key.synonyms[:1]}
 
-# The values Kafka's DEFAULT_CONFIG synonyms show: every broker setting with a default.
-_DEFAULTS: dict[str, str] = {n: k.default for n, k in BROKER_KEYS.items() if k.default is not None}
+# The values Kafka's DEFAULT_CONFIG synonyms show: every broker setting with a default that
+# Kafka's KafkaConfig defines (not the replication throttles and the authorizer's settings).
+_DEFAULTS: dict[str, str] = {
+    n: k.default
+    for n, k in BROKER_KEYS.items()
+    if k.default is not None and n not in _LISTED_WHEN_SET
+}
 
 
 def broker_key(name: str) -> ConfigKey | None:

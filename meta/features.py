@@ -42,7 +42,7 @@ def check_feature_update(name: str, level: int, upgrade_type: int, current: int)
     if not low <= level <= high:
         if high == 0:
             return invalid("The meta service does not support this feature.")
-        return invalid(f"The meta service only supports versions [{low}, {high}].")
+        return invalid(f"The meta service only supports versions {low}-{high}")  # as Kafka
     if level < current and upgrade_type == UpgradeType.UPGRADE:
         return invalid(
             "Can't downgrade the version of this feature without setting the upgrade type to "

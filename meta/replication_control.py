@@ -395,7 +395,7 @@ def _elect_leaders(state: MetaState, cmd: ElectLeaders, changes: Changes) -> lis
                     name,
                     index,
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    f"No such partition as {name}-{index}." if topic else f"No such topic {name}.",
+                    f"No such partition as {name}-{index}" if topic else f"No such topic as {name}",
                 )
             else:
                 outcome = _elect(state, topic, index, cmd.election_type, active, changes)

@@ -72,6 +72,7 @@ from dataplane.handlers import (
     txn_offset_commit,
     unregister_broker,
     update_features,
+    write_txn_markers,
 )
 from dataplane.handlers.context import Handler, HandlerModule
 
@@ -117,6 +118,7 @@ _MODULES: tuple[HandlerModule, ...] = (
     describe_producers,
     describe_transactions,
     list_transactions,
+    write_txn_markers,  # from operators' tools (abort a hanging transaction)
     # KIP-848 consumer groups
     consumer_group_heartbeat,
     consumer_group_describe,

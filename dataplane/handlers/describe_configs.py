@@ -115,7 +115,8 @@ def _describe(
 def _resource_entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigEntry]:
     """Kafka's ConfigHelper for GROUP (and CLIENT_METRICS) resources: every config of the
     type, the resource's own value (source GROUP_CONFIG / CLIENT_METRICS_CONFIG) or the
-    broker's default (DEFAULT_CONFIG); the resource need not exist."""
+    broker's default, with the synonyms the catalog gives (the source is the first's); the
+    resource need not exist."""
     catalog = CATALOGS[kind]
     services = ctx.services
     acl_name = name if catalog.acl_name is None else catalog.acl_name
@@ -130,18 +131,20 @@ def _resource_entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigE
     own = services.cache.resource_configs(kind, name)
     defaults = catalog.defaults(services.config)
     source = ConfigSource.GROUP_CONFIG if kind == GROUP else ConfigSource.CLIENT_METRICS_CONFIG
+    layers = _layers(ctx)
     out = []
     for key in catalog.keys.values():
-        if key.name in own:
-            value: str | None = own[key.name]
-            found: tuple[Synonym, ...] = (Synonym(key.name, value, source),)
-        else:
-            value, found = defaults.get(key.name, key.default), ()
-        out.append(
-            ConfigEntry(
-                key, value, found[0].source if found else ConfigSource.DEFAULT_CONFIG, found
-            )
-        )
+        default = defaults.get(key.name, key.default)
+        found = [Synonym(key.name, own[key.name], source)] if key.name in own else []
+        if catalog.broker_synonyms is not None:
+            setting = catalog.broker_synonyms.get(key.name)
+            if setting is not None:
+                found += layers.synonyms(setting, key.sensitive)
+            elif default is not None:
+                found.append(Synonym(key.name, default, ConfigSource.DEFAULT_CONFIG))
+        value = own.get(key.name, default)
+        source_of = found[0].source if found else ConfigSource.DEFAULT_CONFIG
+        out.append(ConfigEntry(key, value, source_of, tuple(found)))
     return out
 
 

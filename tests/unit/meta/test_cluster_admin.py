@@ -420,7 +420,7 @@ def test_update_features_as_kafka() -> None:
     [
         ((TV, 1, UpgradeType.UPGRADE), "Can't downgrade the version of this feature without"),
         ((GV, 1, UpgradeType.SAFE_DOWNGRADE), "Can't downgrade to a newer version."),
-        ((TV, 3, UpgradeType.UPGRADE), "only supports versions [0, 2]"),
+        ((TV, 3, UpgradeType.UPGRADE), "only supports versions 0-2"),
         (("metadata.version", 5, UpgradeType.UPGRADE), "does not support this feature."),
         ((TV, -1, UpgradeType.UNSAFE_DOWNGRADE), "cannot be less than 0."),
         ((TV, 1, UpgradeType.UNKNOWN), "does not support the given upgrade type."),
