@@ -18,11 +18,19 @@ What MirrorMaker guarantees of a translated offset (OffsetSyncStore.translateDow
 never points past the record the group would read next (nothing lost); it is exact for an
 offset just past an offset sync (a group at the end of the replicated data is), and otherwise
 the record after the latest sync before it, syncs being at most `offset.lag.max` (100) records
-apart: a group resumes at most 100 records early.
+apart: a group resumes at most 100 records early. That bound needs the syncs to have been
+sent, and MirrorMaker sends a partition's syncs one at a time, each queued one replaced by the
+next (OffsetSyncWriter): records replicated in one burst may leave no sync between a group's
+offset and 100 records before it, or none before it at all (the group then gets no offset on
+the target). So the records come in two parts, the second once the source's offset-syncs topic
+holds the sync of the first part's last record, as when a migration starts while the groups'
+applications still run.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -158,7 +166,14 @@ def test_topics_records_and_group_offsets_move_across(
         flow.topic, PARTITIONS, FACTORS[flow.source], config={"retention.ms": RETENTION_MS}
     )
     admin.create_topics([new])[flow.topic].result(30)
-    _produce(source, flow.topic, range(RECORDS))
+    _produce(source, flow.topic, range(PARTIAL))
+    wait_for(
+        lambda: _synced(source, flow, PARTIAL - 1),
+        90,
+        f"the offset syncs of {flow} at {PARTIAL - 1}",
+        interval=0.5,
+    )
+    _produce(source, flow.topic, range(PARTIAL, RECORDS))
     drained, partial = f"{flow.group_prefix}-drained", f"{flow.group_prefix}-partial"
     _commit(source, drained, flow.topic, RECORDS)
     _commit(source, partial, flow.topic, PARTIAL)
@@ -242,6 +257,35 @@ def _produce(bootstrap: str, topic: str, indexes: range) -> None:
                 timestamp=base + i,
             )
     assert producer.flush(30) == 0
+
+
+def _synced(bootstrap: str, flow: Flow, offset: int) -> bool:
+    """Whether the offset-syncs topic of `flow` (on its source: MirrorMaker's default
+    offset-syncs.topic.location) holds a sync of upstream `offset` in every partition."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "test-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    synced: set[int] = set()
+    try:
+        consumer.assign([TopicPartition(f"mm2-offset-syncs.{flow.target}.internal", 0, 0)])
+        while (msg := consumer.poll(5)) is not None and not msg.error():
+            # OffsetSync's schemas: key (topic: int16-length string, partition: int32),
+            # value (upstream offset: int64, downstream offset: int64).
+            key, value = msg.key(), msg.value()
+            (length,) = struct.unpack_from(">h", key)
+            topic = key[2 : 2 + length].decode()
+            (partition,) = struct.unpack_from(">i", key, 2 + length)
+            (upstream,) = struct.unpack_from(">q", value)
+            if topic == flow.topic and upstream == offset:
+                synced.add(partition)
+    finally:
+        consumer.close()
+    return len(synced) == PARTITIONS
 
 
 def _commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
@@ -336,10 +380,14 @@ def _consume(bootstrap: str, group: str, topic: str) -> dict[int, list[tuple[int
 
 
 def _group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int] | None:
-    """The group's committed offsets in every partition of `topic`, or None until it has all."""
+    """The group's committed offsets in every partition of `topic`, or None until it has all
+    (or while the group's coordinator does not answer: the caller asks again)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     request = [ConsumerGroupTopicPartitions(group)]
-    answer = admin.list_consumer_group_offsets(request)[group].result(10)
+    try:
+        answer = admin.list_consumer_group_offsets(request)[group].result(20)
+    except (KafkaException, concurrent.futures.TimeoutError):
+        return None
     offsets = {tp.partition: tp.offset for tp in answer.topic_partitions if tp.topic == topic}
     return offsets if len(offsets) == PARTITIONS and min(offsets.values()) >= 0 else None
 
