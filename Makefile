@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: run test unit lint bench proto clean compat
+.PHONY: run test unit lint bench proto clean compat chaos
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,13 @@ test: lint
 compat: $(STAMP)
 	bash tests/peers/setup.sh
 	$(PY) -m pytest -q -ra tests/compat $(ARGS)
+
+# The long verify schedule: one `rafka verify` run per nemesis (CHAOS_TIME seconds of faults
+# each, a fresh cluster each; network faults need root), then one table row per nemesis.
+CHAOS_NEMESES ?= kill-leader,kill-broker,pause-follower,kill-meta-leader,isolate-node,split-majority,isolate-meta-leader,zombie-leader,one-way,packet-loss,disk-full,disk-error,clock-skew
+CHAOS_TIME ?= 180
+chaos: $(STAMP)
+	$(PY) -m cluster.cli verify --each --nemesis $(CHAOS_NEMESES) --time $(CHAOS_TIME) --seed 1 $(ARGS)
 
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

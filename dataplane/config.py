@@ -145,8 +145,9 @@ class BrokerConfig(InternalSecurityConfig):
     )
     compression_type: str = Field(
         "producer",
-        description="compression.type: the default compression.type of topics (accepted for "
-        "compatibility: batches are stored as the producer compressed them).",
+        description="compression.type: the default compression.type of topics: producer "
+        "(batches stored as the producer compressed them), uncompressed, gzip, snappy, lz4 or "
+        "zstd (batches in another codec are stored recompressed in it).",
     )
     log_flush_interval_messages: int = Field(
         9223372036854775807,

@@ -626,6 +626,12 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         self._quorum.report(request)
         return meta_pb2.ReportObserverResponse()
 
+    def UnregisterController(
+        self, request: meta_pb2.UnregisterControllerRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.VoterChangeResponse:
+        self._require_leader(context)
+        return _voter_change(self._quorum.unregister(request.controller_id))
+
     # ------------------------------------------------------------ leader duties
 
     def _run_leader_duties(self) -> None:

@@ -85,6 +85,14 @@ KIO_MODULES: dict[str, tuple[str, int]] = {
     "dataplane/protocol/legacy/api_versions_v5_response.py": ("ApiVersionsResponse", 5),
     "dataplane/protocol/legacy/txn_offset_commit_v6_request.py": ("TxnOffsetCommitRequest", 6),
     "dataplane/protocol/legacy/txn_offset_commit_v6_response.py": ("TxnOffsetCommitResponse", 6),
+    "dataplane/protocol/legacy/unregister_controller_v0_request.py": (
+        "UnregisterControllerRequest",
+        0,
+    ),
+    "dataplane/protocol/legacy/unregister_controller_v0_response.py": (
+        "UnregisterControllerResponse",
+        0,
+    ),
 }
 """Output module -> (spec, version), in kio's generated form."""
 

@@ -71,6 +71,7 @@ from dataplane.handlers import (
     sync_group,
     txn_offset_commit,
     unregister_broker,
+    unregister_controller,
     update_features,
     write_txn_markers,
 )
@@ -144,10 +145,12 @@ _MODULES: tuple[HandlerModule, ...] = (
     alter_replica_log_dirs,
     update_features,
     unregister_broker,
-    # the meta quorum (KIP-853), answered by the meta service's Raft leader
+    # the meta quorum (KIP-853) and its controllers' registrations (KIP-1312), answered by the
+    # meta service's Raft leader
     describe_quorum,
     add_raft_voter,
     remove_raft_voter,
+    unregister_controller,
     # client telemetry (KIP-714) and the config resources' names
     get_telemetry_subscriptions,
     push_telemetry,

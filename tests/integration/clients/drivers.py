@@ -83,6 +83,14 @@ def ensure_setup() -> None:
         raise RuntimeError(f"clients/setup.sh failed:\n{proc.stdout}{proc.stderr}")
 
 
+def java_command(version: str) -> tuple[str, ...]:
+    """The set-up Java driver's argv prefix (e.g. a verify workload's ``java_command``)."""
+    if f"java-{version}" not in DRIVERS:
+        raise ValueError(f"no Java driver {version}")
+    ensure_setup()
+    return tuple(DRIVERS[f"java-{version}"])
+
+
 @dataclass
 class Result:
     returncode: int

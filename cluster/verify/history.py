@@ -1,18 +1,24 @@
-"""A recorded history of a chaos run, Jepsen-style: what every client asked, what it was told,
+"""A recorded history of a verify run, Jepsen-style: what every client asked, what it was told,
 what every consumer saw and when every fault struck, with wall-clock times (time.time(), s).
 
 - `Attempt`: one produce of one record, from the call to its outcome: ``ok`` (acknowledged, with
   partition and offset), ``fail`` (a *definite* failure: the record cannot have been written, e.g.
   it never left the client), or ``info`` (indeterminate: a timeout, a lost connection, an error
-  after a send that may have been appended - or no answer at all by the end of the run).
+  after a send that may have been appended - or no answer at all by the end of the run). A
+  transactional send names its transaction.
+- `Txn`: one transaction of a transactional producer: what it consumed, what it wrote, the input
+  offsets it committed, and its outcome (committed, aborted, or indeterminate).
 - `Read`: one record delivered to a consumer (partition, offset, key, value, which consumer).
+- `MemberEvent`: a consumer group member's life: started, partitions assigned / revoked / lost,
+  offsets committed, left, killed. `OffsetSnapshot`: a group's committed offsets as the broker
+  answered them at some time.
 - `Fault`: one nemesis action: when it struck, when it was healed, when the cluster was whole
   again, and which partitions it was expected to hit.
 
-Each record's value is ``b"<producer> <seq>"``, unique in a run and self-describing, so a read
-maps back to its attempt without any other bookkeeping. The history is thread-safe (producers,
-the consumer and the nemesis write to it from their own threads) and can be dumped to / loaded
-from JSON lines for a post-mortem.
+Each record's value is ``b"<producer> <seq>"`` (``|<payload>`` may follow), unique in a run and
+self-describing, so a read maps back to its attempt without any other bookkeeping. The history
+is thread-safe (producers, consumers and the nemesis write to it from their own threads) and is
+dumped to / loaded from JSON lines for a post-mortem.
 """
 
 from __future__ import annotations
@@ -28,8 +34,8 @@ FAIL = "fail"
 INFO = "info"
 
 
-def record_value(producer: str, seq: int) -> bytes:
-    return f"{producer} {seq}".encode()
+def record_value(producer: str, seq: int, payload: str = "") -> bytes:
+    return f"{producer} {seq}{'|' + payload if payload else ''}".encode()
 
 
 def record_key(producer: str, seq: int) -> bytes:
@@ -40,8 +46,13 @@ def parse_value(value: bytes | None) -> tuple[str, int] | None:
     """(producer, seq) of a value written by the workload, or None for anything else."""
     if value is None:
         return None
-    name, _, seq = value.decode("latin-1").rpartition(" ")
+    name, _, seq = value.decode("latin-1").partition("|")[0].rpartition(" ")
     return (name, int(seq)) if name and seq.isdigit() else None
+
+
+def payload_of(value: bytes | None) -> str:
+    """The ``|<payload>`` part of a value ("" if none)."""
+    return "" if value is None else value.decode("latin-1").partition("|")[2]
 
 
 @dataclass
@@ -56,6 +67,51 @@ class Attempt:
     offset: int = -1
     t_done: float | None = None
     error: str = ""
+    txn: str = ""  # the transaction it was sent in ("" for none)
+
+
+COMMITTED = "commit"
+ABORTED = "abort"
+
+
+@dataclass
+class Txn:
+    """One transaction: begun, records consumed and written, input offsets committed with it
+    (partition -> next offset to consume), then a commit or an abort requested at ``t_commit``
+    and answered at ``t_end``. ``outcome``: COMMITTED / ABORTED when the client was told so,
+    INFO when it was not (the commit may or may not have happened)."""
+
+    id: str  # "<worker>#<n>"
+    worker: str
+    t_begin: float
+    reads: list[tuple[int, int, str]] = field(default_factory=list)  # (partition, offset, value)
+    writes: list[str] = field(default_factory=list)  # values (latin-1), see the attempts
+    offsets: dict[int, int] = field(default_factory=dict)
+    intent: str = COMMITTED  # what the worker asked for: COMMITTED or ABORTED
+    t_commit: float | None = None
+    t_end: float | None = None
+    outcome: str | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class MemberEvent:
+    """``kind``: start, assigned, revoked, lost, commit, commit-failed, left, killed, exit."""
+
+    group: str
+    member: str
+    kind: str
+    t: float
+    partitions: tuple[int, ...] = ()
+    offsets: tuple[tuple[int, int], ...] = ()  # commit: (partition, next offset)
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class OffsetSnapshot:
+    group: str
+    t: float  # when the answer came
+    offsets: tuple[tuple[int, int], ...]  # (partition, committed offset); absent: none
 
 
 @dataclass(frozen=True)
@@ -103,6 +159,9 @@ class History:
     reads: list[Read] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
+    txns: dict[str, Txn] = field(default_factory=dict)
+    events: list[MemberEvent] = field(default_factory=list)
+    snapshots: list[OffsetSnapshot] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -113,13 +172,23 @@ class History:
         with self._lock:
             self.producers[info.name] = info
 
-    def send(self, producer: str, seq: int, t: float | None = None) -> Attempt:
+    def send(
+        self,
+        producer: str,
+        seq: int,
+        t: float | None = None,
+        *,
+        key: bytes | None = None,
+        payload: str = "",
+        txn: str = "",
+    ) -> Attempt:
         attempt = Attempt(
             producer,
             seq,
-            record_key(producer, seq),
-            record_value(producer, seq),
+            record_key(producer, seq) if key is None else key,
+            record_value(producer, seq, payload),
             time.time() if t is None else t,
+            txn=txn,
         )
         with self._lock:
             self.attempts[attempt.value] = attempt
@@ -180,6 +249,28 @@ class History:
         with self._lock:
             self._note(text)
 
+    def begin(self, txn_id: str, worker: str) -> Txn:
+        txn = Txn(txn_id, worker, time.time())
+        with self._lock:
+            self.txns[txn_id] = txn
+        return txn
+
+    def end(self, txn: Txn, outcome: str, error: str = "") -> None:
+        """The client's answer to the commit or abort (INFO: none, or an unknown outcome)."""
+        with self._lock:
+            txn.outcome, txn.error, txn.t_end = outcome, error, time.time()
+
+    def event(self, event: MemberEvent) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    def snapshot(self, group: str, offsets: dict[int, int], t: float | None = None) -> None:
+        snap = OffsetSnapshot(
+            group, time.time() if t is None else t, tuple(sorted(offsets.items()))
+        )
+        with self._lock:
+            self.snapshots.append(snap)
+
     def finish(self) -> None:
         """End of the run: what never got an answer is indeterminate."""
         now = time.time()
@@ -187,6 +278,9 @@ class History:
             for attempt in self.attempts.values():
                 if attempt.outcome is None:
                     attempt.outcome, attempt.t_done, attempt.error = INFO, now, "no answer"
+            for txn in self.txns.values():
+                if txn.outcome is None:
+                    txn.outcome, txn.t_end, txn.error = INFO, now, txn.error or "no answer"
 
     def _attempt(self, value: bytes) -> Attempt:
         attempt = self.attempts.get(value)
@@ -225,6 +319,12 @@ class History:
                 out.write(json.dumps({"type": "fault", **asdict(f)}) + "\n")
             for n in self.notes:
                 out.write(json.dumps({"type": "note", **asdict(n)}) + "\n")
+            for t in self.txns.values():
+                out.write(json.dumps({"type": "txn", **asdict(t)}) + "\n")
+            for e in self.events:
+                out.write(json.dumps({"type": "event", **asdict(e)}) + "\n")
+            for s in self.snapshots:
+                out.write(json.dumps({"type": "offsets", **asdict(s)}) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> History:
@@ -247,6 +347,17 @@ class History:
                 h.faults.append(Fault(**{**obj, "partitions": tuple(obj["partitions"])}))
             elif kind == "note":
                 h.notes.append(Note(**obj))
+            elif kind == "txn":
+                obj["reads"] = [tuple(r) for r in obj["reads"]]
+                obj["offsets"] = {int(p): o for p, o in obj["offsets"].items()}
+                h.txns[obj["id"]] = Txn(**obj)
+            elif kind == "event":
+                obj["partitions"] = tuple(obj["partitions"])
+                obj["offsets"] = tuple(tuple(x) for x in obj["offsets"])
+                h.events.append(MemberEvent(**obj))
+            elif kind == "offsets":
+                obj["offsets"] = tuple(tuple(x) for x in obj["offsets"])
+                h.snapshots.append(OffsetSnapshot(**obj))
         return h
 
 

@@ -1,5 +1,6 @@
-"""The verdict on a chaos run: Kafka's promise for acks=all (min.insync.replicas=2, unclean
-leader election off), checked against the `History`, a final read and every replica's disk.
+"""The verdict on a run of the produce workload: Kafka's promise for acks=all
+(min.insync.replicas=2, unclean leader election off), checked against the `History`, a final
+read and every replica's disk.
 
 Inputs:
 
@@ -37,6 +38,7 @@ between successful acks over the run and, per fault, on the partitions it was ex
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -44,6 +46,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from cluster.verify.history import FAIL, INFO, OK, History, parse_value
 from dataplane.log.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -53,7 +56,6 @@ from dataplane.log.batch import (
     header_at,
 )
 from dataplane.log.records import decode_records
-from tests.integration.chaos.history import FAIL, INFO, OK, History, parse_value
 
 _CRC_PART = 21  # batch bytes from `attributes` on are covered by the CRC
 FINAL = "final"
@@ -84,6 +86,7 @@ def final_read(
         {
             "bootstrap.servers": bootstrap,
             "group.id": "chaos-final",  # no group is joined: assign only
+            "logger": logging.getLogger("verify.rdkafka"),  # its chatter: not to stderr
             "enable.auto.commit": False,
             "enable.partition.eof": False,
         }
@@ -109,10 +112,11 @@ def final_read(
         for m in consumer.consume(1000, 0.5):
             if m.error() is not None:
                 continue
-            p, o = m.partition(), m.offset()
-            history.read(FINAL, p, o, m.key(), m.value())
-            records[(p, o)] = (m.key(), m.value())
-            position[p] = max(position[p], o + 1)
+            part, o = m.partition(), m.offset()
+            assert part is not None and o is not None  # a record, not an error
+            history.read(FINAL, part, o, m.key(), m.value())
+            records[(part, o)] = (m.key(), m.value())
+            position[part] = max(position[part], o + 1)
     consumer.close()
     complete = all(position[p] >= high[p] for p in high)
     return FinalRead(records, low, high, isr or {}, complete)
@@ -144,22 +148,30 @@ class ReplicaLog:
         return self.batches[-1].last_offset + 1 if self.batches else 0
 
 
-def read_replica_logs(data_dir: Path, topic: str) -> dict[int, dict[str, ReplicaLog]]:
-    """partition -> broker name -> its replica's log, from ``<data_dir>/broker-*/<topic>-<p>``.
+def read_replica_logs(
+    data_dir: Path, topic: str, more_dirs: dict[str, list[Path]] | None = None
+) -> dict[int, dict[str, ReplicaLog]]:
+    """partition -> broker name -> its replica's log, from ``<data_dir>/broker-*/<topic>-<p>``
+    and the other log directories of each broker in ``more_dirs`` (by broker name).
 
     Read-only: plain reads of the ``.log`` files, nothing opened through PartitionLog (which
     recovers and writes state). Run it on a stopped cluster (or a copy of its data dir).
     """
-    out: dict[int, dict[str, ReplicaLog]] = defaultdict(dict)
+    dirs: dict[str, list[Path]] = defaultdict(list)
     for broker_dir in sorted(Path(data_dir).glob("broker-*")):
-        for pdir in sorted(broker_dir.glob(f"{topic}-*")):
+        dirs[broker_dir.name].append(broker_dir)
+    for broker, extra in (more_dirs or {}).items():
+        dirs[broker] += extra
+    out: dict[int, dict[str, ReplicaLog]] = defaultdict(dict)
+    for broker, log_dirs in sorted(dirs.items()):
+        for pdir in sorted(p for d in log_dirs for p in d.glob(f"{topic}-*")):
             name, _, index = pdir.name.rpartition("-")
             if name != topic or not index.isdigit() or not pdir.is_dir():
                 continue
-            rlog = ReplicaLog(broker_dir.name, int(index))
+            rlog = ReplicaLog(broker, int(index))
             for segment in sorted(pdir.glob("*.log")):
                 _read_segment(segment, rlog)
-            out[int(index)][broker_dir.name] = rlog
+            out[int(index)][broker] = rlog
     return dict(out)
 
 
@@ -253,7 +265,8 @@ def check(
         )
 
     # -- lost / moved ----------------------------------------------------------------------
-    lost, moved = [], []
+    lost: list[tuple] = []
+    moved: list[tuple] = []
     for a in acked:
         got = final.records.get((a.partition, a.offset))
         if got is not None and got[1] == a.value:
@@ -291,7 +304,10 @@ def check(
         )
 
     # -- replicas agree below the high watermark ---------------------------------------------
-    diverge, corrupt, short_isr, replica_ends = [], [], [], {}
+    diverge: list[tuple] = []
+    corrupt: list[tuple] = []
+    short_isr: list[tuple] = []
+    replica_ends: dict[int, dict[str, int]] = {}
     for p, logs in sorted((replicas or {}).items()):
         hw = final.high.get(p, 0)
         replica_ends[p] = {b: lg.log_end for b, lg in sorted(logs.items())}
@@ -348,13 +364,14 @@ def check(
 
     # -- what consumers saw ------------------------------------------------------------------
     by_value = history.attempts
-    aborted, phantom = set(), set()
+    aborted: set[tuple] = set()
+    phantom: set[tuple] = set()
     for rd in history.reads:
-        a = by_value.get(rd.value) if rd.value is not None else None
-        if a is None:
+        sent = by_value.get(rd.value) if rd.value is not None else None
+        if sent is None:
             phantom.add((rd.consumer, rd.partition, rd.offset, rd.value))
-        elif a.outcome == FAIL:
-            aborted.add((rd.value.decode(), a.error))
+        elif sent.outcome == FAIL:
+            aborted.add((sent.value.decode(), sent.error))
     if aborted:
         r.failures.append(
             f"{len(aborted)} records read whose produce definitely failed: "
@@ -364,7 +381,8 @@ def check(
         r.failures.append(
             f"{len(phantom)} records read that nobody sent: {_examples(list(phantom))}"
         )
-    nonmono, skips = [], []
+    nonmono: list[tuple] = []
+    skips: list[tuple] = []
     last: dict[tuple[str, int], int] = {}
     for rd in history.reads:
         k = (rd.consumer, rd.partition)

@@ -1,4 +1,4 @@
-"""The chaos workload: producers writing continuously to one multi-partition topic and a consumer
+"""The produce workload: producers writing continuously to one multi-partition topic and a consumer
 reading it throughout, all recording into a `History`.
 
 Producers (each record ``key=b"<name>-<seq>"``, ``value=b"<name> <seq>"``, no partition given, so
@@ -7,7 +7,8 @@ the client's partitioner spreads them):
 - `PyProducer` - confluent-kafka (librdkafka), acks=all, enable.idempotence on or off;
 - `JavaProducer` - the Java client through ``RafkaDriver produce-stream`` with the client's
   *default* settings (acks=all and enable.idempotence=true since kafka-clients 3.0), one JSON
-  line per send / ack / failure on its stdout.
+  line per send / ack / failure on its stdout. The driver's command comes with the config
+  (``java_command``: the test suite's client drivers, tests/integration/clients).
 
 `LiveConsumer` - confluent-kafka, ``assign`` every partition at the beginning (no group), records
 every record it is handed, in order (the checker flags offsets that do not strictly increase per
@@ -47,12 +48,11 @@ from confluent_kafka import version as ck_version
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.local import LocalCluster
-from tests.integration.chaos.history import History, ProducerInfo
-from tests.integration.clients import drivers
+from cluster.verify.history import History, ProducerInfo
 
-log = logging.getLogger("chaos.workload")
+log = logging.getLogger("verify.workload")
 # librdkafka's own log lines (disconnects while brokers die...) go here, not to stderr.
-_rdkafka_log = logging.getLogger("chaos.rdkafka")
+_rdkafka_log = logging.getLogger("verify.rdkafka")
 
 INIT_PRODUCER_ID = 22
 API_VERSIONS = 18
@@ -214,8 +214,8 @@ class PyProducer:
 
 
 class JavaProducer:
-    """The Java client (``RafkaDriver produce-stream``) in its own JVM, default settings unless
-    ``idempotence`` / ``extra`` say otherwise."""
+    """The Java client (``RafkaDriver produce-stream``, launched by ``command``) in its own JVM,
+    default settings unless ``idempotence`` / ``extra`` say otherwise."""
 
     def __init__(
         self,
@@ -225,6 +225,7 @@ class JavaProducer:
         name: str,
         *,
         rate: float,
+        command: tuple[str, ...],
         version: str = "4.3.0",
         idempotence: bool | None = None,  # None: the client's default (on since 3.0)
         max_duration_s: float = 600.0,
@@ -234,7 +235,7 @@ class JavaProducer:
     ) -> None:
         self.history, self.name, self.drain_s = history, name, drain_s
         self.argv = [
-            *drivers.DRIVERS[f"java-{version}"],
+            *command,
             "produce-stream",
             "--bootstrap",
             bootstrap,
@@ -356,12 +357,14 @@ class LiveConsumer:
         self.errors: Counter[str] = Counter()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"consumer-{name}", daemon=True)
+        self._consumer: Consumer | None = None
 
     def start(self) -> None:
-        self._consumer = Consumer(self.conf)
-        self._consumer.assign(
+        consumer = Consumer(self.conf)
+        consumer.assign(
             [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)]
         )
+        self._consumer = consumer
         self._thread.start()
 
     def catch_up(self, high: dict[int, int], timeout_s: float) -> bool:
@@ -376,19 +379,22 @@ class LiveConsumer:
     def stop(self) -> None:
         """Harmless when already stopped (or never started)."""
         self._stop.set()
-        consumer, self._consumer = getattr(self, "_consumer", None), None
+        consumer, self._consumer = self._consumer, None
         if consumer is not None:
             self._thread.join(30)
             consumer.close()
 
     def _run(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
         while not self._stop.is_set():
-            for m in self._consumer.consume(500, 0.2):
+            for m in consumer.consume(500, 0.2):
                 err = m.error()
                 if err is not None:
                     self.errors[err.name()] += 1
                     continue
                 p, o = m.partition(), m.offset()
+                assert p is not None and o is not None  # a record, not an error
                 self.history.read(self.name, p, o, m.key(), m.value())
                 self.position[p] = max(self.position.get(p, 0), o + 1)
 
@@ -417,7 +423,7 @@ def create_topic(
     while True:
         md = admin.list_topics(topic, timeout=10).topics.get(topic)
         ready = md is not None and md.error is None and len(md.partitions) == partitions
-        if ready and all(p.leader >= 0 for p in md.partitions.values()):
+        if ready and md is not None and all(p.leader >= 0 for p in md.partitions.values()):
             return
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {topic}: partitions without a leader after {timeout_s}s")
@@ -433,7 +439,8 @@ class WorkloadConfig:
     rate: float = 100.0  # records/s per producer
     idempotent_py: bool = True  # (a) confluent-kafka, acks=all, enable.idempotence=true
     plain_py: bool = True  # (b) confluent-kafka, acks=all, enable.idempotence=false
-    java: str | None = "4.3.0"  # (c) Java client with its defaults; None: no Java producer
+    java: str | None = None  # (c) Java client (its version) with its defaults; None: none
+    java_command: tuple[str, ...] = ()  # how to launch that version's RafkaDriver
     java_idempotence: bool | None = None  # None: the client's default (on since 3.0)
     message_timeout_s: float = 60.0
     drain_s: float = 30.0
@@ -464,9 +471,8 @@ class Workload:
         if c.plain_py:
             self.producers.append(self._py("py-plain", idempotent=False))
         if c.java:
-            if c.java not in ("4.3.0", "3.9.1"):
-                raise ValueError(f"no Java driver {c.java}")
-            drivers.ensure_setup()
+            if not c.java_command:
+                raise ValueError(f"a Java {c.java} producer needs java_command (its driver)")
             idem = c.java_idempotence
             if idem is not False and not self.idempotence:
                 idem = False  # the default (on) cannot even start without InitProducerId
@@ -481,6 +487,7 @@ class Workload:
                     c.topic,
                     "java",
                     rate=c.rate,
+                    command=c.java_command,
                     version=c.java,
                     idempotence=idem,
                     drain_s=c.drain_s,
