@@ -78,15 +78,18 @@ def by_duration_ms(value: str) -> int | None:
 
 
 def auto_offset_reset_problem(value: str) -> str | None:
-    """Kafka's ShareGroupAutoOffsetResetStrategy.Validator."""
+    """Kafka's ShareGroupAutoOffsetResetStrategy.Validator, with its text."""
     text = value.strip().lower()
     if text in ("earliest", "latest"):
         return None
-    if text.startswith("by_duration:"):
-        if by_duration_ms(value.strip()[len("by_duration:") :]) is None:
-            return "Invalid duration: expected an ISO-8601 duration (PnDTnHnMn.nS), not negative"
+    if text.startswith("by_duration:") and (
+        by_duration_ms(value.strip()[len("by_duration:") :]) is not None
+    ):
         return None
-    return "String must be one of: earliest, latest, by_duration:<ISO-8601 duration>"
+    return (
+        f"Invalid value `{value}` for configuration share.auto.offset.reset. The value must be "
+        "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
+    )
 
 
 def _key(name: str, kind: ConfigType, doc: str) -> ConfigKey:
@@ -241,14 +244,12 @@ def group_configs_problem(configs: Mapping[str, str], config: BrokerConfig) -> s
             f"Invalid value {value} for configuration share.isolation.level: String must be "
             "one of: read_committed, read_uncommitted"
         )
-    for name, (_, low_name, high_name) in _GROUP_BOUNDS.items():
+    for name in _GROUP_BOUNDS:
         if name not in configs:
             continue  # the broker's own value (Kafka checks it against the bounds at start-up)
         low, high = group_bounds(config, name)
-        if numbers[name] < low:
-            return f"{name} must be greater than or equal to {low_name}"
-        if numbers[name] > high:
-            return f"{name} must be less than or equal to {high_name}"
+        if not low <= numbers[name] <= high:  # the bounds: group.share.min/max.* and the like
+            return f"{name} must be in the range {low} to {high} inclusive."
     for kind in ("consumer", "share"):
         if numbers[f"{kind}.session.timeout.ms"] <= numbers[f"{kind}.heartbeat.interval.ms"]:
             return f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms"

@@ -375,7 +375,9 @@ async def _reader(
         if services.quotas.request.enabled:
             quota.request_time(ctx, int((time.monotonic() - started) * 1e9))
         if ctx.throttle_ms:
-            result = quota.with_throttle_time(result, ctx.throttle_ms)
+            result = quota.with_throttle_time(
+                result, ctx.throttle_ms, header.api_key, header.api_version
+            )
         if result is None:
             continue  # acks=0 produce: Kafka sends no response
         flexible = response_header_flexible(header.api_key, header.api_version)

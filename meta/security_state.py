@@ -70,7 +70,12 @@ def _create_acls(state: MetaState, cmd: CreateAcls, changes: Changes) -> list[Ou
 
 def _invalid_acl(binding: AclBinding) -> str:
     """Why Kafka refuses to store ``binding`` (INVALID_REQUEST), "" if it does not: the
-    controller's validateNewAcl, the broker's CLUSTER name check, a parseable principal."""
+    broker's checks of the resource name (AclApis, first), the controller's validateNewAcl
+    with its parseable principal, and Kafka 4.4's check of the host."""
+    if binding.resource_type == ResourceType.CLUSTER and binding.resource_name != CLUSTER_NAME:
+        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+    if not binding.resource_name:
+        return "Invalid empty resource name"
     if binding.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
         return f"Invalid resourceType {binding.resource_type.name}"
     if binding.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
@@ -79,15 +84,13 @@ def _invalid_acl(binding: AclBinding) -> str:
         return f"Invalid operation {binding.operation.name}"
     if binding.permission_type not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
         return f"Invalid permissionType {binding.permission_type.name}"
-    if not binding.resource_name:
-        return "Resource name should not be empty"
-    if binding.resource_type == ResourceType.CLUSTER and binding.resource_name != CLUSTER_NAME:
-        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
     if ":" not in binding.principal:
         return (
             f"Could not parse principal from `{binding.principal}` (no colon is present "
             "separating the principal type from the principal name)"
         )
+    if not binding.host:
+        return "Host pattern cannot be null or empty"
     return ""
 
 

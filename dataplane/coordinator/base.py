@@ -391,11 +391,17 @@ class Group:
     def classic_leave(
         self, members: Sequence[tuple[str, str | None, str | None]]
     ) -> tuple[ErrorCode, list[ErrorCode]]:
-        """(request-level error, one error per member)."""
-        return ErrorCode.unknown_member_id, []
+        """(request-level error, one error per member): a group of another type has none of
+        them (Kafka answers UNKNOWN_MEMBER_ID for each, as for a group that does not exist)."""
+        return unknown_members(members)
 
     def on_loaded(self) -> None:
         """The shard finished replaying its partition: start the group's timers."""
 
     def unload(self) -> None:
         """The shard is dropped (leadership moved): answer parked requests NOT_COORDINATOR."""
+
+
+def unknown_members(members: Sequence[object]) -> tuple[ErrorCode, list[ErrorCode]]:
+    """LeaveGroup's answer when the group has none of `members`."""
+    return ErrorCode.none, [ErrorCode.unknown_member_id] * len(members)

@@ -166,6 +166,8 @@ class ClassicMembership(Group):
         return self.state is GroupState.EMPTY
 
     def describe(self) -> DescribedGroup:
+        """As Kafka's describe: members' metadata only while stable; their assignment always
+        (the last one synced, kept through a rebalance until the next SyncGroup)."""
         stable = self.state is GroupState.STABLE
         members = tuple(
             DescribedMember(
@@ -174,7 +176,7 @@ class ClassicMembership(Group):
                 m.client_id,
                 m.client_host,
                 m.metadata(self.protocol_name) if stable else b"",
-                m.assignment if stable else b"",
+                m.assignment,
             )
             for m in self.members.values()
         )

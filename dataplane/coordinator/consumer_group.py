@@ -26,7 +26,7 @@ it, runs the heartbeat and fences expired members on the shard's timer:
     group.on_loaded(now_ms)                         # after the partition is replayed
     # at group.next_deadline_ms(): one member at a time (fence, write and replay, next)
     for member_id in group.expired_members(now_ms):
-        services.write(group_id, group.fence_member(member_id, now_ms, topics), replay=True)
+        services.write(group_id, group.fence_members([member_id], now_ms, topics), replay=True)
 
 Errors are raised as `KafkaError(code, message)` with Kafka's codes and messages;
 `HeartbeatResponse.error(exc)` turns one into a response.
@@ -48,7 +48,7 @@ then moves to the target epoch and gets the target partitions that nobody owns a
 still owned by another member (being revoked) come on a later heartbeat (UNRELEASED_PARTITIONS).
 A partition is therefore never owned by two members at once. A heartbeat with a wrong member
 epoch is FENCED_MEMBER_EPOCH; a member that misses its session timeout, or does not revoke
-within its rebalance timeout, is removed (`expired` + `fence_member`).
+within its rebalance timeout, is removed (`expired` + `fence_members`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from dataplane.coordinator import consumer_group_records as rec
 from dataplane.coordinator.assignors import TopicMetadata
@@ -87,6 +87,7 @@ from dataplane.coordinator.consumer_group_state import ConsumerGroupState
 from dataplane.coordinator.reconciliation import reconcile
 from dataplane.coordinator.subscriptions import metadata_hash
 from dataplane.coordinator.target_assignment import (
+    assignor_after,
     pick_assignor,
     update_regexes,
     update_target,
@@ -118,7 +119,7 @@ def _default_member_id() -> str:
 
 class ConsumerGroup(ConsumerGroupState):
     """One consumer group. Hard state (`ConsumerGroupState`) changes only through `replay`;
-    `heartbeat`, `fence_member` and `tombstones` compute records; deadlines are soft state."""
+    `heartbeat`, `fence_members` and `tombstones` compute records; deadlines are soft state."""
 
     def __init__(
         self,
@@ -273,7 +274,7 @@ class ConsumerGroup(ConsumerGroupState):
 
     def expired_members(self, now_ms: int) -> list[str]:
         """Members whose session expired (no heartbeat for the session timeout) or who did not
-        revoke partitions within their rebalance timeout: fence each with `fence_member`."""
+        revoke partitions within their rebalance timeout: fence each with `fence_members`."""
         self._prune_deadlines()
         out = {m for m, d in self._session_deadlines.items() if d <= now_ms}
         out |= {m for m, (_, d) in self._rebalance_deadlines.items() if d <= now_ms}
@@ -281,7 +282,7 @@ class ConsumerGroup(ConsumerGroupState):
 
     def postpone_expiry(self, member_id: str, deadline_ms: int) -> None:
         """Try to fence `member_id` again at `deadline_ms` (its fencing records could not be
-        written; `fence_member` already dropped its deadlines)."""
+        written; `fence_members` already dropped its deadlines)."""
         if member_id in self.members:
             self._session_deadlines[member_id] = deadline_ms
 
@@ -366,7 +367,7 @@ class ConsumerGroup(ConsumerGroupState):
             client_host=client_host,
             classic_member_metadata=None,
         )
-        bump = self.group_epoch == 0
+        bump = False
         if updated != member:
             records.append(
                 rec.encode(
@@ -384,6 +385,8 @@ class ConsumerGroup(ConsumerGroupState):
         if regexes.refreshed:
             self._regex_refreshed_ms = now_ms
         bump |= regexes.bump
+        # Kafka 4.4: a change of the group's preferred server assignor recomputes the target.
+        bump |= assignor_after(self, previous, updated) != self.preferred_assignor()
 
         names = Counter(self.name_counts)
         if previous is not None:
@@ -596,7 +599,9 @@ class ConsumerGroup(ConsumerGroupState):
         response = HeartbeatResponse(req.member_id, req.member_epoch, 0)
         if req.instance_id is None:
             dynamic = self._member(req.member_id)
-            return HeartbeatResult(response, self.fence_member(dynamic.member_id, now_ms, topics))
+            return HeartbeatResult(
+                response, self.fence_members([dynamic.member_id], now_ms, topics)
+            )
         member_id = self.static_members.get(req.instance_id)
         member = None if member_id is None else self.members.get(member_id)
         if member is None:
@@ -623,7 +628,7 @@ class ConsumerGroup(ConsumerGroupState):
             return HeartbeatResult(
                 HeartbeatResponse(member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, 0), [record]
             )
-        return HeartbeatResult(response, self.fence_member(member.member_id, now_ms, topics))
+        return HeartbeatResult(response, self.fence_members([member.member_id], now_ms, topics))
 
     def _remove_member_records(self, member_id: str, records: list[Record]) -> None:
         """Tombstones of a member; the order matters to `replay`."""
@@ -632,37 +637,53 @@ class ConsumerGroup(ConsumerGroupState):
         records.append(rec.encode(record_key(rec.TARGET_ASSIGNMENT_MEMBER, gid, member_id), None))
         records.append(rec.encode(record_key(rec.MEMBER_METADATA, gid, member_id), None))
 
-    def fence_member(
-        self, member_id: str, now_ms: int, topics: Mapping[str, TopicMetadata]
+    def fence_members(
+        self, member_ids: Sequence[str], now_ms: int, topics: Mapping[str, TopicMetadata]
     ) -> list[Record]:
-        """Records removing a member (it left, or its session or rebalance timeout expired)
-        and bumping the group epoch so the others rebalance. UNKNOWN_MEMBER_ID if absent."""
-        member = self._member(member_id)
+        """Records removing members (they left, or their session or rebalance timeout
+        expired) and bumping the group epoch once so the others rebalance; when that empties
+        the group, its assignment epoch follows (Kafka 4.4's consumerGroupFenceMembers).
+        UNKNOWN_MEMBER_ID if one is absent."""
+        members = [self._member(m) for m in dict.fromkeys(member_ids)]
+        if not members:
+            return []
         records: list[Record] = []
-        self._remove_member_records(member_id, records)
+        for member in members:
+            self._remove_member_records(member.member_id, records)
         names = Counter(self.name_counts)
-        names.subtract(member.subscribed_topic_names)
-        subscribed = {n for n, c in names.items() if c > 0}
         regexes = Counter(self.regex_counts)
-        if member.regex:
-            regexes[member.regex] -= 1
-            if regexes[member.regex] <= 0 and member.regex in self.resolved_regexes:
-                records.append(rec.encode(rec.RegexKey(self.group_id, member.regex), None))
+        for member in members:
+            names.subtract(member.subscribed_topic_names)
+            if member.regex:
+                regexes[member.regex] -= 1
+        for regex in sorted({m.regex for m in members if m.regex}):
+            if regexes[regex] <= 0 and regex in self.resolved_regexes:
+                records.append(rec.encode(rec.RegexKey(self.group_id, regex), None))
+        subscribed = {n for n, c in names.items() if c > 0}
         for regex, count in regexes.items():
             if count > 0 and regex in self.resolved_regexes:
                 subscribed |= self.resolved_regexes[regex].topics
+        group_epoch = self.group_epoch + 1
         records.append(
             rec.encode(
                 record_key(rec.GROUP_METADATA, self.group_id),
                 rec.ConsumerGroupMetadataValue(
-                    self.group_epoch + 1, metadata_hash(subscribed, topics), self.creation_time_ms
+                    group_epoch, metadata_hash(subscribed, topics), self.creation_time_ms
                 ),
             )
         )
+        if len(members) == len(self.members):
+            records.append(
+                rec.encode(
+                    record_key(rec.TARGET_ASSIGNMENT_METADATA, self.group_id),
+                    rec.TargetAssignmentMetadataValue(group_epoch, 0),
+                )
+            )
         if self.legacy_partition_metadata is not None:
             records.append(rec.encode(record_key(rec.PARTITION_METADATA, self.group_id), None))
-        self._session_deadlines.pop(member_id, None)
-        self._rebalance_deadlines.pop(member_id, None)
+        for member in members:
+            self._session_deadlines.pop(member.member_id, None)
+            self._rebalance_deadlines.pop(member.member_id, None)
         return records
 
 

@@ -15,12 +15,13 @@ alike. The consumer group's own APIs are here:
 - the session and rebalance deadlines: one shard timer per group, at the group's earliest
   deadline; expired members are fenced one at a time (each fencing bumps the group epoch).
 
-Between a group id's types, as Kafka with `group.consumer.migration.policy` left at what this
-broker supports (no online migration): a joining heartbeat (member epoch 0) takes over the id
-of an *empty* classic group (its GroupMetadata is tombstoned, its committed offsets stay); any
-other heartbeat to a classic group gets GROUP_ID_NOT_FOUND "Group X is not a consumer group.";
-the other way, a JoinGroup takes over an empty consumer group (`GroupShard.join_group`) and gets
-INCONSISTENT_GROUP_PROTOCOL from a non-empty one (`base.Group.classic_join`).
+Between a group id's types, as Kafka with `group.consumer.migration.policy=disabled` (no online
+migration): a joining heartbeat (member epoch 0) takes over the id of an *empty* classic group
+(its GroupMetadata is tombstoned, its committed offsets stay); any other heartbeat to a classic
+group gets GROUP_ID_NOT_FOUND with Kafka's reason (`_not_a_consumer_group`); the other way, a
+JoinGroup takes over an empty consumer group (`GroupShard.join_group`) and gets
+INCONSISTENT_GROUP_PROTOCOL from a non-empty one (`base.Group.classic_join`). LeaveGroup removes
+members of a consumer group whatever their protocol, as Kafka's admin removal does.
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ class ModernGroup(Protocol):
     def next_deadline_ms(self) -> int | None: ...
     def expired_members(self, now_ms: int) -> list[str]: ...
     def postpone_expiry(self, member_id: str, deadline_ms: int) -> None: ...
-    def fence_member(
-        self, member_id: str, now_ms: int, topics: Mapping[str, TopicMetadata]
+    def fence_members(
+        self, member_ids: Sequence[str], now_ms: int, topics: Mapping[str, TopicMetadata]
     ) -> list[tuple[bytes, bytes | None]]: ...
 
 
@@ -159,7 +160,7 @@ class ModernGroupAdapter(Group):
             if member_id not in group.members:
                 continue
             member = group.members[member_id]
-            records = group.fence_member(member_id, now, self.ctx.topics())
+            records = group.fence_members([member_id], now, self.ctx.topics())
             log.info(
                 "group %s: member %s (epoch %d) fenced: session or rebalance timeout expired",
                 self.group_id,
@@ -226,6 +227,48 @@ class ConsumerGroupAdapter(ModernGroupAdapter):
     def validate_offset_delete(self) -> ErrorCode:
         return ErrorCode.none  # subscribed topics are refused per partition by the shard
 
+    # -- LeaveGroup ---------------------------------------------------------------------------
+
+    def classic_leave(
+        self, members: Sequence[tuple[str, str | None, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """LeaveGroup removes members of a consumer group too, whatever protocol they use (the
+        admin's removeMembersFromConsumerGroup): by member id, or by instance id with the
+        member id it must have (empty: any). Kafka's classicGroupLeaveToConsumerGroup: each
+        member's error, then one fencing of the valid ones."""
+        group = self.group
+        errors: list[ErrorCode] = []
+        leaving: list[str] = []
+        for member_id, instance_id, reason in members:
+            if instance_id is None:
+                found = group.members.get(member_id)
+                error = ErrorCode.none if found else ErrorCode.unknown_member_id
+            else:
+                static = group.static_members.get(instance_id)
+                found = group.members.get(static) if static is not None else None
+                if found is None:
+                    error = ErrorCode.unknown_member_id
+                elif member_id and member_id != found.member_id:
+                    error = ErrorCode.fenced_instance_id
+                else:
+                    error = ErrorCode.none
+            errors.append(error)
+            if error == ErrorCode.none and found is not None:
+                log.info(
+                    "group %s: member %s left through LeaveGroup; client reason: %s",
+                    self.group_id,
+                    found.member_id,
+                    reason or "not provided",
+                )
+                leaving.append(found.member_id)
+        if leaving:
+            records = group.fence_members(leaving, self.ctx.now_ms(), self.ctx.topics())
+            failed = self.ctx.write(self.group_id, records, replay=True)
+            if failed is not None:
+                return map_append_error(failed), []
+            self.schedule_expiry()
+        return ErrorCode.none, errors
+
 
 # ---------------------------------------------------------------- ConsumerGroupHeartbeat
 
@@ -257,9 +300,7 @@ def heartbeat(
             adapter = ConsumerGroupAdapter(ConsumerGroup(req.group_id, config), services)
             replaced = existing
         else:
-            raise KafkaError(
-                ErrorCode.group_id_not_found, f"Group {req.group_id} is not a consumer group."
-            )
+            raise KafkaError(ErrorCode.group_id_not_found, _not_a_consumer_group(req, existing))
         result = adapter.group.heartbeat(
             req,
             services.now_ms(),
@@ -303,6 +344,29 @@ def heartbeat(
 
 
 # ---------------------------------------------------------------- ConsumerGroupDescribe
+
+
+def _not_a_consumer_group(req: HeartbeatRequest, existing: Group) -> str:
+    """Why a heartbeat cannot use a group of another type, in Kafka's words: a joining one
+    would upgrade a live classic group online, which Kafka does only for groups of the
+    consumer protocol type and Rafka never does (as Kafka with
+    group.consumer.migration.policy=disabled)."""
+    if req.member_epoch != 0 or not isinstance(existing, ClassicGroup):
+        return f"Group {req.group_id} is not a consumer group."
+    if not existing.uses_consumer_protocol():
+        return (
+            f"Cannot upgrade classic group {req.group_id} to consumer group because the group "
+            "does not use the consumer embedded protocol."
+        )
+    log.info(
+        "group %s: a member of the consumer protocol cannot join while the group has members "
+        "of the classic protocol (no online upgrade: stop the classic consumers first)",
+        req.group_id,
+    )
+    return (
+        f"Cannot upgrade classic group {req.group_id} to consumer group because online upgrade "
+        "is disabled."
+    )
 
 
 def describe(shard: GroupShard, group_ids: Sequence[str]) -> list[DescribedGroup]:

@@ -34,10 +34,12 @@ class ConsumerGroupState:
         self.exists = False
         """Whether a record has created the group (and no tombstone deleted it since)."""
         self.deleted = False
-        self.group_epoch = 0
+        # A new group starts at epoch 1 (Kafka 4.4's ModernGroup and TargetAssignmentMetadata.
+        # INITIAL): its first member's join bumps it to 2.
+        self.group_epoch = 1
         self.metadata_hash = 0
         self.creation_time_ms = -1
-        self.assignment_epoch = 0
+        self.assignment_epoch = 1
         self.members: dict[str, Member] = {}
         self.target: dict[str, TopicPartitionsMap] = {}
         self.static_members: dict[str, str] = {}

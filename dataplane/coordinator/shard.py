@@ -38,6 +38,7 @@ from dataplane.coordinator.base import (
     ShardServices,
     SyncResult,
     map_append_error,
+    unknown_members,
 )
 from dataplane.coordinator.classic_group import ClassicGroup
 from dataplane.coordinator.classic_membership import GroupState
@@ -264,7 +265,7 @@ class GroupShard:
         """(request-level error, one error per member)."""
         group = self.groups.get(group_id)
         if group is None:
-            return ErrorCode.unknown_member_id, []
+            return unknown_members(members)
         return group.classic_leave(members)
 
     # ==================================================================== consumer group APIs

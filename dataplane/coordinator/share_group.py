@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dataplane.coordinator import share_group_records as rec
@@ -114,16 +114,16 @@ class DescribedGroup:
 def validate_heartbeat(req: HeartbeatRequest) -> None:
     """Kafka's throwIfShareGroupHeartbeatRequestIsInvalid (INVALID_REQUEST)."""
     problem = None
-    if not req.group_id:
-        problem = "GroupId can't be empty."
-    elif not req.member_id.strip():
+    if not req.member_id.strip():
         problem = "MemberId can't be empty."
+    elif not req.group_id.strip():
+        problem = "GroupId can't be empty."
     elif req.rack_id is not None and not req.rack_id.strip():
         problem = "RackId can't be empty."
     elif req.member_epoch == 0 and not req.subscribed_topic_names:
         problem = "SubscribedTopicNames must be set in first request."
-    elif req.member_epoch < 0 and req.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
-        problem = f"MemberEpoch {req.member_epoch} is invalid."
+    elif req.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
+        problem = "MemberEpoch is invalid."
     if problem is not None:
         raise KafkaError(ErrorCode.invalid_request, problem)
 
@@ -155,7 +155,7 @@ def simple_assign(
 
 
 class ShareGroup:
-    """One share group. Hard state changes only through `replay`; `heartbeat`, `fence_member`
+    """One share group. Hard state changes only through `replay`; `heartbeat`, `fence_members`
     and the offsets operations compute records; session deadlines are soft state."""
 
     TYPE = "share"
@@ -165,9 +165,9 @@ class ShareGroup:
         self.config = config or ShareGroupConfig()
         self.exists = False
         self.deleted = False
-        self.group_epoch = 0
+        self.group_epoch = 1  # as a consumer group's (ConsumerGroupState)
         self.metadata_hash = 0
-        self.assignment_epoch = 0
+        self.assignment_epoch = 1
         self.members: dict[str, ShareMember] = {}
         self.target: dict[str, PartitionsMap] = {}
         # share-partitions whose state may exist: topic id -> (topic name, partitions)
@@ -228,7 +228,7 @@ class ShareGroup:
                 }
         elif kind == rec.TARGET_ASSIGNMENT_METADATA:
             self.assignment_epoch = (
-                0 if value is None else value.assignment_epoch  # type: ignore[union-attr]
+                -1 if value is None else value.assignment_epoch  # type: ignore[union-attr]
             )
         elif kind == rec.CURRENT_MEMBER_ASSIGNMENT:
             member = self.members.get(key.member_id)
@@ -275,12 +275,10 @@ class ShareGroup:
         session = session_timeout_ms or self.config.session_timeout_ms
         interval = heartbeat_interval_ms or self.config.heartbeat_interval_ms
         if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            if not self.exists:
-                raise KafkaError(
-                    ErrorCode.group_id_not_found, f"Share group {self.group_id} not found."
-                )
+            if not self.exists:  # Kafka's shareGroupLeave looks the group up by id only
+                raise KafkaError(ErrorCode.group_id_not_found, f"Group {self.group_id} not found.")
             self._member(req.member_id)
-            fencing = self.fence_member(req.member_id, now_ms, topics)
+            fencing = self.fence_members([req.member_id], now_ms, topics)
             return HeartbeatResponse(req.member_id, LEAVE_GROUP_MEMBER_EPOCH, 0), fencing
         joining = req.member_epoch == 0
         if not self.exists and not joining:
@@ -318,7 +316,7 @@ class ShareGroup:
                 else member.subscribed_topic_names
             ),
         )
-        bump = self.group_epoch == 0
+        bump = False
         if existing is None or updated.metadata_value() != member.metadata_value():
             records.append(
                 rec.encode(self._key(rec.MEMBER_METADATA, req.member_id), updated.metadata_value())
@@ -439,27 +437,42 @@ class ShareGroup:
 
     # -- leaving, fencing, deletion ----------------------------------------------------------
 
-    def fence_member(
-        self, member_id: str, now_ms: int, topics: Mapping[str, TopicMetadata]
+    def fence_members(
+        self, member_ids: Sequence[str], now_ms: int, topics: Mapping[str, TopicMetadata]
     ) -> list[Record]:
-        """Records removing a member (it left, or its session expired) and bumping the group
-        epoch so the others get a new assignment."""
-        member = self._member(member_id)
-        records = [
-            rec.encode(self._key(rec.CURRENT_MEMBER_ASSIGNMENT, member_id), None),
-            rec.encode(self._key(rec.TARGET_ASSIGNMENT_MEMBER, member_id), None),
-            rec.encode(self._key(rec.MEMBER_METADATA, member_id), None),
-        ]
+        """Records removing members (they left, or their session expired) and bumping the
+        group epoch so the others get a new assignment; when that empties the group, its
+        assignment epoch follows (Kafka 4.4's shareGroupFenceMember)."""
+        members = [self._member(m) for m in dict.fromkeys(member_ids)]
+        if not members:
+            return []
+        records = []
+        for member in members:
+            records += [
+                rec.encode(self._key(rec.CURRENT_MEMBER_ASSIGNMENT, member.member_id), None),
+                rec.encode(self._key(rec.TARGET_ASSIGNMENT_MEMBER, member.member_id), None),
+                rec.encode(self._key(rec.MEMBER_METADATA, member.member_id), None),
+            ]
         names = Counter(n for m in self.members.values() for n in m.subscribed_topic_names)
-        names.subtract(member.subscribed_topic_names)
+        for member in members:
+            names.subtract(member.subscribed_topic_names)
         subscribed = {n for n, c in names.items() if c > 0}
+        group_epoch = self.group_epoch + 1
         records.append(
             rec.encode(
                 self._key(rec.GROUP_METADATA),
-                rec.GroupMetadataValue(self.group_epoch + 1, metadata_hash(subscribed, topics)),
+                rec.GroupMetadataValue(group_epoch, metadata_hash(subscribed, topics)),
             )
         )
-        self._session_deadlines.pop(member_id, None)
+        if len(members) == len(self.members):
+            records.append(
+                rec.encode(
+                    self._key(rec.TARGET_ASSIGNMENT_METADATA),
+                    rec.TargetAssignmentMetadataValue(group_epoch),
+                )
+            )
+        for member in members:
+            self._session_deadlines.pop(member.member_id, None)
         return records
 
     def validate_delete(self) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 
 from dataplane.coordinator.base import Reply, map_append_error
+from dataplane.coordinator.share_group import ShareGroup
 from dataplane.coordinator.share_group_adapter import ShareGroupAdapter, share_group
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.share.model import DeliveryState, SharePartitionKey, ShareState
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("rafka.coordinator.share_group")
 
 T = TypeVar("T")
+UNKNOWN_PARTITION = "This server does not host this topic-partition."  # Kafka's text
 _DONE = (DeliveryState.ACKNOWLEDGED, DeliveryState.ARCHIVED)
 
 
@@ -74,17 +76,30 @@ def empty_share_group(shard: GroupShard, group_id: str) -> ShareGroupAdapter:
     deleted only while nobody consumes (Kafka's GROUP_NOT_EMPTY check)."""
     group = share_group(shard, group_id)
     if not group.group.is_empty:
-        raise KafkaError(
-            ErrorCode.non_empty_group,
-            f"The share group {group_id} has active members: stop its consumers first.",
+        log.info(
+            "share group %s has members: its offsets are altered or deleted only once its "
+            "consumers are stopped",
+            group_id,
         )
+        raise KafkaError(ErrorCode.non_empty_group, "The group is not empty.")  # Kafka's text
     return group
+
+
+def share_group_to_alter(shard: GroupShard, group_id: str) -> ShareGroupAdapter:
+    """The empty share group whose offsets AlterShareGroupOffsets sets; as Kafka's
+    getOrMaybeCreateShareGroup, a new one when the id has no group (it exists once
+    `record_state_partitions` wrote its first record)."""
+    if group_id in shard.groups:
+        return empty_share_group(shard, group_id)
+    services = shard.services
+    return ShareGroupAdapter(ShareGroup(group_id, services.config.share), services)
 
 
 async def record_state_partitions(
     shard: GroupShard, group: ShareGroupAdapter, partitions: dict[bytes, tuple[str, frozenset[int]]]
 ) -> None:
-    """Make `partitions` the group's share-partitions with state (replicated record)."""
+    """Make `partitions` the group's share-partitions with state (replicated record); a
+    group `share_group_to_alter` made enters the shard with it."""
     if partitions == group.group.state_partitions:
         return
     reply: Reply[ErrorCode] = Reply()
@@ -93,7 +108,15 @@ async def record_state_partitions(
     def done(error: ErrorCode) -> None:
         reply.complete(error)
 
+    creating = group.group_id not in shard.groups
+    if creating:
+        shard.groups[group.group_id] = group  # the record's replay applies to it
     refused = shard.services.write(group.group_id, [record], replay=True, done=done)
+    if creating and refused is None:
+        shard.add_group(group)
+        log.info("share group %s created by AlterShareGroupOffsets", group.group_id)
+    elif creating:
+        shard.groups.pop(group.group_id, None)
     error = refused if refused is not None else await reply.wait()
     if error != ErrorCode.none:
         raise KafkaError(map_append_error(error))

@@ -14,24 +14,89 @@ from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 # -- regular expressions ---------------------------------------------------------------------
+# Kafka compiles subscribed regexes with RE2/J; Rafka resolves them with Python's `re` after
+# refusing, as RE2 does, what only Python accepts (lookarounds, back-references, \\Z, comments,
+# repeat counts over 1000), and says why in RE2/J's words.
+
+# (start of Python's re.error message, RE2/J's description of the same mistake)
+_RE2_DESCRIPTIONS = (
+    ("unterminated character set", "missing closing ]"),
+    ("missing ), unterminated subpattern", "missing closing )"),
+    ("unbalanced parenthesis", "regexp/syntax: internal error"),  # RE2/J's answer to a stray )
+    ("nothing to repeat", "missing argument to repetition operator"),
+    ("multiple repeat", "invalid nested repetition operator"),
+    ("bad escape (end of pattern)", "trailing backslash at end of expression"),
+    ("bad escape", "invalid escape sequence"),
+    ("bad character range", "invalid character class range"),
+    ("min repeat greater than max repeat", "invalid repeat count"),
+    ("unknown extension ?<", "invalid named capture"),
+    ("missing >, unterminated name", "invalid named capture"),
+    ("bad character in group name", "invalid named capture"),
+    ("unknown extension", "invalid or unsupported Perl syntax"),
+)
+_PERL_ONLY = ("(?=", "(?!", "(?<=", "(?<!", "(?P=", "(?#", "(?>")
+_REPEAT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+_NAMED_GROUP = re.compile(r"\(\?<(?=[A-Za-z_])")
+_MAX_REPEAT = 1000
+
+
+def _re2_only_problem(regex: str) -> str | None:
+    """What RE2 refuses in `regex` although Python's `re` accepts it, as RE2/J says it."""
+    i, in_class = 0, False
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\":
+            if not in_class and regex[i + 1 : i + 2] in tuple("123456789Z"):
+                return "invalid escape sequence"
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 2 if regex.startswith("[^]", i) else 1 if regex.startswith("[]", i) else 0
+        elif regex.startswith(_PERL_ONLY, i):
+            return "invalid or unsupported Perl syntax"
+        elif (
+            c == "{"
+            and (m := _REPEAT.match(regex, i))
+            and any(int(n) > _MAX_REPEAT for n in m.groups() if n)
+        ):
+            return "invalid repeat count"
+        i += 1
+    return None
+
+
+def _python_form(regex: str) -> str:
+    """RE2's `(?<name>...)` as Python spells it."""
+    return _NAMED_GROUP.sub("(?P<", regex)
+
+
+def _regex_problem(regex: str) -> str | None:
+    problem = _re2_only_problem(regex)
+    if problem is not None:
+        return problem
+    try:
+        re.compile(_python_form(regex))
+    except re.error as e:
+        return next((d for start, d in _RE2_DESCRIPTIONS if e.msg.startswith(start)), e.msg)
+    return None
 
 
 @lru_cache(maxsize=1024)
 def compile_regex(regex: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(regex)
-    except re.error:
+    if _regex_problem(regex) is not None:
         return None
+    return re.compile(_python_form(regex))
 
 
 def check_regex(regex: str) -> None:
-    try:
-        re.compile(regex)
-    except re.error as e:
+    problem = _regex_problem(regex)
+    if problem is not None:
         raise KafkaError(
             ErrorCode.invalid_regular_expression,
-            f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.",
-        ) from None
+            f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {problem}.",
+        )
 
 
 # -- metadata hash ---------------------------------------------------------------------------

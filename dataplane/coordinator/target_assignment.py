@@ -114,6 +114,16 @@ def pick_assignor(counts: Mapping[str, int], configured: Sequence[str]) -> str:
     return min(live, key=lambda x: (-x[0], x[1]))[1]
 
 
+def assignor_after(group: ConsumerGroupState, previous: Member | None, updated: Member) -> str:
+    """The server assignor the group uses once `updated` replaces `previous`."""
+    counts = Counter(group.assignor_counts)
+    if previous is not None and previous.server_assignor:
+        counts[previous.server_assignor] -= 1
+    if updated.server_assignor:
+        counts[updated.server_assignor] += 1
+    return pick_assignor(counts, group.config.assignors)
+
+
 def update_target(
     group: ConsumerGroupState,
     group_epoch: int,
@@ -135,12 +145,7 @@ def update_target(
         current[updated.member_id] = current.pop(replaced.member_id, NO_PARTITIONS)
     members[updated.member_id] = updated
 
-    counts = Counter(group.assignor_counts)
-    if previous is not None and previous.server_assignor:
-        counts[previous.server_assignor] -= 1
-    if updated.server_assignor:
-        counts[updated.server_assignor] += 1
-    name = pick_assignor(counts, group.config.assignors)
+    name = assignor_after(group, previous, updated)
 
     specs = {}
     for m in members.values():

@@ -1,7 +1,8 @@
 """AlterShareGroupOffsets (91) v0: set the start offset of share-partitions of an empty share
 group (`kafka-share-groups --reset-offsets`): each is re-initialised at the given offset in the
 share coordinator (its state epoch moves on, its in-flight records are forgotten), and the group
-records that it has state for it. A group with members is NON_EMPTY_GROUP.
+records that it has state for it. A group with members is NON_EMPTY_GROUP; an id without a group
+gets a new share group, as in Kafka.
 
 Authorization as Kafka's: READ on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic
 (TOPIC_AUTHORIZATION_FAILED for its partitions).
@@ -43,8 +44,10 @@ async def _alter(ctx: RequestContext, b: EntityBuilder, req: Any) -> tuple[Any, 
     authorizer = services.authorizer
     if not authorizer.authorize(ctx.conn, AclOperation.READ, ResourceType.GROUP, gid):
         raise KafkaError(ErrorCode.group_authorization_failed)
+    if not gid:
+        raise KafkaError(ErrorCode.invalid_group_id, "The group id is invalid.")  # Kafka's text
     shard = services.group_coordinator.shard(gid)
-    group = offsets.empty_share_group(shard, gid)
+    group = offsets.share_group_to_alter(shard, gid)
     denied = authorizer.denied(
         ctx.conn, AclOperation.READ, ResourceType.TOPIC, [t.topic_name for t in req.topics]
     )
@@ -70,7 +73,9 @@ async def _alter(ctx: RequestContext, b: EntityBuilder, req: Any) -> tuple[Any, 
     partitions = dict(group.group.state_partitions)
     by_topic: dict[str, list[Any]] = {t.topic_name: [] for t in req.topics}
     for name, index, code in slots:
-        message = None
+        message = (
+            offsets.UNKNOWN_PARTITION if code == ErrorCode.unknown_topic_or_partition else None
+        )
         if code == ErrorCode.none:
             result = next(results)
             if isinstance(result, KafkaError):

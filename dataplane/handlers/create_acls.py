@@ -41,7 +41,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return b.CreateAclsResponse(
         throttle_time=0,
         results=tuple(
-            b.AclCreationResult(error_code=code, error_message=message or None)
+            # Kafka's success carries the field's default, "" (not null)
+            b.AclCreationResult(error_code=code, error_message=message or None if code else "")
             for code, message in results
         ),
     )

@@ -34,41 +34,36 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     results: dict[str, Any] = {}
     todo: list[NewTopic] = []
     denied, hidden_configs = _refusals(ctx, list(counts))
+
+    def refused(name: str, code: ErrorCode, message: str) -> Any:
+        """A topic refused before creation (counts at Kafka's -1: none were decided)."""
+        return b.CreatableTopicResult(
+            name=name,
+            topic_id=None,
+            error_code=code,
+            error_message=message,
+            num_partitions=-1,
+            replication_factor=-1,
+            configs=None,
+        )
+
     for t in req.topics:
         if counts[t.name] > 1 or t.name == METADATA_TOPIC:
-            results[t.name] = b.CreatableTopicResult(
-                name=t.name,
-                topic_id=None,
-                error_code=ErrorCode.invalid_request,
-                error_message="Duplicate topic name."
+            results[t.name] = refused(
+                t.name,
+                ErrorCode.invalid_request,
+                "Duplicate topic name."
                 if counts[t.name] > 1
                 else f"Creation of internal topic {METADATA_TOPIC} is prohibited.",
-                configs=None,
             )
         elif t.name in denied:
-            results[t.name] = b.CreatableTopicResult(
-                name=t.name,
-                topic_id=None,
-                error_code=ErrorCode.topic_authorization_failed,
-                error_message="Authorization failed.",
-                configs=None,
+            results[t.name] = refused(
+                t.name, ErrorCode.topic_authorization_failed, "Authorization failed."
             )
         elif refusal := _config_refusal(ctx, t):
-            results[t.name] = b.CreatableTopicResult(
-                name=t.name,
-                topic_id=None,
-                error_code=ErrorCode.invalid_config,
-                error_message=refusal,
-                configs=None,
-            )
+            results[t.name] = refused(t.name, ErrorCode.invalid_config, refusal)
         elif not _within_mutation_quota(ctx, req, t):
-            results[t.name] = b.CreatableTopicResult(
-                name=t.name,
-                topic_id=None,
-                error_code=ErrorCode.throttling_quota_exceeded,
-                error_message=quota.THROTTLED,
-                configs=None,
-            )
+            results[t.name] = refused(t.name, ErrorCode.throttling_quota_exceeded, quota.THROTTLED)
         else:
             todo.append(
                 NewTopic(
@@ -100,8 +95,9 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             topic_id=bytes(r.topic_id) if ok and r.topic_id else None,
             error_code=r.error_code,
             error_message=r.error_message or None,
-            num_partitions=r.num_partitions if ok else -1,
-            replication_factor=r.replication_factor if ok else -1,
+            # a topic the creator may not describe: no counts either (Kafka's -1)
+            num_partitions=r.num_partitions if configs is not None else -1,
+            replication_factor=r.replication_factor if configs is not None else -1,
             configs=configs,
             topic_config_error_code=ErrorCode.topic_authorization_failed
             if r.name in hidden_configs

@@ -42,9 +42,6 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         if group_id in denied:
             results[group_id] = ErrorCode.group_authorization_failed
             continue
-        if not group_id:
-            results[group_id] = ErrorCode.invalid_group_id
-            continue
         try:
             shard = coordinator.shard(group_id)
         except KafkaError as e:

@@ -44,6 +44,8 @@ async def _delete(ctx: RequestContext, b: EntityBuilder, req: Any) -> tuple[Any,
     authorizer = services.authorizer
     if not authorizer.authorize(ctx.conn, AclOperation.DELETE, ResourceType.GROUP, gid):
         raise KafkaError(ErrorCode.group_authorization_failed)
+    if not gid:
+        raise KafkaError(ErrorCode.invalid_group_id, "The group id is invalid.")  # Kafka's text
     shard = services.group_coordinator.shard(gid)
     group = offsets.empty_share_group(shard, gid)
     names = [t.topic_name for t in req.topics]
@@ -57,7 +59,7 @@ async def _delete(ctx: RequestContext, b: EntityBuilder, req: Any) -> tuple[Any,
             results[name] = (ErrorCode.topic_authorization_failed, None)
             continue
         if topic is None:
-            results[name] = (ErrorCode.unknown_topic_or_partition, None)
+            results[name] = (ErrorCode.unknown_topic_or_partition, offsets.UNKNOWN_PARTITION)
             continue
         parts = sorted(partitions.get(topic.topic_id, (name, frozenset()))[1])
         keys = [offsets.key(gid, topic.topic_id, p) for p in parts]

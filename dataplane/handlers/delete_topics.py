@@ -147,7 +147,7 @@ def _refused(
     """A topic's refusal: `message`, else the one of `code` (authorization or quota)."""
     if message is None:
         message = (
-            "The topic authorization is failed."
+            "Topic authorization failed."  # Kafka's default text of the error
             if code == ErrorCode.topic_authorization_failed
             else quota.THROTTLED
         )

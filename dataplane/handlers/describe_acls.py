@@ -40,7 +40,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return b.DescribeAclsResponse(
         throttle_time=0,
         error_code=ErrorCode.none,
-        error_message=None,
+        error_message="",  # Kafka's success carries the field's default, "" (not null)
         resources=tuple(
             b.DescribeAclsResource(
                 resource_type=rtype,

@@ -42,7 +42,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return b.DescribeClientQuotasResponse(
         throttle_time=0,
         error_code=ErrorCode.none,
-        error_message=None,
+        error_message="",  # Kafka's success carries the field's default, "" (not null)
         entries=tuple(
             b.EntryData(
                 entity=tuple(

@@ -33,8 +33,6 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         message = None
         if not authorizer.authorize(ctx.conn, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
             d = DescribedGroup(group_id, "", "", "", error=ErrorCode.group_authorization_failed)
-        elif not group_id:
-            d = DescribedGroup(group_id, "", "", "", error=ErrorCode.invalid_group_id)
         else:
             try:
                 shard = ctx.services.group_coordinator.shard(group_id)

@@ -40,6 +40,10 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         d = described.get(transactional_id) or TransactionDescription(
             transactional_id, ErrorCode.transactional_id_authorization_failed
         )
+        if d.error_code:  # Kafka leaves an error's other fields at their defaults: 0 and ""
+            d = TransactionDescription(
+                transactional_id, d.error_code, start_time_ms=0, producer_id=0, producer_epoch=0
+            )
         states.append(
             b.TransactionState(
                 error_code=d.error_code,

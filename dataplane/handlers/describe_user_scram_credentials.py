@@ -21,11 +21,18 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     if not ctx.services.authorizer.authorize(
         ctx.conn, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME
     ):
+        # Kafka's getErrorResponse: the error again for each user asked, its name left out
+        refused = b.DescribeUserScramCredentialsResult(
+            user="",
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            credential_infos=(),
+        )
         return b.DescribeUserScramCredentialsResponse(
             throttle_time=0,
             error_code=ErrorCode.cluster_authorization_failed,
             error_message=None,
-            results=(),
+            results=(refused,) * len(req.users or ()),
         )
     by_user: dict[str, list[tuple[str, int]]] = {}
     for (user, mechanism), credential in ctx.services.cache.scram_credentials.items():
@@ -33,7 +40,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     asked = Counter(u.name for u in req.users or ())
     results = []
     for user in asked or sorted(by_user):
-        error, message, infos = ErrorCode.none, None, by_user.get(user, [])
+        # Kafka's success carries the message field's default, "" (not null)
+        error, message, infos = ErrorCode.none, "", by_user.get(user, [])
         if asked[user] > 1:
             error = ErrorCode.duplicate_resource
             message = (
@@ -56,5 +64,5 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             )
         )
     return b.DescribeUserScramCredentialsResponse(
-        throttle_time=0, error_code=ErrorCode.none, error_message=None, results=tuple(results)
+        throttle_time=0, error_code=ErrorCode.none, error_message="", results=tuple(results)
     )

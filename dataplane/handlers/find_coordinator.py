@@ -8,15 +8,20 @@ leader is the coordinator. As in Kafka, the topic is created only once its repli
 worth of brokers are alive (`runtime.InternalTopic`): COORDINATOR_NOT_AVAILABLE until then.
 v4+ batches several keys in one request. As in Kafka, DESCRIBE on the
 group (GROUP_AUTHORIZATION_FAILED) or transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-is needed; share keys (v6+, INVALID_REQUEST before) are for brokers and need CLUSTER_ACTION on
-the cluster (CLUSTER_AUTHORIZATION_FAILED).
+is needed; share keys (v6+, INVALID_REQUEST before, and for a key that is not
+"group:topicId:partition") are for brokers and need CLUSTER_ACTION on the cluster
+(CLUSTER_AUTHORIZATION_FAILED for the whole request, as an unknown key type fails it with
+INVALID_REQUEST). Like Kafka, an empty key is hashed as any other.
 """
 
 from __future__ import annotations
 
+import logging
+
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.share.model import SharePartitionKey
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 10
@@ -41,64 +46,108 @@ _ACCESS = {
     ),
 }
 _SHARE_SINCE = 6  # the version that added share keys (KIP-932)
+# Kafka's default texts of the errors FindCoordinator answers (Errors.message()): v0-v3 carry
+# them, "NONE" included; v4+ carries them only when the whole request failed, a key's own
+# error has an empty message.
+_DEFAULT_MESSAGES = {
+    ErrorCode.none: "NONE",
+    ErrorCode.coordinator_not_available: "The coordinator is not available.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+    ErrorCode.transactional_id_authorization_failed: "Transactional Id authorization failed.",
+    ErrorCode.invalid_request: (
+        "This most likely occurs because of a request being malformed by the client library "
+        "or the message was sent to an incompatible broker. See the broker logs for more "
+        "details."
+    ),
+}
+
+log = logging.getLogger("rafka.find_coordinator")
 
 
-async def _find(
-    ctx: RequestContext, key: str, key_type: int
-) -> tuple[int, str, int, int, str | None]:
-    """(node id, host, port, error code, error message) for one key."""
+class _RequestFailed(Exception):
+    """Kafka fails the whole request (every key gets the error): an unknown key type, or a
+    share key without CLUSTER_ACTION."""
+
+    def __init__(self, code: ErrorCode) -> None:
+        self.code = code
+
+
+async def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str, int, ErrorCode]:
+    """(node id, host, port, error code) for one key, checked in Kafka's order
+    (KafkaApis.getCoordinator); raises `_RequestFailed`."""
     services = ctx.services
+    authorizer = services.authorizer
+    if key_type == SHARE and ctx.header.api_version < _SHARE_SINCE:
+        log.info("FindCoordinator v%d: share keys need v%d+", ctx.header.api_version, _SHARE_SINCE)
+        return -1, "", -1, ErrorCode.invalid_request
+    if key_type in _ACCESS:
+        operation, resource_type, resource, denied = _ACCESS[key_type]
+        if authorizer.enabled and not authorizer.authorize(
+            ctx.conn, operation, resource_type, resource or key
+        ):
+            if key_type == SHARE:
+                raise _RequestFailed(denied)
+            return -1, "", -1, denied
+    if key_type == SHARE:
+        try:
+            SharePartitionKey.parse(key)
+        except ValueError as e:
+            log.info("FindCoordinator: share coordinator key %r is invalid: %s", key, e)
+            return -1, "", -1, ErrorCode.invalid_request
     topics = {
         GROUP: services.offsets_topic,
         TRANSACTION: services.transactions_topic,
         SHARE: services.share_state_topic,
     }
     topic = topics.get(key_type)
-    authorizer = services.authorizer
+    if topic is None:
+        log.info("FindCoordinator: unknown coordinator key type %d", key_type)
+        raise _RequestFailed(ErrorCode.invalid_request)
     try:
-        if key_type == SHARE and ctx.header.api_version < _SHARE_SINCE:
-            raise KafkaError(
-                ErrorCode.invalid_request, f"share coordinator keys need v{_SHARE_SINCE}+"
-            )
-        if authorizer.enabled and key_type in _ACCESS:
-            operation, resource_type, resource, denied = _ACCESS[key_type]
-            if not authorizer.authorize(ctx.conn, operation, resource_type, resource or key):
-                raise KafkaError(denied)
-        if topic is None:
-            raise KafkaError(ErrorCode.invalid_request, f"unknown coordinator key type {key_type}")
-        if not key:
-            raise KafkaError(
-                ErrorCode.invalid_group_id if key_type == GROUP else ErrorCode.invalid_request
-            )
         node = services.cache.brokers[await topic.coordinator(key)]
     except KafkaError as e:
-        return -1, "", -1, e.code, e.message
+        return -1, "", -1, e.code
     # the coordinator's address on the listener this client came in through
     host, port = node.endpoints.get(ctx.conn.listener, (node.host, node.port))
-    return node.id, host, port, ErrorCode.none, None
+    return node.id, host, port, ErrorCode.none
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     key_type = getattr(req, "key_type", GROUP)
     if ctx.header.api_version < 4:
-        node, host, port, code, message = await _find(ctx, req.key, key_type)
+        try:
+            node, host, port, code = await _find(ctx, req.key, key_type)
+        except _RequestFailed as e:
+            node, host, port, code = -1, "", -1, e.code
         return b.FindCoordinatorResponse(
             throttle_time=0,
             error_code=code,
-            # Kafka's error.message(): "NONE" when found
-            error_message="NONE" if code == ErrorCode.none else message,
+            error_message=_DEFAULT_MESSAGES.get(code),
             node_id=node,
             host=host,
             port=port,
         )
     coordinators = []
-    for key in req.coordinator_keys:
-        node, host, port, code, _ = await _find(ctx, key, key_type)
-        # Kafka sets no message from v4 on: the field keeps its default, ""
-        coordinators.append(
-            b.Coordinator(
-                key=key, node_id=node, host=host, port=port, error_code=code, error_message=""
+    try:
+        for key in req.coordinator_keys:
+            node, host, port, code = await _find(ctx, key, key_type)
+            coordinators.append(
+                b.Coordinator(
+                    key=key, node_id=node, host=host, port=port, error_code=code, error_message=""
+                )
             )
-        )
+    except _RequestFailed as e:
+        coordinators = [
+            b.Coordinator(
+                key=key,
+                node_id=-1,
+                host="",
+                port=-1,
+                error_code=e.code,
+                error_message=_DEFAULT_MESSAGES.get(e.code),
+            )
+            for key in req.coordinator_keys
+        ]
     return b.FindCoordinatorResponse(throttle_time=0, coordinators=tuple(coordinators))

@@ -8,14 +8,14 @@ member id (a commit from outside any group); v1's per-partition commit timestamp
 stored as the offset's commit time, which offsets retention may count from.
 
 Checks, in Kafka's order: without READ on the group every partition fails
-(GROUP_AUTHORIZATION_FAILED), as with an empty group id (INVALID_GROUP_ID); topics without READ
-get TOPIC_AUTHORIZATION_FAILED (after UNKNOWN_TOPIC_ID), unknown topics or partitions
-UNKNOWN_TOPIC_OR_PARTITION; the
+(GROUP_AUTHORIZATION_FAILED); topics without READ get TOPIC_AUTHORIZATION_FAILED (after
+UNKNOWN_TOPIC_ID), unknown topics or partitions UNKNOWN_TOPIC_OR_PARTITION; the
 rest go to the group's coordinator, whose member/generation checks (ILLEGAL_GENERATION,
 UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS, ...) apply to all of them, then
 OFFSET_METADATA_TOO_LARGE per partition.
 A commit with generation -1 and no member id is accepted while the group is empty or absent
-(consumers using assign(), admin tools).
+(consumers using assign(), admin tools). As in Kafka, the empty group id is a group like any
+other here (and in OffsetFetch, DescribeGroups, DeleteGroups): pre-0.9 clients committed to it.
 """
 
 from __future__ import annotations
@@ -62,8 +62,6 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     group_error = ErrorCode.none
     if not authorizer.authorize(ctx.conn, AclOperation.READ, ResourceType.GROUP, req.group_id):
         group_error = ErrorCode.group_authorization_failed
-    elif not req.group_id:
-        group_error = ErrorCode.invalid_group_id
     names = [
         cache.topic_name(t.topic_id) if version >= _TOPIC_ID_VERSION else t.name for t in req.topics
     ]

@@ -32,20 +32,30 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         shard = coordinator.shard(req.group_id)
     except KafkaError as e:
         return _error(b, e.code)
-    order = [(t.name, [p.partition_index for p in t.partitions]) for t in req.topics]
+    requested = [(t.name, [p.partition_index for p in t.partitions]) for t in req.topics]
     denied = authorizer.denied(
-        ctx.conn, AclOperation.READ, ResourceType.TOPIC, (n for n, _ in order)
+        ctx.conn, AclOperation.READ, ResourceType.TOPIC, (n for n, _ in requested)
     )
     topics = ctx.services.cache.topics
-    known = [(name, parts) for name, parts in order if name in topics and name not in denied]
-    results: Results = {
-        (name, p): ErrorCode.topic_authorization_failed
-        if name in denied
-        else ErrorCode.unknown_topic_or_partition
-        for name, parts in order
-        if name in denied or name not in topics
-        for p in parts
-    }
+    results: Results = {}
+    known: list[tuple[str, list[int]]] = []
+    for name, parts in requested:
+        info = topics.get(name)
+        if name in denied or info is None:
+            early = (
+                ErrorCode.topic_authorization_failed
+                if name in denied
+                else ErrorCode.unknown_topic_or_partition
+            )
+            results |= {(name, p): early for p in parts}
+            continue
+        valid = [p for p in parts if 0 <= p < len(info.partitions)]
+        results |= {
+            (name, p): ErrorCode.unknown_topic_or_partition for p in parts if p not in valid
+        }
+        if valid:
+            known.append((name, valid))
+    order = _kafka_order(requested, results)
     error, errors, records = shard.delete_offsets(req.group_id, known)
     if error != ErrorCode.none:
         return _error(b, error)
@@ -67,6 +77,21 @@ async def _replicated(
     except KafkaError as e:
         return _error(b, map_append_error(e.code))
     return _response(b, order, results)
+
+
+def _kafka_order(
+    requested: list[tuple[str, list[int]]], early: Results
+) -> list[tuple[str, list[int]]]:
+    """The topics and partitions as Kafka's response lists them: those refused before the
+    coordinator (no READ, unknown) first, then the coordinator's answers, each in request
+    order (clients find their partitions by name; this keeps the answers identical)."""
+    order: dict[str, list[int]] = {}
+    for refused in (True, False):
+        for name, parts in requested:
+            for p in parts:
+                if ((name, p) in early) == refused:
+                    order.setdefault(name, []).append(p)
+    return list(order.items())
 
 
 def _error(b: EntityBuilder, code: ErrorCode) -> Any:

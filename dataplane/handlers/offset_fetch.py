@@ -121,8 +121,6 @@ def _fetch(
     authorizer = ctx.services.authorizer
     if not authorizer.authorize(ctx.conn, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed, []
-    if not group_id:
-        return ErrorCode.invalid_group_id, []
     try:
         shard = ctx.services.group_coordinator.shard(group_id)
     except KafkaError as e:
@@ -163,10 +161,15 @@ def _topics(b: EntityBuilder, version: int, answers: list[Answer]) -> tuple:
     partition_cls = (
         b.OffsetFetchResponsePartitions if version >= 8 else b.OffsetFetchResponsePartition
     )
+
+    def ids(t: Answer) -> dict[str, bytes]:
+        """v0-v7's topic struct has no topic id in any version (the builder refuses it)."""
+        return {"topic_id": t.topic_id} if version >= 8 else {}
+
     return tuple(
         topic_cls(
             name=t.name,
-            topic_id=t.topic_id,
+            **ids(t),
             partitions=tuple(
                 partition_cls(
                     partition_index=p,

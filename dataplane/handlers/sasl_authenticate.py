@@ -15,7 +15,8 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     return b.SaslAuthenticateResponse(
         error_code=result.error,
-        error_message=result.message,
+        # Kafka's success carries the field's default, "" (not null)
+        error_message=result.message if result.error else "",
         auth_bytes=result.auth_bytes,
         session_lifetime=result.session_lifetime_ms,
     )

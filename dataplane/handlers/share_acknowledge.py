@@ -1,6 +1,7 @@
 """ShareAcknowledge (79): acknowledgements outside a ShareFetch (KIP-932).
 
-READ on the group (else GROUP_AUTHORIZATION_FAILED), READ on each topic. The request belongs
+A group id, READ on the group (else GROUP_AUTHORIZATION_FAILED) and a member id of 1 to 36
+characters (else INVALID_REQUEST), READ on each topic. The request belongs
 to the member's share session: epoch 0 is refused (INVALID_SHARE_SESSION_EPOCH: only a
 ShareFetch opens a session), -1 closes the session once the acknowledgements are applied (the
 member's remaining records are released), other epochs must follow the session's. Each
@@ -25,15 +26,15 @@ VERSIONS = (1, 2)
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
-    group_id = req.group_id or ""
-    if handling.group_denied(ctx, group_id):
-        return _response(ctx, group_id, ErrorCode.group_authorization_failed, None, {}, None)
-    return _serve(ctx, req, group_id)
+    try:
+        group_id, member = handling.identify(ctx, req)
+    except KafkaError as e:
+        return _response(ctx, req.group_id or "", e.code, e.message, {}, None)
+    return _serve(ctx, req, group_id, member)
 
 
-async def _serve(ctx: RequestContext, req: Any, group_id: str) -> Any:
+async def _serve(ctx: RequestContext, req: Any, group_id: str, member: str) -> Any:
     manager = ctx.services.share_partitions
-    member = req.member_id or ""
     epoch = req.share_session_epoch
     try:
         if epoch == FINAL_EPOCH:
@@ -68,12 +69,8 @@ def _response(
     by_topic: dict[bytes, list[Any]] = {}
     leaders: list[int] = []
     for (topic_id, index), (code, text) in results.items():
-        leader = (-1, -1)
-        if topics is not None and code in (
-            ErrorCode.not_leader_or_follower,
-            ErrorCode.fenced_leader_epoch,
-        ):
-            leader = handling.current_leader(ctx.services.cache, topics.names.get(topic_id), index)
+        leader = handling.leader_after(ctx, topics, (topic_id, index), code)
+        if code in handling.LEADERSHIP_ERRORS:
             leaders.append(leader[0])
         by_topic.setdefault(topic_id, []).append(
             m.PartitionData(
@@ -84,8 +81,10 @@ def _response(
             )
         )
     extra: dict[str, Any] = {}
-    if version >= 2:
-        lock_ms = ctx.services.share_partitions.settings(group_id).record_lock_duration_ms
+    if version >= 2:  # no lock timeout when the request fails as a whole (as Kafka)
+        lock_ms = 0
+        if error == ErrorCode.none:
+            lock_ms = ctx.services.share_partitions.settings(group_id).record_lock_duration_ms
         extra["acquisition_lock_timeout"] = datetime.timedelta(milliseconds=lock_ms)
     return m.ShareAcknowledgeResponse(
         throttle_time=datetime.timedelta(0),

@@ -1,17 +1,18 @@
 """ShareFetch (78): share sessions, piggybacked acknowledgements, acquisition (KIP-932).
 
-READ on the group (else GROUP_AUTHORIZATION_FAILED for the whole request), READ on each topic
+A group id, READ on the group (else GROUP_AUTHORIZATION_FAILED for the whole request) and a
+member id of 1 to 36 characters (else INVALID_REQUEST), READ on each topic
 (TOPIC_AUTHORIZATION_FAILED for its partitions). The share session decides what is fetched:
 epoch 0 opens one with the request's partitions (acknowledgements are then an INVALID_REQUEST),
 -1 closes it (acknowledgements applied, then the member's records released, nothing fetched),
 other epochs fetch every partition of the session after applying the request's additions and
-forgotten topics. Acknowledgements are applied and persisted before the fetch, so the fetch
-sees records the member released. With nothing to acquire the request waits up to max_wait_ms
-for the high watermark to move or records to be released. max_records bounds the records
-acquired (record_limit acquire mode, v2: exactly; else rounded up to whole log batches),
-max_bytes the records sent (at least one batch), capped as a Fetch is (Kafka's
-handleShareFetchRequest): at most the broker's fetch.max.bytes and, under consumer_byte_rate,
-one quota window. Records go out as raw batches.
+forgotten topics, and answer only for those with news (see sessions.py). Acknowledgements
+are applied and persisted before the fetch, so the fetch sees records the member released.
+With nothing to acquire the request waits up to max_wait_ms for the high watermark to move or
+records to be released. max_records bounds the records acquired (record_limit acquire mode,
+v2: exactly; else rounded up to whole log batches), max_bytes the records sent (at least one
+batch), capped as a Fetch is (Kafka's handleShareFetchRequest): at most the broker's
+fetch.max.bytes and, under consumer_byte_rate, one quota window. Records go out as raw batches.
 """
 
 from __future__ import annotations
@@ -41,20 +42,28 @@ RECORD_LIMIT = 1  # share_acquire_mode (v2)
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
-    group_id = req.group_id or ""
+    try:
+        group_id, member = handling.identify(ctx, req)
+    except KafkaError as e:
+        return _failed(e)
     manager = ctx.services.share_partitions
     lock_ms = manager.settings(group_id).record_lock_duration_ms
-    if handling.group_denied(ctx, group_id):
-        return encode_share_fetch_response(
-            (), lock_ms, error_code=ErrorCode.group_authorization_failed
-        )
-    return _serve(ctx, req, manager, group_id, lock_ms)
+    return _serve(ctx, req, manager, group_id, member, lock_ms)
+
+
+def _failed(e: KafkaError) -> list:
+    """The answer to a request that fails as a whole (no acquisition lock timeout, as Kafka)."""
+    return encode_share_fetch_response((), 0, error_code=e.code, error_message=e.message)
 
 
 async def _serve(
-    ctx: RequestContext, req: Any, manager: SharePartitionManager, group_id: str, lock_ms: int
+    ctx: RequestContext,
+    req: Any,
+    manager: SharePartitionManager,
+    group_id: str,
+    member: str,
+    lock_ms: int,
 ) -> list:
-    member = req.member_id or ""
     epoch = req.share_session_epoch
     acks = {
         (t.topic_id.bytes if t.topic_id else bytes(16), p.partition_index): handling.ack_batches(p)
@@ -87,7 +96,7 @@ async def _serve(
             session = manager.sessions.update(group_id, member, epoch, requested, forgotten, now)
             wanted = list(session.partitions)
     except KafkaError as e:
-        return encode_share_fetch_response((), lock_ms, error_code=e.code, error_message=e.message)
+        return _failed(e)
 
     topics = Topics(ctx, [tp[0] for tp in (*wanted, *acks)])
     max_type = 4 if ctx.header.api_version >= 2 else 3
@@ -97,6 +106,12 @@ async def _serve(
         parts: dict[TopicPartition, SharePartitionData] = {}
     else:
         parts = await _fetch(ctx, req, manager, topics, group_id, member, wanted)
+        if epoch != INITIAL_EPOCH:
+            parts = {
+                tp: part
+                for tp, part in parts.items()
+                if session.answers(tp, bool(part.acquired), part.error_code != ErrorCode.none)
+            }
     return _encode(ctx, topics, parts, ack_results, lock_ms)
 
 
@@ -109,7 +124,9 @@ async def _fetch(
     member: str,
     wanted: list[TopicPartition],
 ) -> dict[TopicPartition, SharePartitionData]:
-    """Acquire from the session's partitions, waiting up to max_wait_ms for something."""
+    """Acquire from the session's partitions, waiting up to max_wait_ms for something. As
+    Kafka's DelayedShareFetch, the answer has the partitions that failed and those that could
+    acquire records (with records or not), not those whose in-flight window is full."""
     parts: dict[TopicPartition, SharePartitionData] = {}
     loaded: list[tuple[TopicPartition, SharePartition]] = []
     for tp in wanted:
@@ -145,9 +162,10 @@ async def _fetch(
             else:
                 still.append((tp, sp))
         loaded = still
-    for tp, _ in loaded:
-        parts.setdefault(tp, SharePartitionData(tp[1]))
-    return parts
+    for tp, sp in loaded:
+        if sp.state.can_acquire():
+            parts.setdefault(tp, SharePartitionData(tp[1]))
+    return {tp: parts[tp] for tp in wanted if tp in parts}
 
 
 def _acquire_all(
@@ -186,10 +204,9 @@ def _acquire_all(
 def _error(
     ctx: RequestContext, topics: Topics, tp: TopicPartition, e: KafkaError
 ) -> SharePartitionData:
-    leader = (-1, -1)
-    if e.code in (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch):
-        leader = handling.current_leader(ctx.services.cache, topics.names.get(tp[0]), tp[1])
-    return SharePartitionData(tp[1], e.code, e.message, leader=leader)
+    return SharePartitionData(
+        tp[1], e.code, e.message, leader=handling.leader_after(ctx, topics, tp, e.code)
+    )
 
 
 def _encode(
@@ -206,18 +223,20 @@ def _encode(
             part._replace(acknowledge_error_code=code, acknowledge_error_message=message)
         )
     for tp, (code, message) in acks.items():  # acknowledged, not fetched
-        leader = (-1, -1)
-        if code in (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch):
-            leader = handling.current_leader(ctx.services.cache, topics.names.get(tp[0]), tp[1])
         by_topic.setdefault(tp[0], []).append(
             SharePartitionData(
                 tp[1],
                 acknowledge_error_code=code,
                 acknowledge_error_message=message,
-                leader=leader,
+                leader=handling.leader_after(ctx, topics, tp, code),
             )
         )
-    leaders = [p.leader[0] for ps in by_topic.values() for p in ps if p.leader[0] >= 0]
+    leaders = [
+        p.leader[0]
+        for ps in by_topic.values()
+        for p in ps
+        if {p.error_code, p.acknowledge_error_code} & set(handling.LEADERSHIP_ERRORS)
+    ]
     return encode_share_fetch_response(
         [ShareFetchTopic(topic_id, ps) for topic_id, ps in by_topic.items()],
         lock_ms,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import inspect
+import struct
 import time
 from typing import Any
 
@@ -22,6 +23,11 @@ from dataplane.metrics import quotas as quota_metrics
 
 # Kafka's Errors.THROTTLING_QUOTA_EXCEEDED message, the error message of a refused mutation.
 THROTTLED = "The throttling quota has been exceeded."
+
+# Responses handlers return encoded (bytes) that open with throttle_time_ms, from a version:
+# Metadata and Fetch. (Produce's comes after its topics; its handler sets its own.)
+_THROTTLE_FIRST_SINCE = {3: 3, 1: 1}  # API key: the first version with the field first
+_INT32 = struct.Struct(">i")
 
 # ClientRequestQuotaManager.NanosToPercentagePerSecond: a handler busy for one second is 100
 # (percent of one thread) recorded against request_percentage.
@@ -114,10 +120,17 @@ def mutations(ctx: RequestContext, partitions: int, strict_since: int) -> bool:
     return accepted
 
 
-def with_throttle_time(result: Any, throttle_ms: float) -> Any:
-    """A kio response carrying the throttle time (the larger of its own and ``throttle_ms``);
-    encoded bodies and deferred answers are returned as they are (their handlers set it)."""
-    if isinstance(result, bytes | list) or inspect.isawaitable(result):
+def with_throttle_time(result: Any, throttle_ms: float, api_key: int, version: int) -> Any:
+    """The response carrying the throttle time (the larger of its own and ``throttle_ms``):
+    a kio response, or an encoded Metadata or Fetch body (a request_percentage throttle is
+    known only once the handler has run); other encoded bodies and deferred answers are
+    returned as they are (their handlers set it)."""
+    if isinstance(result, bytes):
+        since = _THROTTLE_FIRST_SINCE.get(api_key)
+        if since is None or version < since or _INT32.unpack_from(result)[0] >= throttle_ms:
+            return result
+        return _INT32.pack(int(throttle_ms)) + result[4:]
+    if isinstance(result, list) or inspect.isawaitable(result):
         return result
     current = getattr(result, "throttle_time", None)
     if not isinstance(current, datetime.timedelta):

@@ -12,6 +12,7 @@ import anyio
 from dataplane.protocol.encoders import NodeEndpoint
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.share.partition_state import AckBatch, check_ack_batches
+from dataplane.share.wire import UNSET_LEADER
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
@@ -42,11 +43,21 @@ class Topics:
                 self.names[topic_id] = info.name
 
 
-def group_denied(ctx: RequestContext, group_id: str) -> bool:
-    """Kafka's first check of both APIs: READ on the group."""
-    return not ctx.services.authorizer.authorize(
-        ctx.conn, AclOperation.READ, ResourceType.GROUP, group_id
-    )
+MAX_MEMBER_ID = 36  # Kafka's isMemberIdValid
+
+
+def identify(ctx: RequestContext, req: Any) -> tuple[str, str]:
+    """Kafka's first checks of both APIs, in its order: a group id, READ on the group, a
+    member id of 1 to 36 characters; (group id, member id), else raises the KafkaError."""
+    if req.group_id is None:
+        raise KafkaError(ErrorCode.invalid_request, "Invalid group id in the request.")
+    if not ctx.services.authorizer.authorize(
+        ctx.conn, AclOperation.READ, ResourceType.GROUP, req.group_id
+    ):
+        raise KafkaError(ErrorCode.group_authorization_failed)
+    if not req.member_id or len(req.member_id) > MAX_MEMBER_ID:
+        raise KafkaError(ErrorCode.invalid_request, "Invalid member id in the request.")
+    return req.group_id, req.member_id
 
 
 def ack_batches(partition: Any) -> list[AckBatch]:
@@ -98,6 +109,21 @@ async def _acknowledge_one(
     except KafkaError as e:
         return e.code, e.message
     return await manager.acknowledge(sp, member_id, batches)
+
+
+LEADERSHIP_ERRORS = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)
+"""The errors after which an answer names the partition's current leader (KIP-951)."""
+
+
+def leader_after(
+    ctx: RequestContext, topics: Topics | None, tp: TopicPartition, code: ErrorCode
+) -> tuple[int, int]:
+    """A partition's current_leader in an answer of `code`: where the client should go after
+    a leadership error, else unset."""
+    if code not in LEADERSHIP_ERRORS:
+        return UNSET_LEADER
+    topic = topics.names.get(tp[0]) if topics is not None else None
+    return current_leader(ctx.services.cache, topic, tp[1])
 
 
 def current_leader(cache: MetadataCache, topic: str | None, index: int) -> tuple[int, int]:

@@ -192,7 +192,11 @@ class SharePartitionManager:
         self, group_id: str, topic: str, topic_id: bytes, index: int
     ) -> SharePartition:
         """The loaded share-partition, loading it if needed. Raises the partition's error
-        (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION...) or the persister's."""
+        (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION...) or the persister's; a share
+        group needs an id (Kafka fails the partition with UNKNOWN_SERVER_ERROR)."""
+        if not group_id.strip():
+            log.info("ShareFetch of %s-%d refused: the group id is empty", topic, index)
+            raise KafkaError(ErrorCode.unknown_server_error, "GroupId must not be empty")
         key = SharePartitionKey(group_id, uuid.UUID(bytes=topic_id), index)
         while True:
             partition = self._replicas.leader_partition(topic, index)

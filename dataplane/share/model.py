@@ -4,7 +4,10 @@ share-partition, as the share coordinator stores it (Kafka's ShareSnapshotValue)
 
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Protocol
@@ -86,6 +89,33 @@ class SharePartitionKey:
         """Kafka's share coordinator key "group:topicId:partition", the topic id as Kafka
         prints it: where the key's state lives in __share_group_state, as in Kafka."""
         return f"{self.group_id}:{uuid_string(self.topic_id.bytes)}:{self.partition}"
+
+    @classmethod
+    def parse(cls, key: str) -> SharePartitionKey:
+        """A coordinator key read back, as Kafka's SharePartitionKey.getInstance reads it
+        (from the right: the group id may hold colons); ValueError says what is wrong."""
+        tokens = key.split(":")
+        while tokens and not tokens[-1]:
+            tokens.pop()  # Java's String.split drops trailing empty strings
+        if len(tokens) < 3:
+            raise ValueError(
+                f"Invalid key format: expected - groupId:topicId:partition, found - {key}"
+            )
+        group_id, topic_id, partition = ":".join(tokens[:-2]), tokens[-2], tokens[-1]
+        if not group_id.strip():
+            raise ValueError("GroupId must not be empty")
+        try:
+            raw = base64.b64decode(topic_id + "=" * (-len(topic_id) % 4), b"-_", validate=True)
+        except binascii.Error:
+            raw = b""
+        if len(topic_id) > 24 or len(raw) != 16:
+            raise ValueError(f"Invalid topic ID: {topic_id}")
+        if not _INT.fullmatch(partition) or not -(2**31) <= int(partition) < 2**31:
+            raise ValueError(f"Invalid partition: {partition}")
+        return cls(group_id, uuid.UUID(bytes=raw), int(partition))
+
+
+_INT = re.compile(r"[+-]?[0-9]+")
 
 
 class Persister(Protocol):

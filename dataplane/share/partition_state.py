@@ -100,13 +100,13 @@ class Outcome:
 
 def check_ack_batches(batches: Sequence[AckBatch], max_type: int) -> str | None:
     """Kafka's validateAcknowledgementBatches: why the batches are an INVALID_REQUEST (None if
-    they are not): ranges in order without overlap, one type or one per offset, known types
-    (RENEW, 4, only where the version has it)."""
+    they are not): ranges in order, each starting at or after the end of the one before, one
+    type or one per offset, known types (RENEW, 4, only where the version has it)."""
     previous_last = -1
     for b in batches:
         if b.first_offset > b.last_offset:
             return f"first offset {b.first_offset} is after last offset {b.last_offset}"
-        if b.first_offset <= previous_last:
+        if b.first_offset < previous_last:  # Kafka lets a batch start where the last ended
             return "acknowledgement batches overlap or are out of order"
         if not b.types:
             return "an acknowledgement batch has no acknowledge type"
@@ -249,10 +249,19 @@ class SharePartitionState:
         """Apply `member`'s acknowledgements, all or none (Kafka answers one error for the
         partition). The batches passed `check_ack_batches`. Offsets below the start offset
         are skipped (already done, or dropped with the log start)."""
+        previous_last = -1
         for b in batches:
             error = self._check_acquired(member, b)
+            if error is None and b.first_offset == previous_last >= self.start_offset:
+                # a batch starting where the one before ended (Kafka allows it): that record
+                # is no longer acquired when Kafka, batch after batch, comes to it again
+                error = Outcome(
+                    ErrorCode.invalid_record_state,
+                    f"The record {previous_last} cannot be acknowledged twice.",
+                )
             if error is not None:
                 return error
+            previous_last = b.last_offset
         full = not self._has_room()
         durable = released = False
         for b in batches:
@@ -328,11 +337,13 @@ class SharePartitionState:
                 ErrorCode.invalid_record_state,
                 "Batch record not found. The request batch offsets are not found in the cache.",
             )
-        if b.last_offset >= self.end_offset:
-            return Outcome(
-                ErrorCode.invalid_request,
-                "Batch record not found. The last offset in request is past acquired records.",
-            )
+        for offset, which in ((b.first_offset, "first"), (b.last_offset, "last")):
+            if offset >= self.end_offset:
+                return Outcome(
+                    ErrorCode.invalid_request,
+                    f"Batch record not found. The {which} offset in request is past acquired "
+                    "records.",
+                )
         lo = max(b.first_offset, self.start_offset)
         runs = self._runs
         i = bisect_right(runs, lo, key=_first) - 1

@@ -5,6 +5,10 @@ only changes.
 Epoch 0 opens a full session (replacing the member's previous one), -1 closes it, any other
 epoch must be the session's next one (INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND
 when there is none). A ShareFetch adds the partitions it names and drops its forgotten ones.
+As Kafka's ShareSessionContext, the first ShareFetch is answered for every partition, the
+next ones only for the partitions with records or an error, the partitions added since, and
+those whose last answer was an error; a partition that returned records moves to the end of
+the session, so the next fetches start with the others.
 The cache holds at most group.share.max.share.sessions sessions: a new one then replaces one
 unused for longer than the share session timeout (its member has left the group by then), or
 is refused with SHARE_SESSION_LIMIT_REACHED.
@@ -38,8 +42,21 @@ class ShareSession:
     member_id: str
     epoch: int  # the epoch the member's next request must carry
     last_used_ms: int
-    partitions: dict[TopicPartition, None] = field(default_factory=dict)  # ordered set
+    # the session's partitions, in fetch order: whether the next answer must include it
+    partitions: dict[TopicPartition, bool] = field(default_factory=dict)
     connection: object = None  # the client connection that opened it: it ends with it
+
+    def answers(self, tp: TopicPartition, records: bool, failed: bool) -> bool:
+        """Whether a subsequent ShareFetch's answer includes `tp`, which acquired `records`
+        or `failed` (Kafka's CachedSharePartition.maybeUpdateResponseData)."""
+        pending = self.partitions.get(tp)
+        if not (records or failed or pending or pending is None):
+            return False
+        if pending is not None:
+            if records:
+                del self.partitions[tp]  # to the end
+            self.partitions[tp] = failed
+        return True
 
 
 class ShareSessionCache:
@@ -84,7 +101,7 @@ class ShareSessionCache:
             member_id,
             next_epoch(INITIAL_EPOCH),
             now_ms,
-            dict.fromkeys(partitions),
+            dict.fromkeys(partitions, False),
             connection,
         )
         self._sessions[key] = session
@@ -103,7 +120,8 @@ class ShareSessionCache:
         session = self._expect(group_id, member_id, epoch)
         for tp in forgotten:
             session.partitions.pop(tp, None)
-        session.partitions.update(dict.fromkeys(added))
+        for tp in added:
+            session.partitions.setdefault(tp, True)
         session.epoch = next_epoch(session.epoch)
         session.last_used_ms = now_ms
         return session

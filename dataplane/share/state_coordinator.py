@@ -200,12 +200,13 @@ class ShareCoordinator:
     async def initialize(self, key: SharePartitionKey, start_offset: int) -> ShareState:
         """A fresh state at `start_offset` (UNKNOWN_START_OFFSET: the leader resolves it by
         share.auto.offset.reset), one state epoch above the old one; the leader epoch stays,
-        so a deposed leader remains fenced."""
+        so a deposed leader remains fenced (a first state is at leader epoch 0, as Kafka's
+        ShareGroupOffset.fromRequest)."""
         if start_offset < UNKNOWN_START_OFFSET:
             raise KafkaError(ErrorCode.invalid_request, f"start offset {start_offset}")
         shard, entry = self._entry(key)
         if entry is None:
-            state = ShareState(0, NO_LEADER_EPOCH, start_offset, ())
+            state = ShareState(0, 0, start_offset, ())
         else:
             old = entry.state
             state = ShareState(old.state_epoch + 1, old.leader_epoch, start_offset, ())

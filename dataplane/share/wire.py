@@ -25,13 +25,18 @@ _LEADER = Struct(">iix")  # leader_id, leader_epoch, empty tagged fields
 _ACQUIRED = Struct(">qqhx")  # first_offset, last_offset, delivery_count, empty tagged fields
 
 
+UNSET_LEADER = (0, 0)
+"""current_leader (id, epoch) when the answer says nothing about leadership: Kafka leaves the
+struct at its defaults, and fills it only after a leadership error (KIP-951)."""
+
+
 class SharePartitionData(NamedTuple):
     partition_index: int
     error_code: int = 0
     error_message: str | None = None
     acknowledge_error_code: int = 0
     acknowledge_error_message: str | None = None
-    leader: tuple[int, int] = (-1, -1)  # current_leader (id, epoch)
+    leader: tuple[int, int] = UNSET_LEADER  # current_leader (id, epoch)
     records: Sequence[Bytes] | None = ()  # pieces sent back to back; None: null
     acquired: Sequence[Acquired] = ()
 

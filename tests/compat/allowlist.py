@@ -110,7 +110,9 @@ _TLS_CONTEXT = (
 )
 _MIGRATION = (
     "Rafka has no online migration between the classic and consumer group protocols: a group "
-    "id changes type only while the group is empty"
+    "id changes type only while the group is empty, as in Kafka with "
+    "group.consumer.migration.policy=disabled (to move a group to the other protocol, stop its "
+    "consumers, then start them with the new group.protocol)"
 )
 
 _NOT_LISTED = {
@@ -338,7 +340,123 @@ _ANSWERS = {
     ),
 }
 
+_SHARE_INIT = (
+    "Kafka 4.4 assigns a share-partition only once the group coordinator has initialized its "
+    "state in the share coordinator, so a new share member's first heartbeat gets no "
+    "partitions and a later one gets them at a group epoch one higher; Rafka initializes a "
+    "share-partition's state on its first ShareFetch and assigns it at once (its share "
+    "consumers start fetching a heartbeat earlier; their group epochs are one lower)"
+)
+
+_SHARE_START = (
+    "Rafka writes a share-partition's start offset (from share.auto.offset.reset) when the "
+    "partition is first fetched, so a failover before the first acknowledgement never skips "
+    "records already delivered, and DescribeShareGroupOffsets shows it and the lag from then "
+    "on; Kafka 4.4 writes it with the first acknowledgement and answers -1 until then"
+)
+
+_SHARE_START_AFTER = (
+    "Kafka 4.4 writes a share-partition's state with the start offset it had before the "
+    "acknowledgements being written moved it (the next write carries the new one), so "
+    "DescribeShareGroupOffsets shows an older start offset than Rafka's, which writes the start "
+    "offset the acknowledgements moved it to; the lag is the same"
+)
+
+_GROUPS = {
+    "Online migration: ConsumerGroupHeartbeat joining a live classic group": _MIGRATION,
+    "Online migration: JoinGroup to a live consumer group": _MIGRATION,
+    "ShareGroupHeartbeat: a member joins": _SHARE_INIT,
+    "Share group offsets: describe before any acknowledgement": _SHARE_START,
+    **{
+        f"Share group offsets: {step}": _SHARE_START_AFTER
+        for step in ("describe v0", "describe v1", "describe every topic")
+    },
+    **{
+        f"ShareFetch v{v}: describe offsets{after}": _SHARE_START_AFTER
+        for v in (1, 2)
+        for after in ("", " after")
+    },
+}
+
+# -- security (tests/compat/test_security.py) ---------------------------------------------------
+
+_MECHANISM_ORDER = (
+    "the same enabled mechanisms: Kafka lists them in the iteration order of a Java HashSet "
+    "(PLAIN, SCRAM-SHA-512, SCRAM-SHA-256), Rafka in the order of sasl.enabled.mechanisms; no "
+    "client reads the order"
+)
+_BAD_ACL_CODE = (
+    "Kafka's broker cannot build a binding or filter with this code: ANY fails it with "
+    "UNKNOWN_SERVER_ERROR (an IllegalArgumentException it does not map), UNKNOWN makes the "
+    "request unparseable and Kafka closes the connection; Rafka answers INVALID_REQUEST naming "
+    "the field, which clients report as the same failure"
+)
+_SECURITY = {
+    **dict.fromkeys(
+        (
+            "SaslHandshake v0: GSSAPI (not enabled)",
+            "SaslHandshake v1: GSSAPI (not enabled)",
+            "SaslHandshake v0 + bare PLAIN token",
+            "SaslHandshake: re-authentication with another mechanism",
+        ),
+        _MECHANISM_ORDER,
+    ),
+    "Metadata after SaslHandshake, before SaslAuthenticate": (
+        "a client that skips SaslAuthenticate loses its connection on both: Kafka first answers "
+        "the request with its error response (ILLEGAL_SASL_STATE where the API has an error "
+        "field; an empty Metadata), Rafka closes at once and logs why"
+    ),
+    **dict.fromkeys(
+        (
+            *(
+                f"CreateAcls: {what}"
+                for what in (
+                    "resource type ANY",
+                    "resource type UNKNOWN",
+                    "pattern type MATCH",
+                    "pattern type ANY",
+                    "pattern type UNKNOWN",
+                    "operation ANY",
+                    "operation UNKNOWN",
+                    "permission ANY",
+                )
+            ),
+            "DescribeAcls: resource type UNKNOWN",
+            "DescribeAcls: pattern type UNKNOWN",
+            "DescribeAcls: operation UNKNOWN",
+            "DeleteAcls: pattern type UNKNOWN",
+        ),
+        _BAD_ACL_CODE,
+    ),
+    "DescribeUserScramCredentials as reader (no CLUSTER DESCRIBE)": (
+        "Kafka's refusal of a describe of every user (users null) hits a NullPointerException "
+        "and closes the connection; Rafka answers CLUSTER_AUTHORIZATION_FAILED (named users "
+        "get the same answer on both)"
+    ),
+    "AlterUserScramCredentials: an empty salt": (
+        "Kafka stores a SCRAM credential with an empty salt; Rafka refuses it "
+        "(UNACCEPTABLE_CREDENTIAL): a salt-less credential defeats SCRAM's salting, and "
+        "kafka-configs.sh always sends a random salt"
+    ),
+}
+
+_SHARE_STATE_RPC = (
+    "an inter-broker API: share-partition leaders read and write their state at the share "
+    "coordinator; Rafka's brokers send that over their internal gRPC (proto/replication.proto), "
+    "and no client sends it"
+)
+
 ALLOWED: dict[str, str] = {
+    **{
+        f"ApiVersions: {name} ({key})": _SHARE_STATE_RPC
+        for key, name in (
+            (83, "InitializeShareGroupState"),
+            (84, "ReadShareGroupState"),
+            (85, "WriteShareGroupState"),
+            (86, "DeleteShareGroupState"),
+            (87, "ReadShareGroupStateSummary"),
+        )
+    },
     "Metadata v1: unknown topic, auto-created": _AUTO_CREATE,
     "Metadata v12: unknown topic, auto-created": _AUTO_CREATE,
     **_NOT_LISTED,
@@ -351,4 +469,6 @@ ALLOWED: dict[str, str] = {
         "the acknowledgements it writes (they count as delivered), and moves it only in memory "
         "until the next write; Rafka writes the start offset past them. Both show lag 0"
     ),
+    **_GROUPS,
+    **_SECURITY,
 }

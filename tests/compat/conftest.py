@@ -32,9 +32,23 @@ SAME_SETTINGS = {
 }
 
 
+# Kafka 4.4 batches a KIP-848 group's target assignment (at most one per interval, 1 s by
+# default); Rafka computes it as soon as the members change, as Kafka does with an interval of 0,
+# which keeps group answers independent of timing (the settings are allowlisted in
+# test_configs as Kafka's assignment batching).
+KAFKA_ONLY = {
+    "group.consumer.assignment.interval.ms": "0",
+    "group.share.assignment.interval.ms": "0",
+}
+
+
 @pytest.fixture(scope="session")
 def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafka]:
-    kafka = ApacheKafka(tmp_path_factory.mktemp("apache-kafka"), brokers=1, overrides=SAME_SETTINGS)
+    kafka = ApacheKafka(
+        tmp_path_factory.mktemp("apache-kafka"),
+        brokers=1,
+        overrides=SAME_SETTINGS | KAFKA_ONLY,
+    )
     kafka.start()
     try:
         yield kafka

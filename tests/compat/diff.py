@@ -143,7 +143,10 @@ def _short(value: Plain, limit: int = 300) -> str:
 
 def summary(tree: Plain, limit: int = 120) -> str:
     """A one-line digest of an answer for the report table: its error codes and messages
-    where it has any, else its shape."""
+    where it has any, else its shape; an answer that is a string ("<connection closed>") as
+    it is."""
+    if isinstance(tree, str):
+        return tree
     found: list[str] = []
 
     def walk(node: Plain) -> None:

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.kafka_client import KafkaConnection
+from cluster.client_security import ClientSecurity
+from cluster.kafka_client import PLAINTEXT, KafkaConnection
 from tests.compat import diff
 from tests.compat.allowlist import ALLOWED
 
@@ -54,16 +55,17 @@ class CompatClient(KafkaConnection):
 class Side:
     name: str
     bootstrap: str
+    security: ClientSecurity = PLAINTEXT  # how its connections authenticate
     _conn: KafkaConnection | None = None
 
     def conn(self) -> KafkaConnection:
         if self._conn is None:
-            self._conn = CompatClient.to_any(self.bootstrap)
+            self._conn = self.fresh()
         return self._conn
 
     def fresh(self) -> KafkaConnection:
         """A new connection (for cases that need one of their own, or that close it)."""
-        return CompatClient.to_any(self.bootstrap)
+        return CompatClient.to_any(self.bootstrap, security=self.security)
 
     def reset(self) -> None:
         if self._conn is not None:
@@ -74,9 +76,11 @@ class Side:
 class Pair:
     """Apache Kafka (`kafka`) and Rafka (`rafka`), with the same topics and settings."""
 
-    def __init__(self, kafka_bootstrap: str, rafka_bootstrap: str) -> None:
-        self.kafka = Side("kafka", kafka_bootstrap)
-        self.rafka = Side("rafka", rafka_bootstrap)
+    def __init__(
+        self, kafka_bootstrap: str, rafka_bootstrap: str, security: ClientSecurity = PLAINTEXT
+    ) -> None:
+        self.kafka = Side("kafka", kafka_bootstrap, security)
+        self.rafka = Side("rafka", rafka_bootstrap, security)
 
     @property
     def sides(self) -> tuple[Side, Side]:

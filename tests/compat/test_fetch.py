@@ -4,6 +4,7 @@ by offset, timestamp and epoch, and the errors a consumer can provoke."""
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 from typing import Any
 
@@ -17,7 +18,9 @@ from tests.unit.log.batches import make_batch
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_FOR_LEADER_EPOCH = 0, 1, 2, 3, 23
 TOPIC = "compat-fetch"
-T0 = 1_700_000_000_000  # the batches' timestamps: fixed, so both logs hold the same bytes
+# The batches' timestamps: the same for both brokers, so both logs hold the same bytes, and
+# recent, so neither broker's retention (7 days) deletes them during the session.
+T0 = (time.time_ns() // 1_000_000 // 1000 - 3600) * 1000
 # Three batches of 2, 3 and 1 records (offsets 0-1, 2-4, 5).
 BATCHES = [
     make_batch([b"a0", b"a1"], timestamps=[T0, T0 + 10]),

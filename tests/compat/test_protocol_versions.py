@@ -39,7 +39,8 @@ GROUP = "compat-versions-group"
 EMPTY_GROUP, DELETED_GROUP = "compat-versions-empty", "compat-versions-deleted"
 UNKNOWN_GROUP = "compat-versions-nope"
 GROUPS = (GROUP, EMPTY_GROUP, DELETED_GROUP, UNKNOWN_GROUP)
-T0 = 1_700_000_000_000  # fixed timestamps: both logs hold the same bytes
+# The same recent timestamps for both brokers: both logs hold the same bytes, within retention.
+T0 = (time.time_ns() // 1_000_000 // 1000 - 3600) * 1000
 BATCHES = [
     make_batch([b"a0", b"a1"], timestamps=[T0, T0 + 10]),
     make_batch([b"b0"], timestamps=[T0 + 20]),

@@ -4,6 +4,7 @@ every error an admin client can provoke."""
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 from typing import Any
 
@@ -309,7 +310,8 @@ def test_delete_records(pair: Pair) -> None:
     create_topics(pair, NewTopic("compat-truncate", 1, 1))
     from tests.unit.log.batches import make_batch
 
-    batch = make_batch([b"%d" % i for i in range(10)], timestamps=[1_700_000_000_000] * 10)
+    now = time.time_ns() // 1_000_000
+    batch = make_batch([b"%d" % i for i in range(10)], timestamps=[now] * 10)
     pb = builder(PRODUCE, 9)
     data = pb.TopicProduceData(
         name="compat-truncate", partition_data=(pb.PartitionProduceData(index=0, records=batch),)

@@ -56,8 +56,8 @@ class SecuredCluster:
 
     @property
     def ca(self) -> str:
-        assert self.cluster.ca_path is not None
-        return str(self.cluster.ca_path)
+        """The CA clients trust ("" without TLS)."""
+        return str(self.cluster.ca_path or "")
 
     def jwt(self, subject: str, lifetime_s: int = 600, key: rsa.RSAPrivateKey | None = None) -> str:
         """A JWT for `subject` as the brokers expect it (audience, issuer, key id); a negative
@@ -144,11 +144,13 @@ def secured_cluster(
     protocol: str = "SASL_SSL",
     brokers: int = 2,
     overrides: dict[str, str] | None = None,
+    base_port: int | None = None,
 ) -> Iterator[SecuredCluster]:
     """A running cluster with every mechanism on `protocol`'s listener (module fixtures);
     SCRAM users are created for every principal of PASSWORDS. On an SSL listener the super
     user is the client certificate CN=admin (`ssl.principal.mapping.rules` must map it to
-    User:admin)."""
+    User:admin). `base_port`: the LocalCluster port layout's base (for `listeners` overrides
+    that add listeners beside the protocol's), else a free one."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     (tmp / "jwks.json").write_text(json.dumps(jwks(key)))
     listener = protocol.lower()
@@ -167,7 +169,7 @@ def secured_cluster(
         brokers,
         1,
         tmp / "cluster",
-        free_base_port(brokers, 1),
+        base_port or free_base_port(brokers, 1),
         settings,
         log_level="INFO",
         security_protocol=protocol,

@@ -162,20 +162,21 @@ def test_every_version_of_heartbeat_and_describe(cluster: LocalCluster) -> None:
             a = WireMember(w, group, "" if version == 0 else None, version)
             r = a.join((topic,))
             assert r.error_code == ErrorCode.none and r.error_message is None, r
-            assert r.member_id and r.member_epoch == 1
+            # Kafka 4.4: a new group is at epoch 1, the first join bumps it to 2
+            assert r.member_id and r.member_epoch == 2
             assert r.heartbeat_interval.total_seconds() * 1000 == HEARTBEAT_INTERVAL_MS
             assert [
                 (tp.topic_id, sorted(tp.partitions)) for tp in r.assignment.topic_partitions
             ] == [(tid, [0, 1, 2, 3])]
             # a steady heartbeat: same epoch, no assignment sent
             r = a.heartbeat()
-            assert (r.error_code, r.member_epoch, r.assignment) == (ErrorCode.none, 1, None)
+            assert (r.error_code, r.member_epoch, r.assignment) == (ErrorCode.none, 2, None)
             # a second member: the first gives up half, then the second gets it
             b = WireMember(w, group, "" if version == 0 else None, version)
             b.join((topic,))
-            assert b.epoch == 2 and b.owned == ()  # its partitions are still a's
+            assert b.epoch == 3 and b.owned == ()  # its partitions are still a's
             a.take(a.heartbeat())
-            assert len(a.owned[0][1]) == 2 and a.epoch == 1  # revoke first, at the old epoch
+            assert len(a.owned[0][1]) == 2 and a.epoch == 2  # revoke first, at the old epoch
             for _ in range(3):
                 a.take(a.heartbeat())
                 b.take(b.heartbeat())
@@ -186,12 +187,12 @@ def test_every_version_of_heartbeat_and_describe(cluster: LocalCluster) -> None:
                 d = describe(w, group, same_coordinator(group, "missing"), "", version=dv)
                 g, missing, empty = d.groups
                 assert g.error_code == ErrorCode.none and g.group_state == "Stable"
-                assert (g.group_epoch, g.assignment_epoch) == (2, 2)
+                assert (g.group_epoch, g.assignment_epoch) == (3, 3)
                 assert g.assignor_name == "uniform" and g.authorized_operations > 0
                 members = {m.member_id: m for m in g.members}
                 assert set(members) == {a.member_id, b.member_id}
                 for m, wm in ((members[a.member_id], a), (members[b.member_id], b)):
-                    assert m.member_epoch == 2 and m.client_id == "wire"
+                    assert m.member_epoch == 3 and m.client_id == "wire"
                     assert m.client_host == "/127.0.0.1"
                     assert m.subscribed_topic_names == (topic,)
                     (tp,) = m.assignment.topic_partitions
@@ -227,7 +228,7 @@ def test_every_version_of_heartbeat_and_describe(cluster: LocalCluster) -> None:
             for _ in range(2):
                 b.take(b.heartbeat())
             assert sorted(b.owned[0][1]) == [0, 1, 2, 3]
-            assert describe(w, group).groups[0].group_epoch == 3
+            assert describe(w, group).groups[0].group_epoch == 4
         # another broker is not the coordinator
         other = next(p for p in broker_ports(cluster) if p != port)
         with WireClient(other) as o:
@@ -342,9 +343,12 @@ def test_bad_input_gets_kafkas_errors(cluster: LocalCluster) -> None:
             joined = cw.call(JOIN, 9, **(fields | {"member_id": first.member_id}))
             assert joined.error_code == ErrorCode.none
             r = WireMember(cw, classic).join((topic,))
+            # Kafka would upgrade the live group online; Rafka answers as Kafka does with
+            # group.consumer.migration.policy=disabled
             assert (r.error_code, r.error_message) == (
                 ErrorCode.group_id_not_found,
-                f"Group {classic} is not a consumer group.",
+                f"Cannot upgrade classic group {classic} to consumer group because online "
+                "upgrade is disabled.",
             )
             d = describe(cw, classic).groups[0]
             assert d.error_code == ErrorCode.group_id_not_found

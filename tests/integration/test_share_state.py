@@ -144,7 +144,7 @@ def test_state_survives_coordinator_kill(cluster: LocalCluster) -> None:
 async def scenario(cluster: LocalCluster, tool: Tool, key: SharePartitionKey) -> None:
     p = tool.persister
     assert await p.summary(key) is None  # creates the topic, waits for its leaders
-    assert await p.initialize(key, 0) == ShareState(0, -1, 0, ())
+    assert await p.initialize(key, 0) == ShareState(0, 0, 0, ())  # leader epoch 0, as Kafka
     # the share-partition's leader at epoch 1 claims the state
     assert await p.read(key, 1) == ShareState(0, 1, 0, ())
     coordinator = tool.leader(key)

@@ -8,6 +8,13 @@ start rebalancing at once (`group.initial.rebalance.delay.ms=0`, as Rafka's defa
 
 Ports: broker i listens on base + i, the controller on base + 100 (free_kafka_port finds a base
 below Linux's ephemeral range). Each node logs to <data_dir>/logs/<node>.log.
+
+Security, as `cluster.local.LocalCluster` takes it: `protocol` is the brokers' listener (also
+its name, so `listener.name.sasl_plaintext.*` settings apply to it, and brokers talk to each
+other over it), `extra_listeners` adds listeners of other names on base + 50 + 10 * k + i, and
+`client` holds the confluent-kafka settings a client needs on the brokers' listener (its
+credentials), with which `wait_ready` asks for Metadata. Security settings of the controller
+listener (CONTROLLER) go in `overrides`.
 """
 
 from __future__ import annotations
@@ -38,11 +45,13 @@ def setup(module: str = "kafka") -> Path:
     return PEERS / module
 
 
-def free_kafka_port(brokers: int) -> int:
-    """A base port whose brokers (base + i) and controller (base + 100) are all free now."""
+def free_kafka_port(brokers: int, extra_listeners: int = 0) -> int:
+    """A base port whose brokers (base + i), controller (base + 100) and extra listeners
+    (base + 50 + 10 * k + i) are all free now."""
     for _ in range(200):
         base = random.randrange(10000, 32768 - 200, 10)
-        if all(_bindable(p) for p in [*range(base, base + brokers), base + 100]):
+        extra = [base + 50 + 10 * k + i for k in range(extra_listeners) for i in range(brokers)]
+        if all(_bindable(p) for p in [*range(base, base + brokers), base + 100, *extra]):
             return base
     raise RuntimeError("no free port range found for Apache Kafka")
 
@@ -65,14 +74,28 @@ class ApacheKafka:
         brokers: int = 1,
         overrides: dict[str, str] | None = None,
         base_port: int | None = None,
+        protocol: str = "PLAINTEXT",
+        extra_listeners: dict[str, str] | None = None,
+        client: dict[str, str] | None = None,
     ) -> None:
         self.data_dir = data_dir.resolve()
+        self.client = client or {}
         self.brokers = brokers
-        self.base_port = base_port if base_port is not None else free_kafka_port(brokers)
+        self.base_port = (
+            base_port
+            if base_port is not None
+            else free_kafka_port(brokers, len(extra_listeners or {}))
+        )
         self.cluster_id = _cluster_id()
         self.broker_ports = [self.base_port + i for i in range(brokers)]
         self.controller_port = self.base_port + 100
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.broker_ports)
+        # name -> the address of each broker (extra listeners beside the brokers' one)
+        self.listeners = {protocol: [f"127.0.0.1:{p}" for p in self.broker_ports]} | {
+            name: [f"127.0.0.1:{self.base_port + 50 + 10 * k + i}" for i in range(brokers)]
+            for k, name in enumerate(extra_listeners or {})
+        }
+        protocols = {protocol: protocol, **(extra_listeners or {}), "CONTROLLER": "PLAINTEXT"}
         self.jars = PEERS / "kafka"
         combined = brokers == 1
         controller_id = 1 if combined else 100
@@ -81,8 +104,8 @@ class ApacheKafka:
         defaults = {
             "controller.quorum.voters": voters,
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": ",".join(f"{n}:{p}" for n, p in protocols.items()),
+            "inter.broker.listener.name": protocol,
             "default.replication.factor": factor,
             "offsets.topic.replication.factor": factor,
             "transaction.state.log.replication.factor": factor,
@@ -93,20 +116,20 @@ class ApacheKafka:
             "auto.create.topics.enable": "true",
         }
         self.nodes: list[_Node] = []
-        for i, port in enumerate(self.broker_ports):
+        for i in range(brokers):
+            listeners = ",".join(f"{n}://{a[i]}" for n, a in self.listeners.items())
             props = defaults | {
                 "node.id": str(i + 1),
                 "log.dirs": str(self.data_dir / f"broker-{i + 1}"),
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "advertised.listeners": listeners,
             }
             if combined:
                 props |= {
                     "process.roles": "broker,controller",
-                    "listeners": f"PLAINTEXT://127.0.0.1:{port},"
-                    f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                    "listeners": f"{listeners},CONTROLLER://127.0.0.1:{self.controller_port}",
                 }
             else:
-                props |= {"process.roles": "broker", "listeners": f"PLAINTEXT://127.0.0.1:{port}"}
+                props |= {"process.roles": "broker", "listeners": listeners}
             self.nodes.append(self._write(f"broker-{i + 1}", props | (overrides or {})))
         if not combined:
             props = defaults | {
@@ -180,7 +203,7 @@ class ApacheKafka:
 
         deadline = time.monotonic() + timeout
         # Quiet: until the brokers listen, every attempt would log a refused connection.
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0} | self.client)
         while True:
             for node in self.nodes:
                 if node.proc is not None and node.proc.poll() is not None:

@@ -178,27 +178,23 @@ class SaslAuthenticator:
             return AuthResult(
                 ErrorCode.sasl_authentication_failed,
                 f.public or self._generic_failure(session),
-                f.challenge,
+                b"",
             )
         return AuthResult(ErrorCode.none, None, challenge, lifetime_ms)
 
     async def raw_token(self, conn: Connection, token: bytes) -> bytes:
         """A bare SASL token after a v0 SaslHandshake: the bare token to answer with. A failure
-        answers the mechanism's last message if it has one (the session is then closing), else
-        raises ConnectionClosed, as Kafka closes the connection."""
+        raises ConnectionClosed, as Kafka closes the connection (there is no error field)."""
         session = conn.sasl
         if session is None or not session.raw_tokens or session.state is not SaslState.AUTHENTICATE:
             raise ConnectionClosed("unexpected bare SASL token")
         try:
             challenge, _lifetime_ms = await self._step(conn, session, token)
         except SaslFailure as f:
-            if not f.challenge:
-                raise ConnectionClosed(
-                    f"SASL/{session.mechanism} authentication on listener {session.listener} "
-                    f"failed: {f.reason}"
-                ) from None
-            self._log_failure(conn, session, f)
-            return f.challenge
+            raise ConnectionClosed(
+                f"SASL/{session.mechanism} authentication on listener {session.listener} "
+                f"failed: {f.reason}"
+            ) from None
         if session.state is SaslState.COMPLETE:
             session.raw_tokens = False  # Kafka requests follow
         return challenge

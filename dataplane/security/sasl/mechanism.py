@@ -9,13 +9,13 @@ from typing import Protocol
 class SaslFailure(Exception):
     """Authentication failed. ``reason`` is for the broker's log only (it may say which user
     does not exist); ``public`` goes to the client (None: Kafka's generic message, which leaks
-    nothing); ``challenge`` is a last server message, such as SCRAM's ``e=invalid-proof``."""
+    nothing). No last server message goes with it (such as SCRAM's ``e=invalid-proof``): Kafka
+    sends none, only the error."""
 
-    def __init__(self, reason: str, public: str | None = None, challenge: bytes = b"") -> None:
+    def __init__(self, reason: str, public: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.public = public
-        self.challenge = challenge
 
 
 @dataclass(frozen=True, slots=True)

@@ -210,16 +210,11 @@ class ScramServer:
             or not attrs[0].startswith("c=")
             or not attrs[1].startswith("r=")
         ):
-            raise SaslFailure("malformed SCRAM client-final message", challenge=b"e=other-error")
+            raise SaslFailure("malformed SCRAM client-final message")
         if _b64decode(attrs[0][2:], "SCRAM channel binding") != first.gs2_header.encode():
-            raise SaslFailure(
-                "SCRAM channel binding does not repeat the gs2 header",
-                challenge=b"e=channel-bindings-dont-match",
-            )
+            raise SaslFailure("SCRAM channel binding does not repeat the gs2 header")
         if not hmac.compare_digest(attrs[1][2:].encode(), self._nonce.encode()):
-            raise SaslFailure(
-                "invalid nonce in the SCRAM client-final message", challenge=b"e=other-error"
-            )
+            raise SaslFailure("invalid nonce in the SCRAM client-final message")
         proof = _b64decode(proof_b64, "SCRAM client proof")
         m = self._mechanism
         auth_message = f"{first.bare},{self._server_first},{without_proof}".encode()
@@ -228,10 +223,7 @@ class ScramServer:
             m.hash(bytes(a ^ b for a, b in zip(proof, client_signature, strict=True))),
             credential.stored_key,
         ):
-            raise SaslFailure(
-                f"invalid {m.name} proof for {first.username!r} (wrong password)",
-                challenge=b"e=invalid-proof",
-            )
+            raise SaslFailure(f"invalid {m.name} proof for {first.username!r} (wrong password)")
         server_signature = m.hmac(credential.server_key, auth_message)
         self.identity = self._identity
         self._credential = None

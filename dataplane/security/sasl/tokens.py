@@ -113,8 +113,8 @@ async def update_expiry(
     ctx: RequestContext, renew: bool, hmac_value: bytes, period_ms: int
 ) -> tuple[ErrorCode, int]:
     """Renew (``renew``) or expire the token with this HMAC, for the connection's principal:
-    (error, new expiry ms or ERROR_TIMESTAMP). The meta service applies Kafka's ownership and
-    expiry rules."""
+    (error, new expiry ms; ERROR_TIMESTAMP when the request is not allowed, 0 when refused).
+    The meta service applies Kafka's ownership and expiry rules."""
     what = "RenewDelegationToken" if renew else "ExpireDelegationToken"
     conn, services = ctx.conn, ctx.services
     if not requests_allowed(conn):
@@ -127,8 +127,9 @@ async def update_expiry(
             conn.security_protocol,
         )
         return ErrorCode.delegation_token_request_not_allowed, ERROR_TIMESTAMP
+    # Kafka's controller leaves the expiry of its refusals at the field's default, 0
     if not enabled(services.config):
-        return ErrorCode.delegation_token_auth_disabled, ERROR_TIMESTAMP
+        return ErrorCode.delegation_token_auth_disabled, 0
     call = services.meta.renew_delegation_token if renew else services.meta.expire_delegation_token
     now_ms = int(time.time() * 1000)
     try:
@@ -138,5 +139,5 @@ async def update_expiry(
         return ErrorCode.request_timed_out, ERROR_TIMESTAMP
     if code:
         log.info("%s from %s (%s) refused: %s", what, conn.peer, conn.principal, message)
-        return ErrorCode(code), ERROR_TIMESTAMP
+        return ErrorCode(code), 0
     return ErrorCode.none, expiry_ms

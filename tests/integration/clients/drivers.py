@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# Where setup.sh builds and downloads (the Go driver's binary among them).
+CACHE = Path(os.environ.get("RAFKA_CLIENTS_CACHE") or HERE.parents[2] / ".cache" / "clients")
+GO_DRIVER = CACHE / "go" / "rafka-go-driver"
 
 FILLER = "abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -68,6 +71,8 @@ DRIVERS: dict[str, list[str]] = {
     "java-3.9.1": ["bash", str(HERE / "java-driver.sh"), "3.9.1"],
     "kafkajs": ["node", str(HERE / "kafkajs-driver.js")],
     "kcat": [sys.executable, str(HERE / "kcat_driver.py")],
+    "franz-go": [str(GO_DRIVER), "franz"],
+    "sarama": [str(GO_DRIVER), "sarama"],
 }
 
 

@@ -38,18 +38,22 @@ CONFIG = BrokerConfig.load(overrides={"node.id": "1"})
         ({"nope": "1"}, "Unknown group config name: nope"),
         ({"share.session.timeout.ms": "x"}, "Not a number of type INT"),
         ({"share.record.lock.duration.ms": "999"}, "Value must be at least 1000"),
+        # Kafka 4.4's texts
         (
             {"share.record.lock.duration.ms": "10000"},
-            "share.record.lock.duration.ms must be greater than or equal to "
-            "group.share.min.record.lock.duration.ms",
+            "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.",
         ),
         (
             {"share.delivery.count.limit": "11"},
-            "share.delivery.count.limit must be less than or equal to "
-            "group.share.max.delivery.count.limit",
+            "share.delivery.count.limit must be in the range 2 to 10 inclusive.",
         ),
-        ({"share.auto.offset.reset": "sometimes"}, "String must be one of"),
-        ({"share.auto.offset.reset": "by_duration:-PT1H"}, "Invalid duration"),
+        (
+            {"share.auto.offset.reset": "sometimes"},
+            "Invalid value sometimes for configuration share.auto.offset.reset: Invalid value "
+            "`sometimes` for configuration share.auto.offset.reset. The value must be either "
+            "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.",
+        ),
+        ({"share.auto.offset.reset": "by_duration:-PT1H"}, "The value must be either"),
         ({"share.isolation.level": "serializable"}, "read_committed, read_uncommitted"),
         (
             {"share.heartbeat.interval.ms": "15000", "share.session.timeout.ms": "45000"},

@@ -282,7 +282,7 @@ class Harness:
         )
 
     def fence(self, member_id: str) -> None:
-        self.apply(self.consumer_group().fence_member(member_id, self.now, self.topics))
+        self.apply(self.consumer_group().fence_members([member_id], self.now, self.topics))
 
     # -- a whole rebalance ------------------------------------------------------------------
 

@@ -73,10 +73,11 @@ def raises(code: ErrorCode, message: str | None = None):
 def test_first_member_gets_everything_at_once() -> None:
     h = Harness([topic("t", 4)])
     r = h.consumer_join("a")
-    assert r.member_id == "a" and r.member_epoch == 1 and r.heartbeat_interval_ms == 5000
+    # Kafka 4.4: a new group starts at epoch 1, its first member's join bumps it to 2
+    assert r.member_id == "a" and r.member_epoch == 2 and r.heartbeat_interval_ms == 5000
     assert parts(r.assignment) == all_parts(4)
     g = h.consumer_group()
-    assert g.group_epoch == 1 and g.assignment_epoch == 1
+    assert g.group_epoch == 2 and g.assignment_epoch == 2
     assert g.state == GroupState.STABLE
     assert g.members["a"].state == MemberState.STABLE
     # Kafka's order: member metadata, epoch, target assignment, its epoch, current assignment.
@@ -95,19 +96,19 @@ def test_heartbeat_only_computes() -> None:
     before = fresh.snapshot()
     response, records = fresh.heartbeat(req, h.now, h.topics)
     assert fresh.snapshot() == before and not fresh.exists and consumer_group(h.shard) is None
-    assert response.member_epoch == 1 and records
+    assert response.member_epoch == 2 and records
     fresh.replay_record(*records[0])  # what the coordinator's write does (for every record)
     assert fresh.exists
     h.apply(records)
-    assert h.consumer_group().exists and h.consumer_group().group_epoch == 1
+    assert h.consumer_group().exists and h.consumer_group().group_epoch == 2
 
     # The same for every kind of heartbeat of an existing group.
     Client(h, "b").heartbeat()
     a_owned = owned_list(parts(h.consumer_group().members["a"].assigned_partitions))
     for req in (
-        HeartbeatRequest(GROUP, "a", 1, topic_partitions=a_owned),
-        HeartbeatRequest(GROUP, "a", 1, topic_partitions=()),
-        HeartbeatRequest(GROUP, "b", 2, subscribed_topic_names=("t", "u")),
+        HeartbeatRequest(GROUP, "a", 2, topic_partitions=a_owned),
+        HeartbeatRequest(GROUP, "a", 2, topic_partitions=()),
+        HeartbeatRequest(GROUP, "b", 3, subscribed_topic_names=("t", "u")),
         HeartbeatRequest(
             GROUP,
             "c",
@@ -136,7 +137,7 @@ def test_three_members_converge_to_a_disjoint_cover() -> None:
     assert sorted(len(c.owned) for c in clients) == [2, 3, 3]
     g = h.consumer_group()
     assert g.state == GroupState.STABLE
-    assert {c.epoch for c in clients} == {g.group_epoch} == {3}
+    assert {c.epoch for c in clients} == {g.group_epoch} == {4}
     for c in clients:
         assert parts(g.members[c.member_id].assigned_partitions) == c.owned
     assert_replay_equal(h)
@@ -152,12 +153,12 @@ def test_late_joiner_waits_for_revocation() -> None:
     b = Client(h, "b")
     r = b.heartbeat()
     # b is at the new epoch but everything it should get is still a's.
-    assert r.member_epoch == 2 and parts(r.assignment) == set()
+    assert r.member_epoch == 3 and parts(r.assignment) == set()
     assert h.consumer_group().members["b"].state == MemberState.UNRELEASED_PARTITIONS
     assert h.consumer_group().state == GroupState.RECONCILING
 
-    r = a.heartbeat()  # a is asked to revoke half, stays at epoch 1
-    assert r.member_epoch == 1 and len(a.assignment) == 2
+    r = a.heartbeat()  # a is asked to revoke half, stays at epoch 2
+    assert r.member_epoch == 2 and len(a.assignment) == 2
     assert h.consumer_group().members["a"].state == MemberState.UNREVOKED_PARTITIONS
     assert h.consumer_group().rebalance_deadline_ms("a") == h.now + 30_000
 
@@ -167,8 +168,8 @@ def test_late_joiner_waits_for_revocation() -> None:
     assert h.consumer_group().members["a"].state == MemberState.UNREVOKED_PARTITIONS
 
     a.reconcile()
-    r = a.heartbeat()  # a reports the smaller set: moves to epoch 2
-    assert r.member_epoch == 2 and h.consumer_group().members["a"].state == MemberState.STABLE
+    r = a.heartbeat()  # a reports the smaller set: moves to epoch 3
+    assert r.member_epoch == 3 and h.consumer_group().members["a"].state == MemberState.STABLE
     assert h.consumer_group().rebalance_deadline_ms("a") is None
     r = b.heartbeat()
     assert parts(r.assignment) == all_parts(4) - a.owned
@@ -184,7 +185,7 @@ def test_revoking_partitions_the_member_no_longer_reports_is_immediate() -> None
     b.heartbeat()
     a.heartbeat()  # a gets the smaller assignment and revokes right away (eager)
     r = a.heartbeat()
-    assert r.member_epoch == 2
+    assert r.member_epoch == 3
     settle([a, b], 2)
     assert h.consumer_group().state == GroupState.STABLE
 
@@ -258,6 +259,38 @@ def test_heartbeat_without_changes_writes_nothing() -> None:
     assert parts(r.assignment) == all_parts(2) and len(h.log) == n
 
 
+def test_a_new_preferred_assignor_bumps_the_group_epoch() -> None:
+    """Kafka 4.4: a heartbeat that changes which server assignor the group uses recomputes
+    the target assignment, though no subscription changed."""
+    h = Harness([topic("t", 4)])
+    a = Client(h, "a")
+    a.heartbeat()
+    assert h.consumer_group().group_epoch == 2
+    r = a.heartbeat(server_assignor="range")
+    assert r.member_epoch == 3 and h.consumer_group().group_epoch == 3
+    assert h.consumer_group().preferred_assignor() == "range"
+    a.heartbeat(server_assignor="range")  # unchanged: no new epoch
+    assert h.consumer_group().group_epoch == 3
+
+
+def test_the_last_member_leaving_moves_the_assignment_epoch() -> None:
+    """Kafka 4.4: fencing the last members sets the assignment epoch to the new group epoch,
+    so the empty group reads as assigned at its epoch."""
+    h = Harness([topic("t", 2)])
+    a, b = Client(h, "a"), Client(h, "b")
+    settle([a, b])
+    epoch = h.consumer_group().group_epoch
+    a.leave()
+    assert (h.consumer_group().group_epoch, h.consumer_group().assignment_epoch) == (
+        epoch + 1,
+        epoch,
+    )
+    b.leave()
+    g = h.consumer_group()
+    assert (g.group_epoch, g.assignment_epoch, g.state) == (epoch + 2, epoch + 2, GroupState.EMPTY)
+    assert_replay_equal(h)
+
+
 def test_range_assignor_chosen_by_members() -> None:
     h = Harness([topic("t", 4), topic("u", 4)])
     clients = [Client(h, m, topics=("t", "u")) for m in ("a", "b")]
@@ -282,7 +315,7 @@ def test_fencing_by_member_epoch() -> None:
     epoch = a.epoch
     with raises(ErrorCode.fenced_member_epoch):
         h.consumer_group_heartbeat(member_id="a", member_epoch=epoch + 1)
-    assert epoch == 2 and h.consumer_group().members["a"].previous_member_epoch == 1
+    assert epoch == 3 and h.consumer_group().members["a"].previous_member_epoch == 2
     # Rejoining with epoch 0 while still a member (Kafka: only the previous epoch is accepted).
     with raises(ErrorCode.fenced_member_epoch):
         h.consumer_join("a")
@@ -331,7 +364,7 @@ def test_lost_revocation_is_learnt_from_the_full_heartbeat_that_follows() -> Non
     a.lose_response()  # the coordinator now waits for a to revoke half of t
     assert h.consumer_group().members["a-0"].state == MemberState.UNREVOKED_PARTITIONS
     full = dict(rebalance_timeout_ms=30_000, subscribed_topic_names=("t",))
-    r = h.consumer_group_heartbeat(member_id="a-0", member_epoch=1, **full)
+    r = h.consumer_group_heartbeat(member_id="a-0", member_epoch=2, **full)
     assert r.assignment is None  # not a full heartbeat: no owned partitions
 
     r = a.heartbeat(report=False)  # the consumer's full heartbeat lists them anyway
@@ -641,12 +674,12 @@ def test_describe() -> None:
     assert (d.group_id, d.group_state, d.group_epoch, d.assignment_epoch) == (
         GROUP,
         "Stable",
-        1,
-        1,
+        2,
+        2,
     )
     assert d.assignor_name == "uniform" and d.error_code == 0
     (m,) = d.members
-    assert (m.member_id, m.instance_id, m.rack_id, m.member_epoch) == ("a", "ia", "r1", 1)
+    assert (m.member_id, m.instance_id, m.rack_id, m.member_epoch) == ("a", "ia", "r1", 2)
     assert (m.client_id, m.client_host, m.subscribed_topic_names) == ("cli", "/h", ("t",))
     assert m.assignment == m.target_assignment
     assert m.assignment[0].topic_name == "t" and m.assignment[0].partitions == (0, 1)
@@ -661,20 +694,20 @@ def test_offset_commit_validation() -> None:
     a = Client(h, "a")
     a.heartbeat()
     g = h.consumer_group()
-    g.validate_offset_commit("a", 1)
+    g.validate_offset_commit("a", 2)
     with raises(ErrorCode.stale_member_epoch):
-        g.validate_offset_commit("a", 0)
+        g.validate_offset_commit("a", 1)
     with raises(ErrorCode.unknown_member_id):
-        g.validate_offset_commit("b", 1)
+        g.validate_offset_commit("b", 2)
     with raises(ErrorCode.unknown_member_id):
         g.validate_offset_commit(None, -1)  # the group has members now
     with raises(ErrorCode.unsupported_version):
-        g.validate_offset_commit("a", 1, api_version=8)
-    g.validate_offset_commit("a", 1, api_version=8, is_transactional=True)
+        g.validate_offset_commit("a", 2, api_version=8)
+    g.validate_offset_commit("a", 2, api_version=8, is_transactional=True)
     g.validate_offset_fetch(None, -1)
-    g.validate_offset_fetch("a", 1)
+    g.validate_offset_fetch("a", 2)
     with raises(ErrorCode.stale_member_epoch):
-        g.validate_offset_fetch("a", 2)
+        g.validate_offset_fetch("a", 3)
     with raises(ErrorCode.non_empty_group):
         g.validate_delete()
 

@@ -164,7 +164,7 @@ def test_a_joining_heartbeat_takes_over_an_empty_classic_group() -> None:
     assert isinstance(h.shard.groups[GROUP], ClassicGroup)
     before = len(h.log)
     r = h.consumer_join("a")
-    assert r.member_epoch == 1
+    assert r.member_epoch == 2
     assert isinstance(h.shard.groups[GROUP], ConsumerGroupAdapter)
     # the classic group's tombstone first, then the consumer group's records
     key, value = h.log[before]
@@ -180,13 +180,19 @@ def test_a_classic_group_with_members_is_not_a_consumer_group() -> None:
     reply = classic_join(h)
     assert reply.value.error == E.none and h.shard.groups[GROUP].state_name != "Empty"
     message = f"Group {GROUP} is not a consumer group."
+    # joining: Kafka would upgrade the group online, which Rafka does not do
+    no_upgrade = (
+        f"Cannot upgrade classic group {GROUP} to consumer group because online upgrade is "
+        "disabled."
+    )
     for epoch in (0, 3, -1):
         with pytest.raises(KafkaError) as info:
             if epoch == 0:
                 h.consumer_join("a")
             else:
                 h.consumer_group_heartbeat(member_id="a", member_epoch=epoch)
-        assert (info.value.code, info.value.message) == (E.group_id_not_found, message), epoch
+        expected = no_upgrade if epoch == 0 else message
+        assert (info.value.code, info.value.message) == (E.group_id_not_found, expected), epoch
     (described,) = h.shard.consumer_group_describe([GROUP])
     assert (described.error_code, described.error_message) == (E.group_id_not_found, message)
     assert isinstance(h.shard.groups[GROUP], ClassicGroup)
@@ -220,6 +226,37 @@ def test_join_group_takes_over_an_empty_consumer_group_only() -> None:
     assert GROUP not in {
         g for g, x in h.replayed(loaded=False).groups.items() if x.TYPE == "consumer"
     }
+
+
+def test_leave_group_removes_members_of_a_consumer_group() -> None:
+    """LeaveGroup (the admin's removeMembersFromConsumerGroup) removes consumer-protocol
+    members as Kafka does: by member id, or by instance id with no member id or the right
+    one; each unknown member or fenced instance gets its error, the rest leave at once."""
+    h = Harness([topic("t", 2)])
+    h.consumer_join("a")
+    h.consumer_join("s", instance_id="i-1")
+    h.consumer_join("c")
+    epoch = h.consumer_group().group_epoch
+    leaving = [("a", None, "bye"), ("nobody", None, None), ("x", "i-1", None), ("", "i-9", None)]
+    assert h.shard.leave_group(GROUP, leaving) == (
+        ErrorCode.none,
+        [
+            ErrorCode.none,
+            ErrorCode.unknown_member_id,
+            ErrorCode.fenced_instance_id,
+            ErrorCode.unknown_member_id,
+        ],
+    )
+    h.settle()
+    g = h.consumer_group()
+    assert set(g.members) == {"s", "c"} and g.group_epoch == epoch + 1
+    assert h.shard.leave_group(GROUP, [("", "i-1", None), ("c", None, None)]) == (
+        ErrorCode.none,
+        [ErrorCode.none, ErrorCode.none],
+    )
+    h.settle()
+    g = h.consumer_group()
+    assert g.members == {} and g.group_epoch == g.assignment_epoch == epoch + 2
 
 
 def test_session_expiry_fires_on_the_shard_timer() -> None:
@@ -276,7 +313,7 @@ def test_failed_writes_answer_with_the_error_and_create_nothing() -> None:
     h.services.run_pending()
     assert reply.value.error_code == E.not_coordinator
     h.services.fail_with = None
-    assert h.consumer_join("a").member_epoch == 1
+    assert h.consumer_join("a").member_epoch == 2
 
 
 def joining(member_id: str) -> HeartbeatRequest:

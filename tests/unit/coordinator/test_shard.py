@@ -188,7 +188,7 @@ def test_groups_of_other_types_plug_into_the_shard() -> None:
     assert h.join(group="busy", version=3).value.error == E.inconsistent_group_protocol
     assert h.sync("m", 1, group="busy").value.error == E.unknown_member_id
     assert h.heartbeat("m", 1, group="busy") == E.unknown_member_id
-    assert h.shard.leave_group("busy", [("m", None, None)]) == (E.unknown_member_id, [])
+    assert h.shard.leave_group("busy", [("m", None, None)]) == (E.none, [E.unknown_member_id])
     # an empty one becomes a classic group: its records are deleted, its offsets kept
     h.commit("", -1, {("t", 0): 4}, group="idle")
     log_size = len(h.services.log)

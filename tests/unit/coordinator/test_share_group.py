@@ -14,6 +14,7 @@ from dataplane.coordinator.share_group import (
     ShareGroup,
     ShareGroupConfig,
     simple_assign,
+    validate_heartbeat,
 )
 from dataplane.coordinator.share_group_adapter import ShareGroupAdapter
 from dataplane.protocol.errors import ErrorCode, KafkaError
@@ -81,17 +82,27 @@ def test_simple_assignor_spreads_partitions_and_shares_when_fewer() -> None:
 def test_join_assigns_and_first_response_has_the_assignment() -> None:
     h = ShareHarness((topic("t", 2),))
     r = h.join("a")
-    assert r.member_epoch == 1 and r.heartbeat_interval_ms == 5000
+    # Kafka 4.4: a new group starts at epoch 1, its first member's join bumps it to 2
+    assert r.member_epoch == 2 and r.heartbeat_interval_ms == 5000
     assert parts(r.assignment) == {(tid("t"), 0), (tid("t"), 1)}
     # an unchanged heartbeat carries no assignment and writes nothing
     before = len(h.log)
-    r2 = h.hb("a", 1)
-    assert r2.assignment is None and r2.member_epoch == 1 and len(h.log) == before
+    r2 = h.hb("a", 2)
+    assert r2.assignment is None and r2.member_epoch == 2 and len(h.log) == before
     # a second member: the group epoch moves, both end up with one partition each
     h.join("b")
-    ra = h.hb("a", 1)
-    assert ra.member_epoch == 2 and parts(ra.assignment) == {(tid("t"), 0)}
+    ra = h.hb("a", 2)
+    assert ra.member_epoch == 3 and parts(ra.assignment) == {(tid("t"), 0)}
     assert parts(h.group().members["b"].assigned) == {(tid("t"), 1)}
+
+
+def test_the_last_member_leaving_moves_the_assignment_epoch() -> None:
+    """Kafka 4.4: when the group empties, its assignment epoch follows its group epoch."""
+    h = ShareHarness((topic("t", 2),))
+    h.join("a")
+    r = h.hb("a", -1)
+    assert r.member_epoch == -1
+    assert (h.group().group_epoch, h.group().assignment_epoch) == (3, 3)
 
 
 def test_heartbeat_errors() -> None:
@@ -113,8 +124,24 @@ def test_heartbeat_errors() -> None:
         h.hb("a", 7)
     assert e.value.code == E.fenced_member_epoch
     with pytest.raises(KafkaError) as e:
-        h.hb("zzz", 1)
+        h.hb("zzz", 2)
     assert e.value.code == E.unknown_member_id
+
+
+@pytest.mark.parametrize(
+    ("req", "problem"),
+    [
+        (HeartbeatRequest("", "", 0), "MemberId can't be empty."),  # checked first, as Kafka
+        (HeartbeatRequest(" ", "m", 0, None, ("t",)), "GroupId can't be empty."),
+        (HeartbeatRequest("g", "m", 1, " "), "RackId can't be empty."),
+        (HeartbeatRequest("g", "m", 0), "SubscribedTopicNames must be set in first request."),
+        (HeartbeatRequest("g", "m", -2), "MemberEpoch is invalid."),
+    ],
+)
+def test_invalid_heartbeats_in_kafkas_words(req: HeartbeatRequest, problem: str) -> None:
+    with pytest.raises(KafkaError) as e:
+        validate_heartbeat(req)
+    assert (e.value.code, e.value.message) == (E.invalid_request, problem)
 
 
 def test_leave_and_session_expiry_remove_members() -> None:
@@ -159,7 +186,7 @@ def test_list_describe_delete_and_replay() -> None:
     h = ShareHarness((topic("t", 2),))
     h.join("a")
     h.join("b")
-    h.hb("a", 1)
+    h.hb("a", 2)
     listed = h.shard.list_groups(types=("share",))
     assert [(g.group_id, g.type, g.protocol_type, g.state) for g in listed] == [
         (GROUP, "share", "share", "Stable")

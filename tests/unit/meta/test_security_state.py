@@ -91,6 +91,8 @@ def test_create_acls_validates_each_binding_as_kafka() -> None:
         acl(name=""),
         acl(resource=ResourceType.CLUSTER, name="my-cluster"),
         acl(principal="alice"),
+        acl(host=""),
+        acl(name="", pattern=MATCH),  # the broker's name check comes first
         acl(resource=ResourceType.CLUSTER, name="kafka-cluster", operation=AclOperation.ALTER),
     )
     outcomes = run(machine, CreateAcls(bindings))
@@ -104,13 +106,15 @@ def test_create_acls_validates_each_binding_as_kafka() -> None:
         Outcome(invalid, "Invalid operation ANY"),
         Outcome(invalid, "Invalid operation UNKNOWN"),
         Outcome(invalid, "Invalid permissionType ANY"),
-        Outcome(invalid, "Resource name should not be empty"),
+        Outcome(invalid, "Invalid empty resource name"),
         Outcome(invalid, "The only valid name for the CLUSTER resource is kafka-cluster"),
         Outcome(
             invalid,
             "Could not parse principal from `alice` (no colon is present separating the "
             "principal type from the principal name)",
         ),
+        Outcome(invalid, "Host pattern cannot be null or empty"),
+        Outcome(invalid, "Invalid empty resource name"),
         Outcome(),
     ]
     assert list(machine.state.acls) == [bindings[0], bindings[-1]]

@@ -11,6 +11,7 @@ import pytest
 
 from dataplane.handlers.context import Connection
 from dataplane.protocol.codec import ResponseBuilder
+from dataplane.protocol.encoders import encode_metadata_response
 from dataplane.quota.throttle import mute, user_of, wait_unmuted, with_throttle_time
 
 
@@ -19,13 +20,28 @@ def test_a_kio_response_gets_the_larger_throttle_time() -> None:
     response = b.DescribeClientQuotasResponse(
         throttle_time=0, error_code=0, error_message=None, entries=()
     )
-    throttled = with_throttle_time(response, 250)
+    throttled = with_throttle_time(response, 250, 48, 1)
     assert throttled.throttle_time == datetime.timedelta(milliseconds=250)
-    assert with_throttle_time(throttled, 100).throttle_time == datetime.timedelta(milliseconds=250)
+    assert with_throttle_time(throttled, 100, 48, 1).throttle_time == datetime.timedelta(
+        milliseconds=250
+    )
 
 
-def test_encoded_bodies_are_left_to_their_handlers() -> None:
-    assert with_throttle_time(b"body", 100) == b"body"
+def test_encoded_metadata_and_fetch_get_the_larger_throttle_time() -> None:
+    """A request_percentage throttle reaches the encoded Metadata and Fetch answers (their
+    first field), which the broker used to send with 0 while it muted the connection."""
+    body = encode_metadata_response(12, [], [], "cluster", 1)
+    throttled = with_throttle_time(body, 250, 3, 12)
+    assert throttled[:4] == (250).to_bytes(4, "big") and throttled[4:] == body[4:]
+    assert with_throttle_time(throttled, 100, 3, 12) == throttled
+    fetch = (300).to_bytes(4, "big") + b"rest"
+    assert with_throttle_time(fetch, 100, 1, 12) == fetch  # its own is larger
+    assert with_throttle_time(fetch, 400, 1, 12)[:4] == (400).to_bytes(4, "big")
+
+
+def test_encoded_bodies_without_a_leading_throttle_are_left_to_their_handlers() -> None:
+    assert with_throttle_time(b"body", 100, 0, 11) == b"body"  # Produce: its handler sets it
+    assert with_throttle_time(b"body", 100, 3, 2) == b"body"  # Metadata v2 has no field
 
 
 def test_the_principal_name_is_the_user() -> None:

@@ -108,7 +108,7 @@ def test_round_trip_and_wrong_password(mechanism: scram.ScramMechanism) -> None:
     wrong = client_final(mechanism, b"guess", first, evaluate(s, first))
     with pytest.raises(SaslFailure) as e:
         evaluate(s, wrong)
-    assert e.value.challenge == b"e=invalid-proof" and s.identity is None
+    assert "wrong password" in e.value.reason and s.identity is None
     assert "guess" not in e.value.reason  # never a password in a log line
 
 
@@ -119,9 +119,8 @@ def test_wrong_nonce_and_channel_binding() -> None:
     with pytest.raises(SaslFailure, match="nonce"):
         evaluate(s, client_final(SHA256, b"pw", first, evaluate(s, first), nonce="abcdefXYZ"))
     s = server(SHA256, creds)
-    with pytest.raises(SaslFailure) as e:
+    with pytest.raises(SaslFailure, match="channel binding"):
         evaluate(s, client_final(SHA256, b"pw", first, evaluate(s, first), gs2=b"y,,"))
-    assert e.value.challenge == b"e=channel-bindings-dont-match"
 
 
 def test_unknown_user_and_low_iterations_fail_at_the_first_message() -> None:

@@ -154,6 +154,13 @@ def test_ack_of_records_not_acquired():
     assert ack(sp, "m1", (5, 5, (A.ACCEPT,))).error == ErrorCode.invalid_record_state
     assert ack(sp, "m1", (0, 20, (A.ACCEPT,))).error == ErrorCode.invalid_request
     assert new().acknowledge("m1", [AckBatch(0, 0, (1,))]).error == ErrorCode.invalid_record_state
+    # Kafka's texts: a batch past the acquired records, wholly or from its last offset
+    assert ack(sp, "m1", (12, 14, (A.ACCEPT,))).message == (
+        "Batch record not found. The first offset in request is past acquired records."
+    )
+    assert ack(sp, "m1", (8, 14, (A.ACCEPT,))).message == (
+        "Batch record not found. The last offset in request is past acquired records."
+    )
 
 
 def test_ack_below_the_start_offset_is_ignored():
@@ -329,7 +336,8 @@ def test_uniform_traffic_keeps_few_runs():
     [
         ([AckBatch(0, 4, (1,)), AckBatch(5, 6, (2, 3))], True),
         ([AckBatch(5, 4, (1,))], False),
-        ([AckBatch(0, 4, (1,)), AckBatch(4, 6, (1,))], False),
+        ([AckBatch(0, 4, (1,)), AckBatch(4, 6, (1,))], True),  # as Kafka: may touch
+        ([AckBatch(0, 4, (1,)), AckBatch(3, 6, (1,))], False),
         ([AckBatch(0, 4, ())], False),
         ([AckBatch(0, 4, (1, 1))], False),
         ([AckBatch(0, 0, (4,))], False),
@@ -337,6 +345,18 @@ def test_uniform_traffic_keeps_few_runs():
 )
 def test_check_ack_batches(items, valid):
     assert (check_ack_batches(items, max_type=3) is None) == valid
+
+
+def test_batches_sharing_an_offset():
+    """Kafka takes batches that share their boundary offset, one after the other: the shared
+    record is no longer acquired at the second (unless it is below the start offset)."""
+    sp = new()
+    acquire(sp, "m1", batches((0, 9)))
+    before = sp.runs()
+    outcome = ack(sp, "m1", (0, 4, (A.ACCEPT,)), (4, 6, (A.ACCEPT,)))
+    assert outcome.error == ErrorCode.invalid_record_state and sp.runs() == before
+    ack(sp, "m1", (0, 4, (A.ACCEPT,)))
+    assert ack(sp, "m1", (3, 4, (A.ACCEPT,)), (4, 6, (A.ACCEPT,))).error == ErrorCode.none
 
 
 def test_renew_allowed_where_the_version_has_it():

@@ -78,3 +78,22 @@ def test_a_closed_connection_ends_the_sessions_it_opened():
     closed = cache.close_connection(first, [("g", "a"), ("g", "b"), ("g", "gone")])
     assert [s.member_id for s in closed] == ["a"]
     assert cache.get("g", "a") is None and cache.get("g", "b") is not None and len(cache) == 2
+
+
+def test_subsequent_answers_carry_only_news():
+    """Kafka's ShareSessionContext: after the first answer, a partition is answered when it
+    acquired records or failed, once after it joined the session, and again after a failure;
+    one that returned records moves to the end of the fetch order."""
+    cache = ShareSessionCache(10, 1000)
+    session, _ = cache.open("g", "m", [(T1, 0), (T1, 1)], now_ms=0)
+    assert not session.answers((T1, 0), records=False, failed=False)  # nothing new
+    assert session.answers((T1, 1), records=True, failed=False)
+    assert list(session.partitions) == [(T1, 0), (T1, 1)]
+    session = cache.update("g", "m", 1, [(T2, 0), (T1, 0)], [], now_ms=1)
+    assert session.answers((T2, 0), records=False, failed=False)  # just added
+    assert not session.answers((T2, 0), records=False, failed=False)
+    assert session.answers((T1, 0), records=False, failed=True)
+    assert session.answers((T1, 0), records=False, failed=False)  # once more after an error
+    assert not session.answers((T1, 0), records=False, failed=False)
+    assert session.answers((T1, 0), records=True, failed=False)
+    assert list(session.partitions) == [(T1, 1), (T2, 0), (T1, 0)]

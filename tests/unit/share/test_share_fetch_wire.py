@@ -27,7 +27,7 @@ def reference(version: int, records: bytes, with_error: bool) -> object:
             error_message=None,
             acknowledge_error_code=ErrorCode.invalid_record_state,
             acknowledge_error_message="Member is not the owner",
-            current_leader=m.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1),
+            current_leader=m.LeaderIdAndEpoch(leader_id=0, leader_epoch=0),  # Kafka: unset
             records=records,
             acquired_records=(
                 m.AcquiredRecords(first_offset=0, last_offset=1, delivery_count=1),

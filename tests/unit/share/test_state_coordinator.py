@@ -83,7 +83,7 @@ def test_fencing_and_reload(tmp_path: Path, store: StateStore) -> None:
         assert await c.read(KEY, 3) is None  # never initialised: nothing claimed
         assert await c.summary(KEY) is None
         fresh = await c.initialize(KEY, 10)
-        assert fresh == ShareState(0, -1, 10, ())
+        assert fresh == ShareState(0, 0, 10, ())  # leader epoch 0, as Kafka initialises
         # the share-partition's leader at epoch 3 claims the state, then writes
         assert await c.read(KEY, 3) == ShareState(0, 3, 10, ())
         acked = ShareState(0, 3, 12, (StateBatch(12, 14, ACK, 1),))
