@@ -40,10 +40,11 @@ _LOG4J = Path(__file__).with_name("kafka-log4j2.properties")
 _JVM = ["-Xms256m", "-Xmx768m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 
 
-def setup() -> Path:
-    """The folder of Kafka's jars, resolved with Maven first if this checkout has none yet."""
+def setup(module: str = "kafka") -> Path:
+    """The folder of a peers module's jars (Kafka's by default), resolved with Maven first if
+    this checkout has none yet."""
     subprocess.run(["bash", str(REPO / "tests" / "peers" / "setup.sh")], check=True)
-    return PEERS / "kafka"
+    return PEERS / module
 
 
 def free_kafka_port(brokers: int, extra_listeners: int = 0, controllers: int = 1) -> int:
