@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+# Spark's Kafka connector and its dependencies, as tests/peers/setup.sh leaves them.
+SPARK_CONNECTOR := $(or $(RAFKA_PEERS_CACHE),.cache/peers)/spark
 
 .PHONY: run test unit lint bench proto clean compat chaos
 
@@ -10,7 +12,6 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
-	$(PY) -m spark.connector.shim  # the kafka.DefaultSource jar, against the pyspark just installed
 	rm -f $(VENV)/.installed-*; touch $(STAMP)
 
 run: $(STAMP)
@@ -48,10 +49,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
+	bash tests/peers/setup.sh
 	$(PY) bench/produce_consume.py $(ARGS)
 	$(PY) bench/replication.py
 	$(PY) bench/groups.py
-	$(PY) bench/spark.py
+	$(PY) bench/spark.py --jars $(SPARK_CONNECTOR)
 	$(PY) bench/meta.py
 	$(PY) bench/security.py
 	$(PY) bench/transactions.py
@@ -74,10 +76,10 @@ image: $(STAMP)
 k8s-check: $(STAMP)
 	$(PY) -m pytest -q -ra tests/unit/deploy
 
-# The Spark pipeline (spark/, README "Spark pipeline"): builds the kafka.DefaultSource shim jar
-# against the installed pyspark, then runs the Spark tests (they are also part of `make test`).
+# The Spark pipeline (spark/, README "Spark pipeline"): Maven resolves Spark's official Kafka
+# connector into .cache/peers/spark (tests/peers/setup.sh), then the Spark tests run (they are
+# also part of `make test`).
 .PHONY: spark
 spark: $(STAMP)
-	$(PY) -m spark.connector.shim
-	$(PY) -m pytest -q -ra tests/integration/test_spark_source.py \
-		tests/integration/test_spark_pipeline.py tests/integration/test_spark_failover.py $(ARGS)
+	bash tests/peers/setup.sh
+	$(PY) -m pytest -q -ra tests/integration/test_spark_*.py $(ARGS)

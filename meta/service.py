@@ -93,6 +93,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         # finalized feature levels a new cluster starts with
         self._bootstrap_features = (
             ("group.version", config.group_version),
+            ("streams.version", config.streams_version),
             ("transaction.version", config.transaction_version),
         )
         self._next_imbalance_check = time.monotonic() + self._imbalance_check_s

@@ -68,6 +68,9 @@ from dataplane.handlers import (
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    streams_group_describe,
+    streams_group_heartbeat,
+    streams_group_topology_description_update,
     sync_group,
     txn_offset_commit,
     unregister_broker,
@@ -155,6 +158,10 @@ _MODULES: tuple[HandlerModule, ...] = (
     get_telemetry_subscriptions,
     push_telemetry,
     list_config_resources,
+    # KIP-1071 streams groups (group coordinator)
+    streams_group_heartbeat,
+    streams_group_describe,
+    streams_group_topology_description_update,
     # KIP-932 share groups: membership and offsets (group coordinator)
     share_group_heartbeat,
     share_group_describe,

@@ -40,10 +40,11 @@ _LOG4J = Path(__file__).with_name("kafka-log4j2.properties")
 _JVM = ["-Xms256m", "-Xmx768m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 
 
-def setup() -> Path:
-    """The folder of Kafka's jars, resolved with Maven first if this checkout has none yet."""
+def setup(module: str = "kafka") -> Path:
+    """The folder of a peers module's jars (Kafka's by default), resolved with Maven first if
+    this checkout has none yet."""
     subprocess.run(["bash", str(REPO / "tests" / "peers" / "setup.sh")], check=True)
-    return PEERS / "kafka"
+    return PEERS / module
 
 
 def free_kafka_port(brokers: int, extra_listeners: int = 0, controllers: int = 1) -> int:
@@ -53,7 +54,7 @@ def free_kafka_port(brokers: int, extra_listeners: int = 0, controllers: int = 1
         base = random.randrange(10000, 32768 - 200, 10)
         extra = [base + 50 + 10 * k + i for k in range(extra_listeners) for i in range(brokers)]
         ports = [*range(base, base + brokers), *range(base + 100, base + 100 + controllers)]
-        if all(_bindable(p) for p in [*ports, *extra]):
+        if all(bindable(p) for p in [*ports, *extra]):
             return base
     raise RuntimeError("no free port range found for Apache Kafka")
 
@@ -157,17 +158,7 @@ class ApacheKafka:
         return _Node(name, config, self.data_dir / "logs" / f"{name}.log")
 
     def _java(self, main: str, *args: str, node: _Node) -> list[str]:
-        return [
-            "java",
-            *_JVM,
-            f"-Dlog4j2.configurationFile={_LOG4J}",
-            f"-Dkafka.logs.dir={node.log.parent.as_posix()}",
-            f"-Drafka.kafka.node={node.name}",
-            "-cp",
-            f"{self.jars}/*",
-            main,
-            *args,
-        ]
+        return java_command(self.jars, main, *args, logs=node.log.parent, node=node.name)
 
     def start(self, timeout: float = 90) -> None:
         """Format every node's storage, start the JVMs, and wait until every broker is
@@ -267,6 +258,24 @@ class ApacheKafka:
                     proc.wait()
 
 
+def java_command(
+    jars: Path, main: str, *args: str, logs: Path, node: str, jvm: list[str] = _JVM
+) -> list[str]:
+    """The command that runs `main` from the jars in `jars`, logging to <logs>/<node>.log
+    (kafka-log4j2.properties): Kafka's nodes and tools, Connect workers, MirrorMaker 2."""
+    return [
+        "java",
+        *jvm,
+        f"-Dlog4j2.configurationFile={_LOG4J}",
+        f"-Dkafka.logs.dir={logs.as_posix()}",
+        f"-Drafka.kafka.node={node}",
+        "-cp",
+        f"{jars}/*",
+        main,
+        *args,
+    ]
+
+
 def _cluster_id() -> str:
     """A random cluster id in Kafka's form (base64url of 16 bytes, no padding), never starting
     with '-' (the storage tool would read `-t -XYZ...` as an option)."""
@@ -275,7 +284,8 @@ def _cluster_id() -> str:
     return cid
 
 
-def _bindable(port: int) -> bool:
+def bindable(port: int) -> bool:
+    """Whether a loopback port can be bound right now."""
     with socket.socket() as s:
         try:
             s.bind(("127.0.0.1", port))

@@ -73,6 +73,8 @@ DRIVERS: dict[str, list[str]] = {
     "kcat": [sys.executable, str(HERE / "kcat_driver.py")],
     "franz-go": [str(GO_DRIVER), "franz"],
     "sarama": [str(GO_DRIVER), "sarama"],
+    # Not a driver of the contract: the Kafka Streams test application (streams/StreamsApp.java).
+    "streams": ["bash", str(HERE / "streams-app.sh")],
 }
 
 
