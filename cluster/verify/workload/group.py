@@ -88,11 +88,18 @@ class Member:
         self._kill.set()
         self._thread.join(30)
 
-    def close_killed(self) -> None:
-        """At the end of the run, let go of a killed member's client (its events are ignored)."""
+    def close_killed(self, timeout_s: float = 10.0) -> None:
+        """At the end of the run, let go of a killed member's client (its events are ignored).
+        Its close may never return (librdkafka waits on a group it was thrown out of long
+        ago): it runs in a thread of its own, given ``timeout_s``."""
         consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            consumer.close()
+        if consumer is None:
+            return
+        closer = threading.Thread(target=consumer.close, name=f"close-{self.name}", daemon=True)
+        closer.start()
+        closer.join(timeout_s)
+        if closer.is_alive():
+            self.history.note(f"{self.name} (killed): its client did not close in {timeout_s}s")
 
     def _run(self) -> None:
         consumer = self._consumer
