@@ -222,6 +222,8 @@ def run_verify(run_dir: Path, cfg: VerifyConfig, out: Callable[[str], None] = pr
         if any(alive(cluster, n) for n in cluster.nodes):
             nemesis.heal_all()  # SIGCONT anything still stopped, so that stop() can end it
         release(cluster)
+        if workload.summary():  # in the history too, for a run that ended in an error
+            history.note("client errors:\n" + workload.summary())
         history.dump(run_dir / "history.jsonl")
     summary = workload.summary()
     if summary:
