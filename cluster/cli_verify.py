@@ -71,6 +71,8 @@ def verify(
     """Run a workload against a fresh local cluster while faults strike, then check the history:
     operations, acknowledged, lost, duplicated, each anomaly with an example, availability
     during faults. Exits 1 when any check fails."""
+    from confluent_kafka import KafkaException
+
     from cluster.cli import parse_overrides
     from cluster.verify.resources import VerifyError
     from cluster.verify.run import build_config, run_verify, table
@@ -107,7 +109,8 @@ def verify(
         run_dir = root / name.replace(",", "+") if each else root
         try:
             rows.append((name, run_verify(run_dir, cfg, out=typer.echo)))
-        except (VerifyError, RuntimeError, TimeoutError) as e:
+        except (VerifyError, RuntimeError, TimeoutError, KafkaException) as e:
+            # KafkaException: the cluster refused the workload's setup (its topic, say)
             typer.echo(f"rafka verify: {e} (run directory {run_dir})", err=True)
             raise typer.Exit(2) from None
     if each:
