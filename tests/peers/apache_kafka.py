@@ -1,7 +1,8 @@
 """Apache Kafka 4.4 in KRaft mode on loopback ports, beside Rafka, as the judge of its answers.
 
 `ApacheKafka(data_dir, brokers=1)` runs one combined node (broker and controller in one JVM);
-`brokers=3` runs three brokers and a controller, for what replication changes. The jars come from
+`brokers=3` runs three brokers and a controller, for what replication changes; `heap="1g"` gives
+every node that heap (benchmarks) instead of a test node's small one. The jars come from
 `tests/peers/setup.sh` (Maven Central). Topic defaults follow `cluster.local.LocalCluster`:
 `default.replication.factor` and the internal topics' factors are min(3, brokers), and groups
 start rebalancing at once (`group.initial.rebalance.delay.ms=0`, as Rafka's default).
@@ -76,8 +77,12 @@ class ApacheKafka:
         protocol: str = "PLAINTEXT",
         extra_listeners: dict[str, str] | None = None,
         client: dict[str, str] | None = None,
+        heap: str | None = None,
     ) -> None:
         self.data_dir = data_dir.resolve()
+        # `heap` (e.g. "1g"): -Xms and -Xmx of every node, as KAFKA_HEAP_OPTS sets them; the
+        # default is the small heap of a test node.
+        self.jvm = _JVM if heap is None else [f"-Xms{heap}", f"-Xmx{heap}", *_JVM[2:]]
         self.client = client or {}
         self.brokers = brokers
         self.base_port = (
@@ -150,7 +155,7 @@ class ApacheKafka:
     def _java(self, main: str, *args: str, node: _Node) -> list[str]:
         return [
             "java",
-            *_JVM,
+            *self.jvm,
             f"-Dlog4j2.configurationFile={_LOG4J}",
             f"-Dkafka.logs.dir={node.log.parent.as_posix()}",
             f"-Drafka.kafka.node={node.name}",
@@ -202,7 +207,8 @@ class ApacheKafka:
 
         deadline = time.monotonic() + timeout
         # Quiet: until the brokers listen, every attempt would log a refused connection.
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0} | self.client)
+        conf: dict[str, str | int] = {"bootstrap.servers": self.bootstrap, "log_level": 0}
+        admin = AdminClient({**conf, **self.client})
         while True:
             for node in self.nodes:
                 if node.proc is not None and node.proc.poll() is not None:

@@ -1,0 +1,364 @@
+"""Rafka side by side with Apache Kafka 4.4 on this machine: issue 28's table.
+
+    python bench/vs_kafka.py [--quick] [--mb 1000] [--rounds 3] [--rows 1,2,3,...] [--dir D]
+
+Both systems run in KRaft-like shape with the same topic settings, the same client
+(confluent-kafka / librdkafka) and the same 1 KiB records: Kafka 4.4 as one combined node (one
+broker, its controller in the same JVM) or three brokers and a controller, each JVM with a
+1 GB heap (Kafka's own default, KAFKA_HEAP_OPTS=-Xmx1G -Xms1G: 4 GB for the replicated pair on
+this 23 GB machine); Rafka as one meta node and one or three brokers. The two clusters of a
+shape run side by side and every row is measured on both in one run, the order alternated from
+row to row and round to round (a run of a few seconds on this VM swings with the page cache's
+writeback of the run before: the ratio within a run is the figure to read, not the absolute
+MB/s). The table gives both figures (medians over the rounds), Rafka / Kafka, and issue 28's
+floor. A row that could not be measured says why; nothing here fails on a timing.
+
+--quick: 200 MB per throughput run, one round, 20 transactions, 5 s latency windows (a few
+minutes in all). MB = 10^6 bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import MB, QUIET, start_cluster, work_dir
+from bench.groups import rebalance
+from bench.produce_consume import bench_producer, consume, produce, send_all
+from bench.replication import create_topic, full_isr, latency, one_failover
+from bench.scale_proc import CpuMeter, peak_rss_kb
+from bench.transactions import transactional_rate
+from cluster.local import LocalCluster
+from cluster.polling import wait_for
+from tests.peers.apache_kafka import ApacheKafka
+
+HEAP = "1g"  # Kafka's default broker heap (kafka-server-start.sh): 4 JVMs fit 23 GB with room
+PARTITIONS = 6
+WIDE = 1000  # row 4's partitions
+PER_TXN = 100  # row 9's records per transaction
+GROUP_MEMBERS = 10  # row 7
+GROUP_PARTITIONS = 60
+
+
+@dataclass
+class Side:
+    """One system of a pair: its bootstrap, its processes (for CPU and memory) and kill -9."""
+
+    name: str
+    bootstrap: str
+    pids: Callable[[], dict[str, int]]
+    kill: Callable[[str], None]
+
+
+def kafka_side(work: Path, brokers: int, stack: contextlib.ExitStack) -> Side:
+    kafka = ApacheKafka(work / f"kafka-{brokers}", brokers=brokers, heap=HEAP)
+    kafka.start(180)
+    stack.callback(kafka.stop)
+
+    def pids() -> dict[str, int]:
+        return {n.name: n.proc.pid for n in kafka.nodes if n.proc and n.proc.poll() is None}
+
+    return Side("kafka", kafka.bootstrap, pids, kafka.kill)
+
+
+def rafka_side(work: Path, brokers: int, stack: contextlib.ExitStack) -> Side:
+    cluster: LocalCluster = start_cluster(work / f"rafka-{brokers}", brokers, 1, {}, stack)
+
+    def pids() -> dict[str, int]:
+        return {
+            name: node.proc.pid
+            for name, node in cluster.nodes.items()
+            if node.proc is not None and node.proc.poll() is None
+        }
+
+    return Side("rafka", cluster.bootstrap, pids, cluster.kill)
+
+
+@dataclass
+class Row:
+    """One line of the table: both systems' figures and the floor of Rafka / Kafka."""
+
+    n: str
+    measure: str
+    floor: float
+    higher_is_better: bool
+    figures: dict[str, list[float]] = field(default_factory=lambda: {"kafka": [], "rafka": []})
+    failed: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+
+    def value(self, side: str) -> float | None:
+        runs = self.figures[side]
+        return statistics.median(runs) if runs else None
+
+    def ratio(self) -> float | None:
+        k, r = self.value("kafka"), self.value("rafka")
+        return None if k is None or r is None or k == 0 else r / k
+
+    def met(self) -> str:
+        ratio = self.ratio()
+        if ratio is None:
+            return "-"
+        ok = ratio >= self.floor if self.higher_is_better else ratio <= self.floor
+        return "yes" if ok else "NO"
+
+
+def run_both(row: Row, sides: list[Side], turn: int, fn: Callable[[Side], float]) -> None:
+    """fn on both systems, Kafka first on even turns and Rafka first on odd ones; a failure is
+    kept as the row's reason, not raised."""
+    for side in sides if turn % 2 == 0 else sides[::-1]:
+        os.sync()  # the run before's dirty pages are not this run's cost
+        print(f"  row {row.n} {side.name} ...", end="", flush=True)
+        try:
+            got = fn(side)
+        except Exception as e:
+            row.failed[side.name] = f"{type(e).__name__}: {e}"
+            print(f" n/a ({row.failed[side.name]})", flush=True)
+            continue
+        row.figures[side.name].append(got)
+        print(f" {got:.2f}", flush=True)
+
+
+# -- rows ----------------------------------------------------------------------------------------
+
+
+class ProduceCost:
+    """Row 1's produce, with row 10's CPU-seconds of all the system's processes beside it."""
+
+    def __init__(self, mb: int, cpu: Row) -> None:
+        self.mb = mb
+        self.cpu = cpu
+
+    def __call__(self, side: Side) -> float:
+        meter = CpuMeter(side.pids()).start()
+        rate = produce(side.bootstrap, "bench", self.mb, "1", logger=QUIET)
+        meter.stop()
+        self.cpu.figures[side.name].append(sum(meter.seconds.values()) / (self.mb * MB / 1e9))
+        return rate
+
+
+def peak_rss_mb(side: Side) -> float:
+    """The sum of the system's processes' peak resident memory so far."""
+    return sum(peak_rss_kb(pid) for pid in side.pids().values()) / 1024
+
+
+def commits_per_s(txns: int, side: Side) -> float:
+    return transactional_rate(side.bootstrap, "txn", txns * PER_TXN, PER_TXN) / PER_TXN
+
+
+def group_formed_s(protocol: str, side: Side) -> float:
+    """Seconds from creating 10 consumers to every one of them assigned (a fresh group)."""
+    args = argparse.Namespace(
+        members=GROUP_MEMBERS,
+        partitions=GROUP_PARTITIONS,
+        trials=0,
+        brokers=1,
+        protocol=protocol,
+        heartbeat_ms=3000,
+        assignor="range",
+    )
+    formed = rebalance(side.bootstrap, args)["formed"]
+    assert isinstance(formed, float)
+    return formed
+
+
+def latency_p(
+    mb_s: float, seconds: float, quantile: str, rows: dict[str, Row], side: Side
+) -> float:
+    """Produce-ack latency (acks=all) at a fixed rate; the other quantiles go to their rows."""
+    lat = latency(side.bootstrap, "bench", mb_s, seconds)
+    for q, row in rows.items():
+        if q != quantile:
+            row.figures[side.name].append(lat[q])
+    return lat[quantile]
+
+
+def failover_s(side: Side) -> float:
+    """kill -9 of the leader of a 1-partition RF 3 topic: seconds to the first acks=all ack of a
+    record sent after the kill (one trial: the killed broker stays down)."""
+    create_topic(side.bootstrap, "failover", 1, 3, 2)
+    admin = AdminClient({"bootstrap.servers": side.bootstrap}, logger=QUIET)
+    wait_for(lambda: full_isr(admin, "failover", 1, 3), 120, "failover: ISR of 3")
+    leader = admin.list_topics("failover", timeout=5).topics["failover"].partitions[0].leader
+    producer = bench_producer(side.bootstrap, "all", logger=QUIET, **{"linger.ms": 0})
+    took = one_failover(side, producer, f"broker-{leader}")
+    producer.flush(30)
+    if took is None:
+        raise RuntimeError("no acks=all ack within 90 s of the kill")
+    return took
+
+
+# -- the run ---------------------------------------------------------------------------------------
+
+ROWS = [
+    ("1", "produce 1 KiB acks=1, 1 broker, 6 partitions: MB/s", 1.0, True),
+    ("2", "one consumer reading it: MB/s", 1.0, True),
+    ("3", "RF 3, acks=all, min.insync 2, 3 brokers: MB/s", 0.8, True),
+    ("4", "1,000 partitions, keyed, acks=all, librdkafka: MB/s", 0.5, True),
+    ("4j", "1,000 partitions, keyed, acks=all, Java producer: MB/s", 0.5, True),
+    ("5a", "produce-ack p50 at 10 MB/s, acks=all, RF 3: ms", float("inf"), False),
+    ("5b", "produce-ack p99 at 10 MB/s: ms", 1.5, False),
+    ("5c", "produce-ack p99.9 at 10 MB/s: ms", float("inf"), False),
+    ("5d", "produce-ack p50 at 50 MB/s: ms", float("inf"), False),
+    ("5e", "produce-ack p99 at 50 MB/s: ms", 1.5, False),
+    ("5f", "produce-ack p99.9 at 50 MB/s: ms", float("inf"), False),
+    ("5g", "end-to-end p50 / p99 / p99.9 at 10 and 50 MB/s", 1.5, False),
+    ("6", "200 idempotent producers at a low rate: broker CPU %", 1.5, False),
+    ("7a", "10 consumers joining, classic protocol: s until all assigned", 1.0, False),
+    ("7b", "10 consumers joining, consumer protocol: s until all assigned", 1.0, False),
+    ("8", "kill -9 of a partition leader: s to the first acks=all ack", 1.0, False),
+    ("9", "transactions of 100 records: commits/s", 0.8, True),
+    ("10a", "CPU-seconds per GB produced (row 1, all processes)", 1.0, False),
+    ("10b", "peak RSS after rows 1-2, all processes: MB", 1.0, False),
+    ("11", "restart to serving with 1,000 partitions and 10 GB of logs: s", 1.0, False),
+]
+
+NOT_MEASURED = {
+    "4j": "no Java producer driver with keyed records at a set rate in tests/integration/clients",
+    "5g": "end-to-end latency needs a consumer timing each record; not written yet",
+    "6": "not written yet (200 librdkafka producers need a process pool on 2 cores)",
+    "11": "not written yet",
+}
+
+
+def warm_up(sides: list[Side], rf: int, acks: str, args: argparse.Namespace) -> None:
+    """An untimed produce on each system first: a JVM just started runs Kafka interpreted
+    until the JIT has compiled its hot paths, and its first run would be the cost of that."""
+    for side in sides:
+        create_topic(side.bootstrap, "warm", PARTITIONS, rf, min(2, rf))
+        produce(side.bootstrap, "warm", max(50, args.mb // 4), acks, logger=QUIET)
+
+
+def single_broker_rows(rows: dict[str, Row], sides: list[Side], args: argparse.Namespace) -> None:
+    warm_up(sides, 1, "1", args)
+    for side in sides:
+        create_topic(side.bootstrap, "bench", PARTITIONS, 1, 1)
+    cost = ProduceCost(args.mb, rows["10a"])
+    for rnd in range(args.rounds):
+        run_both(rows["1"], sides, rnd, cost)
+        run_both(rows["2"], sides, rnd + 1, partial(_consume, args.mb))
+    for side in sides:
+        rows["10b"].figures[side.name].append(peak_rss_mb(side))
+    for side in sides:
+        create_topic(side.bootstrap, "txn", 1, 1, 1)
+    for rnd in range(args.rounds):
+        run_both(rows["9"], sides, rnd, partial(commits_per_s, args.txns))
+    for rnd in range(args.rounds):
+        run_both(rows["7a"], sides, rnd + 1, partial(group_formed_s, "classic"))
+        run_both(rows["7b"], sides, rnd, partial(group_formed_s, "consumer"))
+    for side in sides:
+        create_topic(side.bootstrap, "wide", WIDE, 1, 1)
+    for rnd in range(args.rounds):
+        run_both(rows["4"], sides, rnd + 1, partial(_keyed, args.mb))
+
+
+def _consume(mb: int, side: Side) -> float:
+    return consume(side.bootstrap, "bench", PARTITIONS, mb)
+
+
+def _keyed(mb: int, side: Side) -> float:
+    return send_all(bench_producer(side.bootstrap, "all", logger=QUIET), "wide", mb, keys=WIDE)
+
+
+def replicated_rows(rows: dict[str, Row], sides: list[Side], args: argparse.Namespace) -> None:
+    warm_up(sides, 3, "all", args)
+    for side in sides:
+        create_topic(side.bootstrap, "bench", PARTITIONS, 3, 2)
+    for rnd in range(args.rounds):
+        run_both(
+            rows["3"],
+            sides,
+            rnd,
+            lambda s: produce(s.bootstrap, "bench", args.mb, "all", logger=QUIET),
+        )
+    for mb_s, first in ((10, "5"), (50, "5d")):
+        keys = ["5a", "5b", "5c"] if first == "5" else ["5d", "5e", "5f"]
+        quantiles = dict(zip(("p50", "p99", "p99.9"), (rows[k] for k in keys), strict=True))
+        for rnd in range(args.rounds):
+            run_both(
+                quantiles["p99"],
+                sides,
+                rnd,
+                partial(latency_p, mb_s, args.latency_s, "p99", quantiles),
+            )
+    run_both(rows["8"], sides, 0, failover_s)  # last: it leaves a broker down
+
+
+def print_table(rows: dict[str, Row], args: argparse.Namespace) -> None:
+    """The table in Markdown (as the README gives it), then every failure's reason."""
+    print(
+        f"\nRafka vs Apache Kafka 4.4, same machine, librdkafka, 1 KiB records, "
+        f"{args.mb} MB per throughput run, median of {args.rounds} round(s)"
+        + (" (--quick)" if args.quick else "")
+    )
+    print("load average at the end:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print("\n| row | measure | Kafka 4.4 | Rafka | Rafka / Kafka | floor | met |")
+    print("|---|---|---:|---:|---:|---|---|")
+    for row in rows.values():
+        k, r, ratio = row.value("kafka"), row.value("rafka"), row.ratio()
+        if k is None and r is None:
+            why = NOT_MEASURED.get(row.n) or "; ".join(f"{s}: {e}" for s, e in row.failed.items())
+            print(f"| {row.n} | {row.measure} | not measured: {why} | | | | |")
+            continue
+        unbound = row.floor == float("inf")
+        cells = [
+            row.n,
+            row.measure,
+            "n/a" if k is None else f"{k:.2f}",
+            "n/a" if r is None else f"{r:.2f}",
+            "-" if ratio is None else f"{ratio:.2f}",
+            "-" if unbound else f"{'≥' if row.higher_is_better else '≤'} {row.floor:g}",
+            "-" if unbound else row.met(),
+        ]
+        print(f"| {' | '.join(cells)} |")
+    for row in rows.values():
+        for side, err in row.failed.items():
+            print(f"  row {row.n} {side}: {err}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="a few minutes' run")
+    parser.add_argument("--mb", type=int, help="MB per throughput run (default 1000)")
+    parser.add_argument("--rounds", type=int, help="runs of each row on each system (default 3)")
+    parser.add_argument("--dir", type=Path, help="keep the clusters' data and logs here")
+    parser.add_argument("--skip", default="", help="single,replicated: a pair of clusters to skip")
+    args = parser.parse_args()
+    args.mb = args.mb or (200 if args.quick else 1000)
+    args.rounds = args.rounds or (1 if args.quick else 3)
+    args.txns = 20 if args.quick else 200
+    args.latency_s = 5.0 if args.quick else 15.0
+    skip = set(filter(None, args.skip.split(",")))
+    rows = {n: Row(n, m, floor, higher) for n, m, floor, higher in ROWS}
+    started = time.monotonic()
+    with contextlib.ExitStack() as outer:
+        work = work_dir(outer, args.dir)
+        for shape, brokers, fill in (
+            ("single", 1, single_broker_rows),
+            ("replicated", 3, replicated_rows),
+        ):
+            if shape in skip:
+                continue
+            print(f"{brokers} broker(s): starting Apache Kafka and Rafka ...", flush=True)
+            with contextlib.ExitStack() as stack:
+                sides = [kafka_side(work, brokers, stack), rafka_side(work, brokers, stack)]
+                fill(rows, sides, args)
+    print_table(rows, args)
+    print(f"bench took {time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
