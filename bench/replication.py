@@ -98,15 +98,18 @@ def latency(bootstrap: str, topic: str, mb_s: float, seconds: float) -> dict[str
     producer.flush(120)
     if not lat:
         raise RuntimeError(f"no record acknowledged ({len(failed)} failed: {failed[:1]})")
-    q = statistics.quantiles(lat, n=1000)
     return {
-        "p50": q[499],
-        "p99": q[989],
-        "p99.9": q[998],
+        **percentiles(lat),
         "max": max(lat),
         "rate": sent * RECORD / MB / seconds,
         "failed": len(failed),
     }
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    """p50, p99 and p99.9 of at least two samples."""
+    q = statistics.quantiles(samples, n=1000)
+    return {"p50": q[499], "p99": q[989], "p99.9": q[998]}
 
 
 def failover(cluster: LocalCluster, trials: int) -> list[float]:

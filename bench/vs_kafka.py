@@ -1,20 +1,22 @@
 """Rafka side by side with Apache Kafka 4.4 on this machine: issue 28's table.
 
-    python bench/vs_kafka.py [--quick] [--mb 1000] [--rounds 3] [--rows 1,2,3,...] [--dir D]
+    python bench/vs_kafka.py [--quick] [--mb 1000] [--rounds 3] [--skip single,replicated]
+                             [--dir D]
 
-Both systems run in KRaft-like shape with the same topic settings, the same client
-(confluent-kafka / librdkafka) and the same 1 KiB records: Kafka 4.4 as one combined node (one
-broker, its controller in the same JVM) or three brokers and a controller, each JVM with a
-1 GB heap (Kafka's own default, KAFKA_HEAP_OPTS=-Xmx1G -Xms1G: 4 GB for the replicated pair on
-this 23 GB machine); Rafka as one meta node and one or three brokers. The two clusters of a
-shape run side by side and every row is measured on both in one run, the order alternated from
-row to row and round to round (a run of a few seconds on this VM swings with the page cache's
-writeback of the run before: the ratio within a run is the figure to read, not the absolute
-MB/s). The table gives both figures (medians over the rounds), Rafka / Kafka, and issue 28's
-floor. A row that could not be measured says why; nothing here fails on a timing.
+Kafka 4.4 in KRaft mode, as one combined node (broker and controller in one JVM) or three
+brokers and a controller, each JVM with a 1 GB heap (kafka-server-start.sh's default,
+-Xmx1G -Xms1G: 4 GB for the replicated shape on this 2-core, 23 GB machine); Rafka as one meta
+node and one or three brokers. Both get the same topic settings, the same client (librdkafka
+through confluent-kafka; Kafka's own Java producer for row 4j) and 1 KiB records. The two
+clusters of a shape run side by side and every row is measured on both in one run, the order
+alternated from row to row and round to round; each system gets an untimed produce first (a
+JVM just started runs interpreted). The machine is shared: the ratio within a run is the figure
+to read, not the absolute MB/s. The table (Markdown) gives both figures (medians over the
+rounds), Rafka / Kafka, and issue 28's floor; a row that could not be measured says why.
+Figures only: nothing here fails on a timing.
 
---quick: 200 MB per throughput run, one round, 20 transactions, 5 s latency windows (a few
-minutes in all). MB = 10^6 bytes.
+--quick: 200 MB per throughput run, one round, 20 transactions, 5 s latency windows, 10 s of
+idle producers (about six minutes). MB = 10^6 bytes.
 """
 
 from __future__ import annotations
@@ -22,27 +24,31 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import MB, QUIET, start_cluster, work_dir
+from bench.common import MB, QUIET, RECORD, start_cluster, work_dir
 from bench.groups import rebalance
 from bench.produce_consume import bench_producer, consume, produce, send_all
-from bench.replication import create_topic, full_isr, latency, one_failover
+from bench.replication import create_topic, full_isr, latency, one_failover, percentiles
 from bench.scale_proc import CpuMeter, peak_rss_kb
 from bench.transactions import transactional_rate
 from cluster.local import LocalCluster
 from cluster.polling import wait_for
 from tests.peers.apache_kafka import ApacheKafka
+from tests.peers.kafka_tools import run_tool
 
 HEAP = "1g"  # Kafka's default broker heap (kafka-server-start.sh): 4 JVMs fit 23 GB with room
 PARTITIONS = 6
@@ -50,6 +56,9 @@ WIDE = 1000  # row 4's partitions
 PER_TXN = 100  # row 9's records per transaction
 GROUP_MEMBERS = 10  # row 7
 GROUP_PARTITIONS = 60
+# Settings both systems get where their defaults differ: a new group rebalances at once (Kafka's
+# sample server.properties; the tests' Kafka has it), not after 3 s (the broker default).
+SAME = {"group.initial.rebalance.delay.ms": "0"}
 
 
 @dataclass
@@ -60,21 +69,24 @@ class Side:
     bootstrap: str
     pids: Callable[[], dict[str, int]]
     kill: Callable[[str], None]
+    stop: Callable[[], None]  # a clean stop of every node
+    start: Callable[[], None]  # every node started again; returns when they listen
 
 
 def kafka_side(work: Path, brokers: int, stack: contextlib.ExitStack) -> Side:
-    kafka = ApacheKafka(work / f"kafka-{brokers}", brokers=brokers, heap=HEAP)
+    kafka = ApacheKafka(work / f"kafka-{brokers}", brokers=brokers, overrides=SAME, heap=HEAP)
     kafka.start(180)
     stack.callback(kafka.stop)
 
     def pids() -> dict[str, int]:
         return {n.name: n.proc.pid for n in kafka.nodes if n.proc and n.proc.poll() is None}
 
-    return Side("kafka", kafka.bootstrap, pids, kafka.kill)
+    restart = partial(kafka.start, 180, format_storage=False)
+    return Side("kafka", kafka.bootstrap, pids, kafka.kill, kafka.stop, restart)
 
 
 def rafka_side(work: Path, brokers: int, stack: contextlib.ExitStack) -> Side:
-    cluster: LocalCluster = start_cluster(work / f"rafka-{brokers}", brokers, 1, {}, stack)
+    cluster: LocalCluster = start_cluster(work / f"rafka-{brokers}", brokers, 1, SAME, stack)
 
     def pids() -> dict[str, int]:
         return {
@@ -83,7 +95,9 @@ def rafka_side(work: Path, brokers: int, stack: contextlib.ExitStack) -> Side:
             if node.proc is not None and node.proc.poll() is None
         }
 
-    return Side("rafka", cluster.bootstrap, pids, cluster.kill)
+    return Side(
+        "rafka", cluster.bootstrap, pids, cluster.kill, cluster.stop, partial(cluster.start, 180)
+    )
 
 
 @dataclass
@@ -110,6 +124,7 @@ class Row:
         ratio = self.ratio()
         if ratio is None:
             return "-"
+        ratio = round(ratio, 2)  # as printed: a ratio shown as 1.00 meets a floor of 1
         ok = ratio >= self.floor if self.higher_is_better else ratio <= self.floor
         return "yes" if ok else "NO"
 
@@ -173,15 +188,110 @@ def group_formed_s(protocol: str, side: Side) -> float:
     return formed
 
 
-def latency_p(
-    mb_s: float, seconds: float, quantile: str, rows: dict[str, Row], side: Side
-) -> float:
-    """Produce-ack latency (acks=all) at a fixed rate; the other quantiles go to their rows."""
-    lat = latency(side.bootstrap, "bench", mb_s, seconds)
-    for q, row in rows.items():
-        if q != quantile:
-            row.figures[side.name].append(lat[q])
-    return lat[quantile]
+class EndToEnd:
+    """A consumer of a latency run's records as they arrive: its receive time minus each
+    record's CreateTime (librdkafka stamps it at produce()), in ms."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.lat: list[float] = []
+        conf = {"bootstrap.servers": bootstrap, "group.id": "e2e", "logger": QUIET}
+        self.consumer = Consumer(conf | {"enable.auto.commit": False})
+        parts = [TopicPartition(topic, p, OFFSET_END) for p in range(partitions)]
+        self.consumer.assign(parts)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        wait_for(
+            lambda: all(tp.offset >= 0 for tp in self.consumer.position(parts)),
+            60,
+            f"{topic}: the end-to-end consumer positioned",
+        )
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for msg in self.consumer.consume(10_000, 0.1):
+                if msg.error() is None:
+                    self.lat.append(time.time() * 1000 - msg.timestamp()[1])
+
+    def stop(self) -> dict[str, float]:
+        """Once no record has come for a second (or after 60 s), the percentiles."""
+        deadline = time.monotonic() + 60
+        seen = -1
+        while seen != len(self.lat) and time.monotonic() < deadline:
+            seen = len(self.lat)
+            time.sleep(1.0)  # a measurement window: records still arriving count
+        self._stop.set()
+        self._thread.join(30)
+        self.consumer.close()
+        if len(self.lat) < 2:
+            raise RuntimeError("the end-to-end consumer received no records")
+        return percentiles(self.lat)
+
+
+def latency_rows(mb_s: float, seconds: float, rows: dict[str, Row], side: Side) -> float:
+    """Produce-ack (acks=all) and end-to-end latency at a fixed rate, into ``rows`` (keyed
+    "ack p50", ..., "e2e p99.9"); returns the ack p99, the row run_both records."""
+    e2e = EndToEnd(side.bootstrap, "bench", PARTITIONS)
+    try:
+        ack = latency(side.bootstrap, "bench", mb_s, seconds)
+    finally:
+        ends = e2e.stop()
+    for q in ("p50", "p99", "p99.9"):
+        rows[f"e2e {q}"].figures[side.name].append(ends[q])
+        if q != "p99":
+            rows[f"ack {q}"].figures[side.name].append(ack[q])
+    return ack["p99"]
+
+
+def idle_producers_cpu(producers: int, seconds: float, side: Side) -> float:
+    """CPU % (of one core) of all the system's processes while ``producers`` idempotent
+    producers each send one 1 KiB record a second."""
+    clients = [
+        Producer(
+            {
+                "bootstrap.servers": side.bootstrap,
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "logger": QUIET,
+            }
+        )
+        for _ in range(producers)
+    ]
+    value = b"x" * RECORD
+    try:
+        for p in clients:  # each has its producer id and its connection before the window
+            p.produce("idle", value)
+        for p in clients:
+            if p.flush(60):
+                raise RuntimeError("a producer's first record was not acknowledged in 60 s")
+        meter = CpuMeter(side.pids()).start()
+        start = time.monotonic()
+        for tick in range(int(seconds)):
+            for p in clients:
+                p.produce("idle", value)
+                p.poll(0)
+            time.sleep(max(0.0, start + tick + 1 - time.monotonic()))
+        meter.stop()
+        return sum(meter.percent.values())
+    finally:
+        for p in clients:
+            p.flush(30)
+
+
+def restart_serving_s(side: Side) -> float:
+    """Seconds from starting every node again (after a clean stop) to each of the 1,000
+    partitions of row 4 taking an acks=all record (what a user waits for after an upgrade)."""
+    side.stop()
+    start = time.monotonic()
+    side.start()
+    admin = AdminClient({"bootstrap.servers": side.bootstrap}, logger=QUIET)
+    wait_for(lambda: full_isr(admin, "wide", WIDE, 1), 300, "wide: every partition led")
+    producer = bench_producer(side.bootstrap, "all", logger=QUIET)
+    for partition in range(WIDE):
+        producer.produce("wide", b"x" * RECORD, partition=partition)
+    if producer.flush(300):
+        raise RuntimeError("records unacknowledged 300 s after the restart")
+    return time.monotonic() - start
 
 
 def failover_s(side: Side) -> float:
@@ -206,30 +316,28 @@ ROWS = [
     ("2", "one consumer reading it: MB/s", 1.0, True),
     ("3", "RF 3, acks=all, min.insync 2, 3 brokers: MB/s", 0.8, True),
     ("4", "1,000 partitions, keyed, acks=all, librdkafka: MB/s", 0.5, True),
-    ("4j", "1,000 partitions, keyed, acks=all, Java producer: MB/s", 0.5, True),
+    ("4j", "1,000 partitions, round-robin, acks=all, Java producer: MB/s", 0.5, True),
     ("5a", "produce-ack p50 at 10 MB/s, acks=all, RF 3: ms", float("inf"), False),
     ("5b", "produce-ack p99 at 10 MB/s: ms", 1.5, False),
     ("5c", "produce-ack p99.9 at 10 MB/s: ms", float("inf"), False),
-    ("5d", "produce-ack p50 at 50 MB/s: ms", float("inf"), False),
-    ("5e", "produce-ack p99 at 50 MB/s: ms", 1.5, False),
-    ("5f", "produce-ack p99.9 at 50 MB/s: ms", float("inf"), False),
-    ("5g", "end-to-end p50 / p99 / p99.9 at 10 and 50 MB/s", 1.5, False),
-    ("6", "200 idempotent producers at a low rate: broker CPU %", 1.5, False),
+    ("5d", "end-to-end p50 at 10 MB/s: ms", float("inf"), False),
+    ("5e", "end-to-end p99 at 10 MB/s: ms", 1.5, False),
+    ("5f", "end-to-end p99.9 at 10 MB/s: ms", float("inf"), False),
+    ("5g", "produce-ack p50 at 50 MB/s: ms", float("inf"), False),
+    ("5h", "produce-ack p99 at 50 MB/s: ms", 1.5, False),
+    ("5i", "produce-ack p99.9 at 50 MB/s: ms", float("inf"), False),
+    ("5j", "end-to-end p50 at 50 MB/s: ms", float("inf"), False),
+    ("5k", "end-to-end p99 at 50 MB/s: ms", 1.5, False),
+    ("5l", "end-to-end p99.9 at 50 MB/s: ms", float("inf"), False),
+    ("6", "200 idempotent producers, 1 record/s each: CPU % of all processes", 1.5, False),
     ("7a", "10 consumers joining, classic protocol: s until all assigned", 1.0, False),
     ("7b", "10 consumers joining, consumer protocol: s until all assigned", 1.0, False),
     ("8", "kill -9 of a partition leader: s to the first acks=all ack", 1.0, False),
     ("9", "transactions of 100 records: commits/s", 0.8, True),
     ("10a", "CPU-seconds per GB produced (row 1, all processes)", 1.0, False),
     ("10b", "peak RSS after rows 1-2, all processes: MB", 1.0, False),
-    ("11", "restart to serving with 1,000 partitions and 10 GB of logs: s", 1.0, False),
+    ("11", "restart to serving row 4's 1,000 partitions (logs: see the note): s", 1.0, False),
 ]
-
-NOT_MEASURED = {
-    "4j": "no Java producer driver with keyed records at a set rate in tests/integration/clients",
-    "5g": "end-to-end latency needs a consumer timing each record; not written yet",
-    "6": "not written yet (200 librdkafka producers need a process pool on 2 cores)",
-    "11": "not written yet",
-}
 
 
 def warm_up(sides: list[Side], rf: int, acks: str, args: argparse.Namespace) -> None:
@@ -261,6 +369,14 @@ def single_broker_rows(rows: dict[str, Row], sides: list[Side], args: argparse.N
         create_topic(side.bootstrap, "wide", WIDE, 1, 1)
     for rnd in range(args.rounds):
         run_both(rows["4"], sides, rnd + 1, partial(_keyed, args.mb))
+        run_both(rows["4j"], sides, rnd, partial(java_spread, args.mb))
+    for side in sides:
+        create_topic(side.bootstrap, "idle", PARTITIONS, 1, 1)
+    for rnd in range(args.rounds):
+        run_both(rows["6"], sides, rnd, partial(idle_producers_cpu, 200, args.idle_s))
+    logs_mb = max(50, args.mb // 4) + 2 * args.rounds * args.mb
+    rows["11"].note = f"about {logs_mb} MB of logs per system (the issue's 10 GB, scaled down)"
+    run_both(rows["11"], sides, 1, restart_serving_s)  # last: it restarts the clusters
 
 
 def _consume(mb: int, side: Side) -> float:
@@ -269,6 +385,30 @@ def _consume(mb: int, side: Side) -> float:
 
 def _keyed(mb: int, side: Side) -> float:
     return send_all(bench_producer(side.bootstrap, "all", logger=QUIET), "wide", mb, keys=WIDE)
+
+
+def java_spread(mb: int, side: Side) -> float:
+    """MB/s of Kafka's Java producer (kafka-producer-perf-test, kafka-clients 4.4) over the
+    1,000 partitions: it sends no keys, so the round-robin partitioner spreads the records as
+    keys would, every request carrying many partitions (the producer's defaults otherwise,
+    acks=all, linger.ms=5)."""
+    done = run_tool(
+        "kafka-producer-perf-test",
+        *("--topic", "wide", "--num-records", str(mb * MB // RECORD)),
+        *("--record-size", str(RECORD), "--throughput", "-1", "--producer-props"),
+        f"bootstrap.servers={side.bootstrap}",
+        "acks=all",
+        "linger.ms=5",
+        "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner",
+        timeout=900,
+    )
+    # its last line: "N records sent, R records/sec (M MB/sec), ..." (MB there is 2^20 bytes)
+    rate = re.search(r"([\d.]+) records/sec[^\n]*\s*$", done.stdout)
+    if done.returncode != 0 or rate is None:
+        raise RuntimeError(
+            f"kafka-producer-perf-test failed: {(done.stderr or done.stdout)[-300:]}"
+        )
+    return float(rate.group(1)) * RECORD / MB
 
 
 def replicated_rows(rows: dict[str, Row], sides: list[Side], args: argparse.Namespace) -> None:
@@ -282,16 +422,11 @@ def replicated_rows(rows: dict[str, Row], sides: list[Side], args: argparse.Name
             rnd,
             lambda s: produce(s.bootstrap, "bench", args.mb, "all", logger=QUIET),
         )
-    for mb_s, first in ((10, "5"), (50, "5d")):
-        keys = ["5a", "5b", "5c"] if first == "5" else ["5d", "5e", "5f"]
-        quantiles = dict(zip(("p50", "p99", "p99.9"), (rows[k] for k in keys), strict=True))
+    for mb_s, first in ((10, "a"), (50, "g")):
+        names = [f"{kind} {q}" for kind in ("ack", "e2e") for q in ("p50", "p99", "p99.9")]
+        at = dict(zip(names, (rows[f"5{chr(ord(first) + i)}"] for i in range(6)), strict=True))
         for rnd in range(args.rounds):
-            run_both(
-                quantiles["p99"],
-                sides,
-                rnd,
-                partial(latency_p, mb_s, args.latency_s, "p99", quantiles),
-            )
+            run_both(at["ack p99"], sides, rnd, partial(latency_rows, mb_s, args.latency_s, at))
     run_both(rows["8"], sides, 0, failover_s)  # last: it leaves a broker down
 
 
@@ -308,7 +443,7 @@ def print_table(rows: dict[str, Row], args: argparse.Namespace) -> None:
     for row in rows.values():
         k, r, ratio = row.value("kafka"), row.value("rafka"), row.ratio()
         if k is None and r is None:
-            why = NOT_MEASURED.get(row.n) or "; ".join(f"{s}: {e}" for s, e in row.failed.items())
+            why = "; ".join(f"{s}: {e}" for s, e in row.failed.items()) or "skipped (--skip)"
             print(f"| {row.n} | {row.measure} | not measured: {why} | | | | |")
             continue
         unbound = row.floor == float("inf")
@@ -323,6 +458,8 @@ def print_table(rows: dict[str, Row], args: argparse.Namespace) -> None:
         ]
         print(f"| {' | '.join(cells)} |")
     for row in rows.values():
+        if row.note:
+            print(f"  row {row.n}: {row.note}")
         for side, err in row.failed.items():
             print(f"  row {row.n} {side}: {err}")
 
@@ -341,6 +478,7 @@ def main() -> None:
     args.rounds = args.rounds or (1 if args.quick else 3)
     args.txns = 20 if args.quick else 200
     args.latency_s = 5.0 if args.quick else 15.0
+    args.idle_s = 10 if args.quick else 30
     skip = set(filter(None, args.skip.split(",")))
     rows = {n: Row(n, m, floor, higher) for n, m, floor, higher in ROWS}
     started = time.monotonic()

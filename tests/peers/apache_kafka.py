@@ -5,7 +5,7 @@
 every node that heap (benchmarks) instead of a test node's small one. The jars come from
 `tests/peers/setup.sh` (Maven Central). Topic defaults follow `cluster.local.LocalCluster`:
 `default.replication.factor` and the internal topics' factors are min(3, brokers), and groups
-start rebalancing at once (`group.initial.rebalance.delay.ms=0`, as Rafka's default).
+start rebalancing at once (`group.initial.rebalance.delay.ms=0`; Rafka's default is Kafka's 3000).
 
 Ports: broker i listens on base + i, the controller on base + 100 (free_kafka_port finds a base
 below Linux's ephemeral range). Each node logs to <data_dir>/logs/<node>.log.
@@ -165,13 +165,14 @@ class ApacheKafka:
             *args,
         ]
 
-    def start(self, timeout: float = 90) -> None:
-        """Format every node's storage, start the JVMs, and wait until every broker is
-        registered and answers Metadata (stops what it started if that fails)."""
+    def start(self, timeout: float = 90, format_storage: bool = True) -> None:
+        """Format every node's storage (not on a restart: `format_storage=False`), start the
+        JVMs, and wait until every broker is registered and answers Metadata (stops what it
+        started if that fails)."""
         if not (self.jars / f"kafka_2.13-{VERSION}.jar").exists():
             setup()
         try:
-            for node in self.nodes:
+            for node in self.nodes if format_storage else []:
                 subprocess.run(
                     self._java(
                         "kafka.tools.StorageTool",
