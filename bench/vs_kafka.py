@@ -339,11 +339,14 @@ ROWS = [
 
 
 def warm_up(sides: list[Side], rf: int, acks: str, args: argparse.Namespace) -> None:
-    """An untimed produce on each system first: a JVM just started runs Kafka interpreted
-    until the JIT has compiled its hot paths, and its first run would be the cost of that."""
+    """An untimed produce on each system first, in large batches and then in small ones at a
+    low rate: a JVM just started runs Kafka interpreted until the JIT has compiled its hot
+    paths (its first seconds of acks=all at 1 MB/s had a p50 of seconds here), and its first
+    run would be the cost of that."""
     for side in sides:
         create_topic(side.bootstrap, "warm", PARTITIONS, rf, min(2, rf))
         produce(side.bootstrap, "warm", max(50, args.mb // 4), acks, logger=QUIET)
+        latency(side.bootstrap, "warm", 1.0, 5.0)
 
 
 def single_broker_rows(rows: dict[str, Row], sides: list[Side], args: argparse.Namespace) -> None:
@@ -360,7 +363,7 @@ def single_broker_rows(rows: dict[str, Row], sides: list[Side], args: argparse.N
         create_topic(side.bootstrap, "txn", 1, 1, 1)
     for rnd in range(args.rounds):
         run_both(rows["9"], sides, rnd, partial(commits_per_s, args.txns))
-    for rnd in range(args.rounds):
+    for rnd in range(max(3, args.rounds)):  # a few seconds each, and bimodal: see the README
         run_both(rows["7a"], sides, rnd + 1, partial(group_formed_s, "classic"))
         run_both(rows["7b"], sides, rnd, partial(group_formed_s, "consumer"))
     for side in sides:
