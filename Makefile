@@ -3,14 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+# Spark's Kafka connector and its dependencies, as tests/peers/setup.sh leaves them.
+SPARK_CONNECTOR := $(or $(RAFKA_PEERS_CACHE),.cache/peers)/spark
 
-.PHONY: run test unit lint bench proto clean compat
+.PHONY: run test unit lint bench proto clean compat chaos
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
-	$(PY) -m spark.connector.shim  # the kafka.DefaultSource jar, against the pyspark just installed
 	rm -f $(VENV)/.installed-*; touch $(STAMP)
 
 run: $(STAMP)
@@ -26,6 +27,13 @@ compat: $(STAMP)
 	bash tests/peers/setup.sh
 	$(PY) -m pytest -q -ra tests/compat $(ARGS)
 
+# The long verify schedule: one `rafka verify` run per nemesis (CHAOS_TIME seconds of faults
+# each, a fresh cluster each; network faults need root), then one table row per nemesis.
+CHAOS_NEMESES ?= kill-leader,kill-broker,pause-follower,kill-meta-leader,isolate-node,split-majority,isolate-meta-leader,zombie-leader,one-way,packet-loss,disk-full,disk-error,clock-skew
+CHAOS_TIME ?= 180
+chaos: $(STAMP)
+	$(PY) -m cluster.cli verify --each --nemesis $(CHAOS_NEMESES) --time $(CHAOS_TIME) --seed 1 $(ARGS)
+
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
@@ -37,10 +45,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
+	bash tests/peers/setup.sh
 	$(PY) bench/produce_consume.py $(ARGS)
 	$(PY) bench/replication.py
 	$(PY) bench/groups.py
-	$(PY) bench/spark.py
+	$(PY) bench/spark.py --jars $(SPARK_CONNECTOR)
 	$(PY) bench/meta.py
 	$(PY) bench/security.py
 	$(PY) bench/transactions.py
@@ -64,10 +73,10 @@ image: $(STAMP)
 k8s-check: $(STAMP)
 	$(PY) -m pytest -q -ra tests/unit/deploy
 
-# The Spark pipeline (spark/, README "Spark pipeline"): builds the kafka.DefaultSource shim jar
-# against the installed pyspark, then runs the Spark tests (they are also part of `make test`).
+# The Spark pipeline (spark/, README "Spark pipeline"): Maven resolves Spark's official Kafka
+# connector into .cache/peers/spark (tests/peers/setup.sh), then the Spark tests run (they are
+# also part of `make test`).
 .PHONY: spark
 spark: $(STAMP)
-	$(PY) -m spark.connector.shim
-	$(PY) -m pytest -q -ra tests/integration/test_spark_source.py \
-		tests/integration/test_spark_pipeline.py tests/integration/test_spark_failover.py $(ARGS)
+	bash tests/peers/setup.sh
+	$(PY) -m pytest -q -ra tests/integration/test_spark_*.py $(ARGS)

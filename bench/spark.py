@@ -1,14 +1,19 @@
-"""Spark on Rafka: batch read throughput and streaming end-to-end latency.
+"""Spark on Rafka through Spark's official Kafka connector: batch read throughput and
+streaming end-to-end latency.
 
-    python bench/spark.py [--records 300000] [--rate 500] [--seconds 30] [--skip batch,stream]
+    python bench/spark.py [--jars DIR] [--mb 200] [--records 300000] [--rate 500]
+                          [--seconds 30] [--skip batch,stream]
 
 Starts its own cluster (3 brokers, 1 meta node, free ports) and a local[2] SparkSession with
-Rafka's Kafka connector (spark/connector), then prints:
+spark-sql-kafka-0-10 at pyspark's version (--jars: a folder of its jars, as
+tests/peers/setup.sh makes in .cache/peers/spark; default: Spark resolves it from Maven
+Central), then prints:
 
-- batch: records/s of `spark.read.format("kafka")` over a 6-partition topic of order JSON
-  (~150 B values), for a plain count and for the order pipeline's batch aggregation (parse JSON,
-  1-minute windows per store); each the better of two runs, the first one being warm-up (Python
-  workers starting);
+- batch MB/s: `spark.read.format("kafka")` summing the value lengths of a 6-partition RF=3
+  topic of 1 KiB records, beside a librdkafka consumer reading the same topic;
+- batch records/s over a topic of order JSON (~150 B values), for a plain count and for the
+  order pipeline's batch aggregation (parse JSON, 1-minute windows per store);
+  each Spark figure is the better of two runs, the first one being warm-up;
 - streaming: end-to-end latency of a Structured Streaming query that reads the topic, parses
   each order and writes it to another topic with format("kafka"), with input produced at a fixed
   rate: from a record's produce time (its Kafka timestamp) to when a consumer of the output
@@ -27,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -34,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.common import QUIET
+from bench.common import MB, QUIET, RECORD
+from bench.produce_consume import consume, produce
 from cluster.local import LocalCluster, free_base_port
 from spark.pipeline.events import make_orders
 
@@ -80,26 +87,60 @@ def fill(bootstrap: str, topic: str, records: int) -> float:
     return size / records
 
 
-def batch(spark: object, bootstrap: str, topic: str, records: int) -> None:
+def _best_of_two(fn: Callable[[], int]) -> tuple[float, float, int]:
+    """(best seconds, first run's seconds, fn's result) of two runs of fn."""
+    times, n = [], 0
+    for _ in range(2):
+        t0 = time.perf_counter()
+        n = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), times[0], n
+
+
+def batch_mb(spark: object, bootstrap: str, mb: int) -> None:
+    """MB/s of a batch read of `mb` MB of 1 KiB records, beside librdkafka's."""
+    from pyspark.sql import functions as F
+
+    topic = "bytes"
+    _topic(bootstrap, topic, 6, 3)
+    produce(bootstrap, topic, mb, logger=QUIET)
+
+    def read() -> int:
+        raw = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)  # type: ignore[attr-defined]
+        df = raw.option("subscribe", topic).load()
+        return int(df.agg(F.sum(F.length("value"))).first()[0])
+
+    best, first, size = _best_of_two(read)
+    print(
+        f"  batch read     : {size / MB / best:10,.0f} MB/s  ({size / MB:,.0f} MB of {RECORD} B "
+        f"records in {best:.2f}s; first run {first:.2f}s)"
+    )
+    print(f"  librdkafka     : {consume(bootstrap, topic, 6, mb):10,.0f} MB/s  (the same topic)")
+
+
+def batch_records(spark: object, bootstrap: str, records: int) -> None:
     from spark.pipeline.jobs import aggregate_orders, kafka_reader, parse_orders
 
+    _topic(bootstrap, "orders", 6, 3)
+    t0 = time.perf_counter()
+    avg = fill(bootstrap, "orders", records)
+    print(
+        f"  filled a 6-partition RF=3 topic with {records:,} orders "
+        f"(~{avg:.0f} B values) in {time.perf_counter() - t0:.1f}s"
+    )
+
     def count() -> int:
-        return kafka_reader(spark.read, bootstrap, topic).load().count()  # type: ignore[attr-defined]
+        return kafka_reader(spark.read, bootstrap, "orders").load().count()  # type: ignore[attr-defined]
 
     def aggregate() -> int:
-        raw = kafka_reader(spark.read, bootstrap, topic).load()  # type: ignore[attr-defined]
+        raw = kafka_reader(spark.read, bootstrap, "orders").load()  # type: ignore[attr-defined]
         return aggregate_orders(parse_orders(raw)).count()
 
     for name, fn in (("count", count), ("aggregate", aggregate)):
-        times = []
-        for _ in range(2):
-            t0 = time.perf_counter()
-            n = fn()
-            times.append(time.perf_counter() - t0)
-        best = min(times)
+        best, first, n = _best_of_two(fn)
         print(
             f"  batch {name:9s}: {records / best:10,.0f} records/s  ({records:,} records in "
-            f"{best:.2f}s; first run {times[0]:.2f}s; {n:,} rows out)"
+            f"{best:.2f}s; first run {first:.2f}s; {n:,} rows out)"
         )
 
 
@@ -220,6 +261,8 @@ def stream(spark: object, bootstrap: str, rate: int, seconds: float, work: Path)
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--jars", help="the connector's jars: a folder or a comma-separated list")
+    ap.add_argument("--mb", type=int, default=200, help="MB of 1 KiB records for batch MB/s")
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--rate", type=int, default=500, help="streaming input, records/s")
     ap.add_argument("--seconds", type=float, default=30.0)
@@ -235,18 +278,14 @@ def main() -> None:
         from spark.session import rafka_spark_session
 
         t0 = time.perf_counter()
-        spark = rafka_spark_session("rafka-bench", master="local[2]")
-        print(f"Spark on Rafka (pyspark {spark.version}, local[2], 3 brokers):")
+        spark = rafka_spark_session("rafka-bench", master="local[2]", jars=args.jars)
+        print(
+            f"Spark on Rafka (pyspark {spark.version}, spark-sql-kafka-0-10, local[2], 3 brokers):"
+        )
         print(f"  SparkSession start: {time.perf_counter() - t0:.1f}s")
         if "batch" not in skip:
-            _topic(cluster.bootstrap, "orders", 6, 3)
-            t0 = time.perf_counter()
-            avg = fill(cluster.bootstrap, "orders", args.records)
-            print(
-                f"  filled a 6-partition RF=3 topic with {args.records:,} orders "
-                f"(~{avg:.0f} B values) in {time.perf_counter() - t0:.1f}s"
-            )
-            batch(spark, cluster.bootstrap, "orders", args.records)
+            batch_mb(spark, cluster.bootstrap, args.mb)
+            batch_records(spark, cluster.bootstrap, args.records)
         if "stream" not in skip:
             stream(spark, cluster.bootstrap, args.rate, args.seconds, work)
         spark.stop()

@@ -22,6 +22,8 @@
                   [--all] [--add-config k=v,k2=[a,b]] [--delete-config k,...]
     rafka meta-quorum describe [--replication] | add-controller --config NEW-META.properties
                     | remove-controller --controller-id N --controller-directory-id ID
+    rafka verify [--nemesis kill-leader,isolate-node,...] [--time S] [--rounds N] [--seed N]
+                 [--each]                          # Jepsen-style run against a fresh cluster
 
 Admin commands take `--command-config FILE`: the client's security settings in a Java
 .properties file, as Kafka's tools do (security.protocol, sasl.mechanism, sasl.jaas.config,
@@ -42,7 +44,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cluster import cli_meta_quorum, cli_operations, cli_quotas, cli_security
+from cluster import cli_meta_quorum, cli_operations, cli_quotas, cli_security, cli_verify
 from cluster.cli_common import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_META,
@@ -583,6 +585,7 @@ for _name, _app in (
     ("meta-quorum", cli_meta_quorum.meta_quorum_app),
 ):
     app.add_typer(_app, name=_name)
+app.command("verify")(cli_verify.verify)
 
 if __name__ == "__main__":
     app()

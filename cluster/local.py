@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,9 @@ class Node:
     config_file: Path
     log_file: Path
     port: int  # the port that tells the node is up (Kafka or gRPC)
+    host: str = "127.0.0.1"  # the address it binds and is dialled at
+    command_prefix: list[str] = field(default_factory=list)  # e.g. ip netns exec NS
+    env: dict[str, str] = field(default_factory=dict)  # on top of this process's environment
     proc: subprocess.Popen | None = field(default=None, repr=False)
 
 
@@ -58,10 +62,14 @@ class LocalCluster:
         log_level: str = "INFO",
         internal_tls: bool = False,
         security_protocol: str = "PLAINTEXT",
+        hosts: Mapping[str, str] | None = None,
+        node_overrides: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         """``internal_tls``: TLS with client certificates on the meta and replication gRPC,
         besides the cluster secret every local cluster gets (on with an SSL or SASL_SSL
-        ``security_protocol`` anyway)."""
+        ``security_protocol`` anyway). ``hosts``: the address of each node by name
+        (``meta-1``, ``broker-2``; default 127.0.0.1), e.g. one network namespace each;
+        ``node_overrides``: settings of one node only, by name (e.g. its ``log.dirs``)."""
         self.data_dir = data_dir.resolve()
         self.base_port = base_port
         self.log_level = log_level
@@ -82,8 +90,11 @@ class LocalCluster:
         unknown = set(overrides) - broker_keys - meta_keys
         if unknown:
             raise ValueError(f"unknown setting(s): {', '.join(sorted(unknown))}")
-        meta_grpc = [f"127.0.0.1:{base_port + 100 + i}" for i in range(metas)]
-        voters = ",".join(f"{i + 1}@127.0.0.1:{base_port + 200 + i}" for i in range(metas))
+        hosts = hosts or {}
+        node_overrides = node_overrides or {}
+        meta_hosts = [hosts.get(f"meta-{i + 1}", "127.0.0.1") for i in range(metas)]
+        meta_grpc = [f"{meta_hosts[i]}:{base_port + 100 + i}" for i in range(metas)]
+        voters = ",".join(f"{i + 1}@{meta_hosts[i]}:{base_port + 200 + i}" for i in range(metas))
         listeners = ",".join(f"{i + 1}@{addr}" for i, addr in enumerate(meta_grpc))
         self.nodes: dict[str, Node] = {}
         # The development CA, when the brokers' certificates are ours to make.
@@ -108,14 +119,16 @@ class LocalCluster:
                 }
                 | self.internal_properties
                 | {k: overrides[k] for k in meta_keys}
+                | dict(node_overrides.get(f"meta-{i + 1}", {}))
             )
-            self._add(f"meta-{i + 1}", "meta", props, base_port + 100 + i)
+            self._add(f"meta-{i + 1}", "meta", props, base_port + 100 + i, meta_hosts[i])
         for i in range(brokers):
+            host = hosts.get(f"broker-{i + 1}", "127.0.0.1")
             props = (
                 {
                     "node.id": i + 1,
-                    "listeners": f"{self.security_protocol}://127.0.0.1:{base_port + i}",
-                    "replication.listener": f"127.0.0.1:{base_port + 300 + i}",
+                    "listeners": f"{self.security_protocol}://{host}:{base_port + i}",
+                    "replication.listener": f"{host}:{base_port + 300 + i}",
                     "log.dirs": self.data_dir / f"broker-{i + 1}",
                     "meta.bootstrap.servers": ",".join(meta_grpc),
                 }
@@ -123,8 +136,9 @@ class LocalCluster:
                 | self.internal_properties
                 | self._broker_certificate(i + 1)
                 | {k: overrides[k] for k in broker_keys}
+                | dict(node_overrides.get(f"broker-{i + 1}", {}))
             )
-            self._add(f"broker-{i + 1}", "broker", props, base_port + i)
+            self._add(f"broker-{i + 1}", "broker", props, base_port + i, host)
 
     def _broker_certificate(self, node_id: int) -> dict[str, Path]:
         """The keystore setting of a broker's development certificate (none without the CA)."""
@@ -133,7 +147,7 @@ class LocalCluster:
         path = dev_ca.ensure_broker_certificate(self.ca_path.parent, node_id)
         return {"ssl.keystore.location": path}
 
-    def _add(self, name: str, kind: str, props: dict, port: int) -> None:
+    def _add(self, name: str, kind: str, props: dict, port: int, host: str = "127.0.0.1") -> None:
         config_file = self.data_dir / "config" / f"{name}.properties"
         config_file.parent.mkdir(parents=True, exist_ok=True)
         config_file.touch(mode=0o600)  # it holds secrets (internal.secret, JAAS passwords)
@@ -141,11 +155,11 @@ class LocalCluster:
         config_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         log_file = self.data_dir / "logs" / f"{name}.log"
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        self.nodes[name] = Node(name, kind, config_file, log_file, port)
+        self.nodes[name] = Node(name, kind, config_file, log_file, port, host)
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values() if n.kind == "broker")
+        return ",".join(f"{n.host}:{n.port}" for n in self.nodes.values() if n.kind == "broker")
 
     @property
     def client_config(self) -> dict[str, str]:
@@ -159,7 +173,7 @@ class LocalCluster:
 
     @property
     def meta_servers(self) -> list[str]:
-        return [f"127.0.0.1:{n.port}" for n in self.nodes.values() if n.kind == "meta"]
+        return [f"{n.host}:{n.port}" for n in self.nodes.values() if n.kind == "meta"]
 
     def meta_client(self, **kwargs: Any) -> MetaClient:
         """A MetaClient of this cluster's meta service, with its internal credentials."""
@@ -173,6 +187,7 @@ class LocalCluster:
         if node.proc is not None and node.proc.poll() is None:
             return
         cmd = [
+            *node.command_prefix,
             sys.executable,
             "-m",
             "cluster.cli",
@@ -188,7 +203,7 @@ class LocalCluster:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=os.environ | {"PYTHONUNBUFFERED": "1"},
+                env=os.environ | {"PYTHONUNBUFFERED": "1"} | node.env,
                 start_new_session=True,
             )
 
@@ -231,7 +246,7 @@ class LocalCluster:
         deadline = time.monotonic() + timeout
         for name in names or list(self.nodes):
             node = self.nodes[name]
-            while not _port_open(node.port):
+            while not _port_open(node.host, node.port):
                 if node.proc is not None and node.proc.poll() is not None:
                     raise RuntimeError(
                         f"{name} exited with {node.proc.returncode}; see {node.log_file}"
@@ -340,7 +355,7 @@ def _bindable(port: int) -> bool:
         return True
 
 
-def _port_open(port: int) -> bool:
+def _port_open(host: str, port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.2)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+        return s.connect_ex((host, port)) == 0

@@ -145,8 +145,9 @@ class BrokerConfig(InternalSecurityConfig):
     )
     compression_type: str = Field(
         "producer",
-        description="compression.type: the default compression.type of topics (accepted for "
-        "compatibility: batches are stored as the producer compressed them).",
+        description="compression.type: the default compression.type of topics: producer "
+        "(batches stored as the producer compressed them), uncompressed, gzip, snappy, lz4 or "
+        "zstd (batches in another codec are stored recompressed in it).",
     )
     log_flush_interval_messages: int = Field(
         9223372036854775807,
@@ -380,6 +381,55 @@ class BrokerConfig(InternalSecurityConfig):
     )
     group_share_max_share_sessions: int = Field(
         2000, description="group.share.max.share.sessions: share sessions a broker keeps at most."
+    )
+    group_streams_session_timeout_ms: int = Field(
+        45000,
+        description="group.streams.session.timeout.ms: a streams group (KIP-1071) member that "
+        "sends no heartbeat for this long is removed and its tasks move.",
+    )
+    group_streams_min_session_timeout_ms: int = Field(
+        45000,
+        description="group.streams.min.session.timeout.ms: the lowest streams.session.timeout.ms "
+        "a group config may set.",
+    )
+    group_streams_max_session_timeout_ms: int = Field(
+        60000,
+        description="group.streams.max.session.timeout.ms: the highest "
+        "streams.session.timeout.ms a group config may set.",
+    )
+    group_streams_heartbeat_interval_ms: int = Field(
+        5000,
+        description="group.streams.heartbeat.interval.ms: how often streams group members "
+        "heartbeat.",
+    )
+    group_streams_min_heartbeat_interval_ms: int = Field(
+        5000,
+        description="group.streams.min.heartbeat.interval.ms: the lowest "
+        "streams.heartbeat.interval.ms a group config may set.",
+    )
+    group_streams_max_heartbeat_interval_ms: int = Field(
+        15000,
+        description="group.streams.max.heartbeat.interval.ms: the highest "
+        "streams.heartbeat.interval.ms a group config may set.",
+    )
+    group_streams_max_size: int = Field(
+        2147483647, description="group.streams.max.size: most members a streams group may have."
+    )
+    group_streams_num_standby_replicas: int = Field(
+        0,
+        description="group.streams.num.standby.replicas: standby replicas of each stateful task "
+        "of a streams group (the application's num.standby.replicas is ignored with "
+        "group.protocol=streams; a group may set streams.num.standby.replicas).",
+    )
+    group_streams_max_standby_replicas: int = Field(
+        2,
+        description="group.streams.max.standby.replicas: the highest "
+        "streams.num.standby.replicas a group config may set.",
+    )
+    group_streams_initial_rebalance_delay_ms: int = Field(
+        3000,
+        description="group.streams.initial.rebalance.delay.ms: a new streams group waits this "
+        "long for more members before assigning its tasks.",
     )
     share_coordinator_state_topic_num_partitions: int = Field(
         50,

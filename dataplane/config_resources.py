@@ -6,10 +6,10 @@ A catalog gives what DescribeConfigs and Incremental/AlterConfigs need: the conf
 type, doc), the value each takes when the resource does not set it, which ACL resource guards
 it, and Kafka's validation of a resource's whole config set (INVALID_CONFIG messages).
 
-GROUP configs are Kafka's GroupConfig minus the streams group settings (no streams groups here):
-a group's own session timeout, heartbeat interval and share settings, validated against the
-broker's `group.consumer.*` / `group.share.*` min/max bounds as Kafka's GroupConfig.validate
-does, and defaulting to the broker's `group.consumer.*` / `group.share.*` values.
+GROUP configs are Kafka's GroupConfig minus the assignment intervals: a group's own session
+timeout, heartbeat interval, share settings and streams settings, validated against the
+broker's `group.consumer.*` / `group.share.*` / `group.streams.*` min/max bounds as Kafka's
+GroupConfig.validate does, and defaulting to the broker's settings.
 """
 
 from __future__ import annotations
@@ -110,6 +110,28 @@ _GROUP_KEYS: dict[str, ConfigKey] = {
             "The heartbeat interval given to the members of a consumer group.",
         ),
         _key(
+            "streams.session.timeout.ms",
+            ConfigType.INT,
+            "The timeout to detect client failures when using the streams group protocol.",
+        ),
+        _key(
+            "streams.heartbeat.interval.ms",
+            ConfigType.INT,
+            "The heartbeat interval given to the members.",
+        ),
+        _key(
+            "streams.num.standby.replicas",
+            ConfigType.INT,
+            "The number of standby replicas for each task.",
+        ),
+        _key(
+            "streams.initial.rebalance.delay.ms",
+            ConfigType.INT,
+            "The amount of time the group coordinator will wait for more streams clients to join "
+            "a new group before performing the first rebalance. A longer delay means potentially "
+            "fewer rebalances.",
+        ),
+        _key(
             "share.session.timeout.ms",
             ConfigType.INT,
             "The timeout to detect client failures when using the share group protocol.",
@@ -150,8 +172,24 @@ _GROUP_KEYS: dict[str, ConfigKey] = {
 }
 
 # group config -> (broker setting giving its default, its lowest and highest allowed value;
-# the broker settings named as Kafka's messages name them)
-_GROUP_BOUNDS: dict[str, tuple[str, str, str]] = {
+# the broker settings named as Kafka's messages name them; None: no such setting)
+_GROUP_BOUNDS: dict[str, tuple[str, str | None, str | None]] = {
+    "streams.session.timeout.ms": (
+        "group.streams.session.timeout.ms",
+        "group.streams.min.session.timeout.ms",
+        "group.streams.max.session.timeout.ms",
+    ),
+    "streams.heartbeat.interval.ms": (
+        "group.streams.heartbeat.interval.ms",
+        "group.streams.min.heartbeat.interval.ms",
+        "group.streams.max.heartbeat.interval.ms",
+    ),
+    "streams.num.standby.replicas": (
+        "group.streams.num.standby.replicas",
+        None,
+        "group.streams.max.standby.replicas",
+    ),
+    "streams.initial.rebalance.delay.ms": ("group.streams.initial.rebalance.delay.ms", None, None),
     "consumer.session.timeout.ms": (
         "group.consumer.session.timeout.ms",
         "group.consumer.min.session.timeout.ms",
@@ -189,7 +227,12 @@ _GROUP_BOUNDS: dict[str, tuple[str, str, str]] = {
     ),
 }
 # Kafka's ConfigDef lower bounds (atLeast) of the group configs
-_AT_LEAST = {"share.record.lock.duration.ms": 1000, "share.delivery.count.limit": 2}
+_AT_LEAST = {
+    "share.record.lock.duration.ms": 1000,
+    "share.delivery.count.limit": 2,
+    "streams.num.standby.replicas": 0,
+    "streams.initial.rebalance.delay.ms": 0,
+}
 _AT_LEAST_DEFAULT = 1
 _AT_LEAST_LOCKS = 100
 
@@ -199,9 +242,13 @@ def _setting(config: BrokerConfig, name: str) -> int:
 
 
 def group_bounds(config: BrokerConfig, name: str) -> tuple[int, int]:
-    """The broker's (min, max) for an integer group config."""
+    """The broker's (min, max) for an integer group config (without a broker setting: the
+    config's own lower bound, and no upper one)."""
     _, low, high = _GROUP_BOUNDS[name]
-    return _setting(config, low), _setting(config, high)
+    return (
+        _setting(config, low) if low else _AT_LEAST.get(name, _AT_LEAST_DEFAULT),
+        _setting(config, high) if high else 2**31 - 1,
+    )
 
 
 def group_defaults(config: BrokerConfig) -> dict[str, str]:
@@ -250,7 +297,7 @@ def group_configs_problem(configs: Mapping[str, str], config: BrokerConfig) -> s
         low, high = group_bounds(config, name)
         if not low <= numbers[name] <= high:  # the bounds: group.share.min/max.* and the like
             return f"{name} must be in the range {low} to {high} inclusive."
-    for kind in ("consumer", "share"):
+    for kind in ("consumer", "share", "streams"):
         if numbers[f"{kind}.session.timeout.ms"] <= numbers[f"{kind}.heartbeat.interval.ms"]:
             return f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms"
     return None

@@ -10,7 +10,8 @@ that predates them), the broker setting `transaction.version` stands in for the 
 What each level switches: `transaction.version` 2 is KIP-890 part 2 (clients use EndTxn v5 and
 an epoch bump per transaction; the transaction coordinator writes its records accordingly), 1
 and 0 the classic transaction protocol; `group.version` 1 is the KIP-848 consumer group
-protocol.
+protocol; `streams.version` 1 the KIP-1071 streams group protocol (StreamsGroupHeartbeat and
+StreamsGroupDescribe answer UNSUPPORTED_VERSION below it).
 """
 
 from __future__ import annotations
@@ -23,9 +24,17 @@ from meta.features import SUPPORTED_FEATURES
 if TYPE_CHECKING:
     from dataplane.metadata_cache import MetadataCache
 
-__all__ = ["SUPPORTED_FEATURES", "TRANSACTION_VERSION", "finalized", "level", "levels"]
+__all__ = [
+    "STREAMS_VERSION",
+    "SUPPORTED_FEATURES",
+    "TRANSACTION_VERSION",
+    "finalized",
+    "level",
+    "levels",
+]
 
 TRANSACTION_VERSION = "transaction.version"
+STREAMS_VERSION = "streams.version"
 
 
 def levels(cache: MetadataCache, transaction_version: int) -> Mapping[str, int]:

@@ -619,17 +619,19 @@ def _internal_error(header: RequestHeader | None, e: Exception) -> ConnectionClo
 
 
 def _unsupported_api_versions() -> bytes:
-    """ApiVersions v0 body with UNSUPPORTED_VERSION and our ranges, as KIP-511 asks."""
+    """ApiVersions v0 body with UNSUPPORTED_VERSION and the versions of ApiVersions alone, as
+    KIP-511 asks and Kafka's ApiVersionsRequest.getErrorResponse answers: the client retries
+    at one of them, then learns the other APIs."""
     from kio.schema.api_versions.v0.response import ApiVersion, ApiVersionsResponse
     from kio.schema.errors import ErrorCode
     from kio.static.primitive import i16
 
+    low, high = SUPPORTED_VERSIONS[API_VERSIONS]
     return encode_with_kio(
         ApiVersionsResponse(
             error_code=ErrorCode.unsupported_version,
-            api_keys=tuple(
-                ApiVersion(api_key=i16(k), min_version=i16(lo), max_version=i16(hi))
-                for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())
+            api_keys=(
+                ApiVersion(api_key=i16(API_VERSIONS), min_version=i16(low), max_version=i16(high)),
             ),
         )
     )

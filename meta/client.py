@@ -656,6 +656,12 @@ class MetaClient:
         response = await self._call("RemoveVoter", request)
         return response.error_code, response.error_message
 
+    async def unregister_controller(self, controller_id: int) -> tuple[int, str]:
+        """Kafka's UnregisterController (KIP-1312) of a meta node: (Kafka error code, message)."""
+        request = meta_pb2.UnregisterControllerRequest(controller_id=controller_id)
+        response = await self._call("UnregisterController", request)
+        return response.error_code, response.error_message
+
     async def report_observer(self, request: meta_pb2.ReportObserverRequest) -> None:
         """Tell the Raft leader where this observing meta node is (meta.quorum_service)."""
         await self._call("ReportObserver", request)

@@ -109,6 +109,14 @@ class MetaConfig(InternalSecurityConfig):
         "cluster starts with (1: the KIP-848 consumer group protocol). Read once, like "
         "transaction.version.",
     )
+    streams_version: int = Field(
+        1,
+        ge=0,
+        le=1,
+        description="streams.version: the finalized level of the streams.version feature a new "
+        "cluster starts with (1: the KIP-1071 streams group protocol, as Kafka 4.4 bootstraps "
+        "it). Read once, like transaction.version.",
+    )
     meta_server_threads: int = Field(
         64,
         description="meta.server.threads: gRPC worker threads; each open Watch stream holds one.",

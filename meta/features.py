@@ -20,9 +20,11 @@ class UpgradeType(IntEnum):
 
 
 # The feature levels Rafka implements: transaction.version 2 is KIP-890 part 2 (EndTxn v5),
-# group.version 1 the KIP-848 consumer group protocol (ConsumerGroupHeartbeat).
+# group.version 1 the KIP-848 consumer group protocol (ConsumerGroupHeartbeat), streams.version
+# 1 the KIP-1071 streams group protocol (StreamsGroupHeartbeat).
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     "group.version": (0, 1),
+    "streams.version": (0, 1),
     "transaction.version": (0, 2),
 }
 

@@ -1,11 +1,19 @@
 """The meta quorum's administration (KIP-853 on ``meta.quorum``): what DescribeQuorum,
-AddVoter and RemoveVoter do on the Raft leader, and what each meta node does on its own.
+AddVoter, RemoveVoter and UnregisterController do on the Raft leader, and what each meta node
+does on its own.
 
 The leader answers DescribeQuorum from its Raft progress (``MetaRaft.progress``) and the
 observers' reports. It adds a voter only once that node follows the log as an observer, with
 the directory id and Raft endpoint the request names, and has caught up (Kafka's AddVoterHandler
 waits for the same); it removes one by id and directory id. One change at a time: a change
 waits for the previous one to commit, as pysyncobj does not check it.
+
+Controller registrations (KIP-919) are the leader's view too: a voter is registered, an
+observer while it reports. UnregisterController (KIP-1312) removes one, as Kafka's controller
+drops a ControllerRegistration record; and as Kafka's ControllerRegistrationManager registers
+its controller again when it sees it gone, a running meta node is registered again by its next
+word to the leader (a voter's next Raft acknowledgement, an observer's next report: within a
+second), one that is down once it is back.
 
 `QuorumAgent` runs on every node: an observer reports itself to the leader every second; a voter
 publishes its directory id and gRPC endpoint to the quorum when the record lacks them or they
@@ -67,6 +75,9 @@ class QuorumAdmin:
         self._change = threading.Lock()  # one voter change at a time
         self._observers: dict[int, Observed] = {}
         self._observers_lock = threading.Lock()
+        # voter id -> when (wall clock ms) it was unregistered: not registered again until the
+        # leader hears from it after that
+        self._unregistered: dict[int, int] = {}
 
     # ------------------------------------------------------------ DescribeQuorum
 
@@ -122,6 +133,47 @@ class QuorumAdmin:
             for node_id in [n for n, o in self._observers.items() if o.at < horizon]:
                 del self._observers[node_id]
             return sorted(self._observers.values(), key=lambda o: o.member.node_id)
+
+    # ------------------------------------------------------------ UnregisterController
+
+    def unregister(self, node_id: int) -> Refusal | None:
+        """Kafka's QuorumController.unregisterController on the leader: the active controller
+        may not unregister itself (INVALID_REQUEST), an id no registered meta node has is
+        CONTROLLER_ID_NOT_REGISTERED; else the registration goes (module docstring). None on
+        success."""
+        if node_id == self._node_id:
+            return Refusal(
+                ErrorCode.INVALID_REQUEST, "Controller cannot unregister itself while it is active."
+            )
+        if not self._registered(node_id):
+            return Refusal(
+                ErrorCode.CONTROLLER_ID_NOT_REGISTERED,
+                f"Controller ID {node_id} is not currently registered.",
+            )
+        with self._observers_lock:
+            self._observers.pop(node_id, None)  # registered again by its next report
+            if any(m.node_id == node_id for m in self._raft.members()):
+                self._unregistered[node_id] = int(time.time() * 1000)
+        log.info(
+            "Unregistered meta node %d (UnregisterController): a meta node that is still "
+            "running registers again within a second; stop it (and remove it from the voters) "
+            "for good",
+            node_id,
+        )
+        return None
+
+    def _registered(self, node_id: int) -> bool:
+        """A voter, unless unregistered and not heard from since; or an observer that reports."""
+        voter = next((m for m in self._raft.members() if m.node_id == node_id), None)
+        if voter is None:
+            return any(o.member.node_id == node_id for o in self._fresh_observers())
+        with self._observers_lock:
+            unregistered_ms = self._unregistered.get(node_id)
+        if unregistered_ms is None:
+            return True
+        progress = self._raft.progress()
+        seen = progress.voters.get(voter.raft_address) if progress else None
+        return seen is not None and seen.last_fetch_ms > unregistered_ms
 
     # ------------------------------------------------------------ AddVoter / RemoveVoter
 

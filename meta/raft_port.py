@@ -333,7 +333,21 @@ class GuardedServer(TcpServer):
 
 class GuardedTransport(TCPTransport):
     """pysyncobj's TCP transport with a `GuardedServer` (pysyncobj.transport builds it, as
-    meta.raft has it), bounded to UNPROVEN_PER_PEER unproven connections per peer and ticked."""
+    meta.raft has it), bounded to UNPROVEN_PER_PEER unproven connections per peer and ticked;
+    and no message on a connection this node dialled before the peer's key came back.
+
+    pysyncobj calls a dialled connection connected once its socket is, one round trip before
+    the key exchange is over, and sends on it meanwhile (a vote request at start-up, an
+    AppendEntries): such a message went out without the peer's key, the peer dropped the
+    connection as one that did not authenticate, and the quorum lost a connection (often an
+    election) at start. `send` reports such a message not sent instead, as it does for a peer
+    not connected: pysyncobj sends it again."""
+
+    def send(self, node: Any, message: Any) -> bool:
+        conn = self._connections.get(node)
+        if conn is not None and conn.encryptor is not None and not conn.sendRandKey:
+            return False  # a connection this node dialled, its key exchange not over
+        return bool(super().send(node, message))
 
     def _createServer(self) -> None:
         super()._createServer()

@@ -93,6 +93,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         # finalized feature levels a new cluster starts with
         self._bootstrap_features = (
             ("group.version", config.group_version),
+            ("streams.version", config.streams_version),
             ("transaction.version", config.transaction_version),
         )
         self._next_imbalance_check = time.monotonic() + self._imbalance_check_s
@@ -625,6 +626,12 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         self._require_leader(context)
         self._quorum.report(request)
         return meta_pb2.ReportObserverResponse()
+
+    def UnregisterController(
+        self, request: meta_pb2.UnregisterControllerRequest, context: grpc.ServicerContext
+    ) -> meta_pb2.VoterChangeResponse:
+        self._require_leader(context)
+        return _voter_change(self._quorum.unregister(request.controller_id))
 
     # ------------------------------------------------------------ leader duties
 

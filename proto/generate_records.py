@@ -64,6 +64,18 @@ RECORD_MODULES: dict[str, tuple[str, ...]] = {
         )
         for part in ("Key", "Value")
     ),
+    "dataplane/coordinator/streams_group_schemas.py": tuple(
+        f"StreamsGroup{name}{part}"
+        for name in (
+            "Metadata",
+            "Topology",
+            "MemberMetadata",
+            "TargetAssignmentMetadata",
+            "TargetAssignmentMember",
+            "CurrentMemberAssignment",
+        )
+        for part in ("Key", "Value")
+    ),
     "dataplane/share/state_record_schemas.py": (
         "ShareSnapshotKey",
         "ShareSnapshotValue",
@@ -85,6 +97,38 @@ KIO_MODULES: dict[str, tuple[str, int]] = {
     "dataplane/protocol/legacy/api_versions_v5_response.py": ("ApiVersionsResponse", 5),
     "dataplane/protocol/legacy/txn_offset_commit_v6_request.py": ("TxnOffsetCommitRequest", 6),
     "dataplane/protocol/legacy/txn_offset_commit_v6_response.py": ("TxnOffsetCommitResponse", 6),
+    "dataplane/protocol/legacy/streams_group_heartbeat_v1_request.py": (
+        "StreamsGroupHeartbeatRequest",
+        1,
+    ),
+    "dataplane/protocol/legacy/streams_group_heartbeat_v1_response.py": (
+        "StreamsGroupHeartbeatResponse",
+        1,
+    ),
+    "dataplane/protocol/legacy/streams_group_describe_v1_request.py": (
+        "StreamsGroupDescribeRequest",
+        1,
+    ),
+    "dataplane/protocol/legacy/streams_group_describe_v1_response.py": (
+        "StreamsGroupDescribeResponse",
+        1,
+    ),
+    "dataplane/protocol/legacy/streams_group_topology_description_update_v0_request.py": (
+        "StreamsGroupTopologyDescriptionUpdateRequest",
+        0,
+    ),
+    "dataplane/protocol/legacy/streams_group_topology_description_update_v0_response.py": (
+        "StreamsGroupTopologyDescriptionUpdateResponse",
+        0,
+    ),
+    "dataplane/protocol/legacy/unregister_controller_v0_request.py": (
+        "UnregisterControllerRequest",
+        0,
+    ),
+    "dataplane/protocol/legacy/unregister_controller_v0_response.py": (
+        "UnregisterControllerResponse",
+        0,
+    ),
 }
 """Output module -> (spec, version), in kio's generated form."""
 
@@ -466,11 +510,15 @@ def kio_module(spec: MessageSpec, version: int) -> str:
     error_codes: set[str] = set()
     modules: set[str] = set()  # of the standard library
     classes: list[str] = []
+    emitted: set[str] = set()  # a common struct used by several fields is one class
 
     def present(f: FieldSpec) -> bool:
         return f.versions[0] <= version <= f.versions[1]
 
     def emit(struct: StructSpec, kind: str) -> None:
+        if struct.name in emitted:
+            return
+        emitted.add(struct.name)
         for f in struct.fields:
             if present(f) and f.struct is not None:
                 emit(f.struct, "nested")

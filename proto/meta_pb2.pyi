@@ -1176,3 +1176,9 @@ class ReportObserverRequest(_message.Message):
 class ReportObserverResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class UnregisterControllerRequest(_message.Message):
+    __slots__ = ("controller_id",)
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    controller_id: int
+    def __init__(self, controller_id: _Optional[int] = ...) -> None: ...

@@ -199,6 +199,11 @@ class MetaServiceStub:
                 request_serializer=proto_dot_meta__pb2.ReportObserverRequest.SerializeToString,
                 response_deserializer=proto_dot_meta__pb2.ReportObserverResponse.FromString,
                 _registered_method=True)
+        self.UnregisterController = channel.unary_unary(
+                '/rafka.meta.MetaService/UnregisterController',
+                request_serializer=proto_dot_meta__pb2.UnregisterControllerRequest.SerializeToString,
+                response_deserializer=proto_dot_meta__pb2.VoterChangeResponse.FromString,
+                _registered_method=True)
 
 
 class MetaServiceServicer:
@@ -414,6 +419,14 @@ class MetaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UnregisterController(self, request, context):
+        """INVALID_REQUEST for the leader itself, CONTROLLER_ID_NOT_REGISTERED (136) for an id no
+        registered meta node has.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MetaServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -581,6 +594,11 @@ def add_MetaServiceServicer_to_server(servicer, server):
                     servicer.ReportObserver,
                     request_deserializer=proto_dot_meta__pb2.ReportObserverRequest.FromString,
                     response_serializer=proto_dot_meta__pb2.ReportObserverResponse.SerializeToString,
+            ),
+            'UnregisterController': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnregisterController,
+                    request_deserializer=proto_dot_meta__pb2.UnregisterControllerRequest.FromString,
+                    response_serializer=proto_dot_meta__pb2.VoterChangeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1474,6 +1492,33 @@ class MetaService:
             '/rafka.meta.MetaService/ReportObserver',
             proto_dot_meta__pb2.ReportObserverRequest.SerializeToString,
             proto_dot_meta__pb2.ReportObserverResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnregisterController(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rafka.meta.MetaService/UnregisterController',
+            proto_dot_meta__pb2.UnregisterControllerRequest.SerializeToString,
+            proto_dot_meta__pb2.VoterChangeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,2 +1,2 @@
-"""Rafka's Spark pipeline: a Kafka source/sink for PySpark (connector/) and the order pipeline
-that runs on it (pipeline/). See the README's "Spark pipeline" section."""
+"""Rafka's Spark pipeline: the order pipeline (pipeline/) on Spark's official Kafka connector,
+and the SparkSession that carries it (session.py). See the README's "Spark pipeline" section."""

@@ -12,7 +12,7 @@ timers, clock, the cluster's topics, writes to `__consumer_offsets`) through the
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -21,6 +21,7 @@ import anyio
 from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.consumer_group import ConsumerGroupConfig
 from dataplane.coordinator.share_group import ShareGroupConfig
+from dataplane.coordinator.streams_group import StreamsGroupConfig
 from dataplane.coordinator.timer import Timer
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
@@ -52,6 +53,8 @@ class GroupConfig:
     consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
     # group.share.*: KIP-932 share groups
     share: ShareGroupConfig = field(default_factory=ShareGroupConfig)
+    # group.streams.*: KIP-1071 streams groups
+    streams: StreamsGroupConfig = field(default_factory=StreamsGroupConfig)
 
 
 class Reply(Generic[T]):
@@ -328,6 +331,11 @@ class Group:
     def listed(self) -> ListedGroup:
         return ListedGroup(self.group_id, self.protocol_type_name, self.state_name, self.TYPE)
 
+    @property
+    def state_filter_name(self) -> str:
+        """The state as ListGroups' states filter names it (Kafka's toLowerCaseString)."""
+        return self.state_name.lower()
+
     def describe(self) -> DescribedGroup:
         raise NotImplementedError
 
@@ -338,6 +346,14 @@ class Group:
     ) -> ErrorCode:
         """The error an OffsetCommit from this member/generation gets (NONE: accept)."""
         raise NotImplementedError
+
+    def validate_commit_partitions(
+        self, member_id: str, generation: int, partitions: Iterable[tuple[str, int]]
+    ) -> ErrorCode:
+        """After `validate_offset_commit` took the commit: the error of the whole commit that
+        one of its (topic, partition)s gets (Kafka's CommitPartitionValidator: a streams member
+        may commit at an older epoch the tasks it had then); NONE for groups without one."""
+        return ErrorCode.none
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
         """OffsetFetch v9+ member checks (KIP-848); NONE for groups that do not check."""

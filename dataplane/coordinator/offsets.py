@@ -206,10 +206,22 @@ class OffsetStore:
                 return code, {}, []
             group = self._classic_group(group_id, True)
         error = group.validate_offset_commit(member_id, instance_id, generation, api_version)
+        if error == ErrorCode.none:
+            error = group.validate_commit_partitions(
+                member_id, generation, self.validated_partitions(partitions)
+            )
         if error != ErrorCode.none:
             return error, {}, []
         errors, records = self.records(group_id, partitions, expire_timestamp)
         return ErrorCode.none, errors, records
+
+    def _metadata_too_large(self, p: CommitPartition) -> bool:
+        return len(p.metadata or "") > self.services.config.offset_metadata_max_bytes
+
+    def validated_partitions(self, partitions: Sequence[CommitPartition]) -> list[tuple[str, int]]:
+        """The (topic, partition)s a group's per-partition check sees: as Kafka, not those
+        whose metadata is too large (they get OFFSET_METADATA_TOO_LARGE, whatever the group)."""
+        return [(p.topic, p.partition) for p in partitions if not self._metadata_too_large(p)]
 
     def records(
         self, group_id: str, partitions: Sequence[CommitPartition], expire_timestamp: int = -1
@@ -221,7 +233,7 @@ class OffsetStore:
         records = []
         for p in partitions:
             metadata = p.metadata or ""
-            if len(metadata) > self.services.config.offset_metadata_max_bytes:
+            if self._metadata_too_large(p):
                 errors[p.topic, p.partition] = ErrorCode.offset_metadata_too_large
                 continue
             committed_at = now if p.commit_timestamp == -1 else p.commit_timestamp

@@ -242,11 +242,16 @@ class CoordinatorRuntime(Generic[S]):
         replicas.leadership_listeners.append(self._on_leadership)
 
     async def run(self) -> None:
-        async with anyio.create_task_group() as tg:
-            self._task_group = tg
-            for partition in list(self._replicas.partitions.values()):
-                self._on_leadership(partition)
-            await anyio.sleep_forever()
+        try:
+            async with anyio.create_task_group() as tg:
+                self._task_group = tg
+                for partition in list(self._replicas.partitions.values()):
+                    self._on_leadership(partition)
+                await anyio.sleep_forever()
+        finally:
+            # Stopped (the broker shuts down): its metadata watcher may still apply a change,
+            # and a partition led then loads nothing, on a task group that has ended.
+            self._task_group = None
 
     def loaded_shards(self) -> list[S]:
         """The shards this broker serves right now (loading ones excluded)."""

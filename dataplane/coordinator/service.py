@@ -33,6 +33,7 @@ from dataplane.coordinator.offsets import CommitPartition
 from dataplane.coordinator.runtime import CoordinatorRuntime, InternalTopic, next_sequence
 from dataplane.coordinator.shard import GroupShard
 from dataplane.coordinator.share_group import ShareGroupConfig
+from dataplane.coordinator.streams_group import StreamsGroupConfig
 from dataplane.coordinator.timer import monotonic_ms, wall_ms
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.client import MetaError
@@ -69,6 +70,13 @@ def group_config(config: BrokerConfig) -> GroupConfig:
             session_timeout_ms=config.group_share_session_timeout_ms,
             heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
             max_size=config.group_share_max_size,
+        ),
+        streams=StreamsGroupConfig(
+            session_timeout_ms=config.group_streams_session_timeout_ms,
+            heartbeat_interval_ms=config.group_streams_heartbeat_interval_ms,
+            max_size=config.group_streams_max_size,
+            num_standby_replicas=config.group_streams_num_standby_replicas,
+            initial_rebalance_delay_ms=config.group_streams_initial_rebalance_delay_ms,
         ),
     )
 
@@ -314,7 +322,13 @@ class GroupCoordinator:
             shard = self.shard(group_id)  # again: it may have moved meanwhile
         except KafkaError as e:
             return dict.fromkeys(every, e.code)
-        error = shard.validate_txn_offset_commit(group_id, member_id, instance_id, generation)
+        error = shard.validate_txn_offset_commit(
+            group_id,
+            member_id,
+            instance_id,
+            generation,
+            shard.offsets.validated_partitions(partitions),
+        )
         if error != ErrorCode.none:
             return dict.fromkeys(every, error)
         errors, records = shard.offsets.records(group_id, partitions)

@@ -16,8 +16,9 @@ transaction markers: the runtime hands those to `replay_transactional` and
 `replay_end_transaction` (a `runtime.TransactionalShard`).
 
 Group types: classic groups (`classic_group.ClassicGroup`, record types 0-2), KIP-848
-consumer groups (`consumer_group_adapter.ConsumerGroupAdapter`, record types 3-8 and 16) and
-KIP-932 share groups (`share_group_adapter.ShareGroupAdapter`, record types 10-15) share
+consumer groups (`consumer_group_adapter.ConsumerGroupAdapter`, record types 3-8 and 16),
+KIP-932 share groups (`share_group_adapter.ShareGroupAdapter`, record types 10-15) and KIP-1071
+streams groups (`streams_group_adapter.StreamsGroupAdapter`, record types 17, 19-23) share
 `groups`, one group per id; the committed offsets are the shard's whatever the group's type.
 """
 
@@ -26,7 +27,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
-from dataplane.coordinator import consumer_group_adapter, share_group_adapter
+from dataplane.coordinator import (
+    consumer_group_adapter,
+    share_group_adapter,
+    streams_group_adapter,
+)
 from dataplane.coordinator.base import (
     DescribedGroup,
     Group,
@@ -60,6 +65,13 @@ from dataplane.coordinator.share_group import DescribedGroup as ShareDescribedGr
 from dataplane.coordinator.share_group import HeartbeatRequest as ShareHeartbeatRequest
 from dataplane.coordinator.share_group import HeartbeatResponse as ShareHeartbeatResponse
 from dataplane.coordinator.share_group_records import SHARE_GROUP_RECORD_TYPES
+from dataplane.coordinator.streams_group import StreamsGroup
+from dataplane.coordinator.streams_group_records import STREAMS_GROUP_RECORD_TYPES
+from dataplane.coordinator.streams_group_requests import HeartbeatRequest as StreamsHeartbeatRequest
+from dataplane.coordinator.streams_group_requests import (
+    HeartbeatResponse as StreamsHeartbeatResponse,
+)
+from dataplane.coordinator.streams_group_requests import HeartbeatResult as StreamsHeartbeatResult
 from dataplane.log.records import Record
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
@@ -90,6 +102,8 @@ class GroupShard:
             self.replayers[type_id] = self._replay_consumer_group
         for type_id in SHARE_GROUP_RECORD_TYPES:
             self.replayers[type_id] = self._replay_share_group
+        for type_id in STREAMS_GROUP_RECORD_TYPES:
+            self.replayers[type_id] = self._replay_streams_group
         self.loaded = False
         self.unloaded = False
         self.skipped_records = 0
@@ -171,6 +185,9 @@ class GroupShard:
 
     def _replay_share_group(self, record: Record) -> None:
         share_group_adapter.replay_record(self, record)
+
+    def _replay_streams_group(self, record: Record) -> None:
+        streams_group_adapter.replay_record(self, record)
 
     # ==================================================================== classic group APIs
 
@@ -297,6 +314,20 @@ class GroupShard:
     ) -> list[ShareDescribedGroup | KafkaError]:
         return share_group_adapter.describe(self, group_ids)
 
+    # ==================================================================== streams group APIs
+
+    def streams_group_heartbeat(
+        self, req: StreamsHeartbeatRequest, client_id: str, client_host: str
+    ) -> tuple[Reply[StreamsHeartbeatResponse], StreamsHeartbeatResult | None]:
+        """StreamsGroupHeartbeat (KIP-1071): completes once its records are replicated; the
+        result names the internal topics to create."""
+        return streams_group_adapter.heartbeat(
+            self, req, client_id=client_id, client_host=client_host
+        )
+
+    def streams_group_describe(self, group_ids: Sequence[str]) -> list[StreamsGroup | KafkaError]:
+        return streams_group_adapter.describe(self, group_ids)
+
     # ==================================================================== offsets
 
     def commit_offsets(
@@ -315,7 +346,12 @@ class GroupShard:
         )
 
     def validate_txn_offset_commit(
-        self, group_id: str, member_id: str, instance_id: str | None, generation: int
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        partitions: Iterable[tuple[str, int]] = (),
     ) -> ErrorCode:
         """TxnOffsetCommit's group checks (Kafka's validateTransactionalOffsetCommit): a group
         that does not exist is created (simple group) for a generation < 0, else
@@ -323,7 +359,8 @@ class GroupShard:
         classic group takes a commit without member id and generation (TxnOffsetCommit v0-v2,
         the producer's sendOffsetsToTransaction with a group id only) whatever its state, and
         in CompletingRebalance too; a consumer group's stale member epoch answers
-        ILLEGAL_GENERATION."""
+        ILLEGAL_GENERATION. `partitions` (the committed ones) go to the group's per-partition
+        check (a streams member at an older epoch)."""
         group = self.groups.get(group_id)
         if group is None:
             if generation >= 0:
@@ -337,6 +374,8 @@ class GroupShard:
                 return ErrorCode.none
         # transactional commits are taken from every OffsetCommit version's members
         error = group.validate_offset_commit(member_id, instance_id, generation, _ANY_VERSION)
+        if error == ErrorCode.none:
+            error = group.validate_commit_partitions(member_id, generation, partitions)
         if error == ErrorCode.stale_member_epoch:
             return ErrorCode.illegal_generation
         if error == ErrorCode.rebalance_in_progress and isinstance(group, ClassicGroup):
@@ -376,10 +415,10 @@ class GroupShard:
         wanted_states = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
         return [
-            listed
-            for listed in (g.listed() for g in self.groups.values())
-            if (not wanted_states or listed.state.lower() in wanted_states)
-            and (not wanted_types or listed.type.lower() in wanted_types)
+            g.listed()
+            for g in self.groups.values()
+            if (not wanted_states or g.state_filter_name in wanted_states)
+            and (not wanted_types or g.TYPE.lower() in wanted_types)
         ]
 
     def describe_group(self, group_id: str) -> DescribedGroup:

@@ -68,9 +68,13 @@ from dataplane.handlers import (
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    streams_group_describe,
+    streams_group_heartbeat,
+    streams_group_topology_description_update,
     sync_group,
     txn_offset_commit,
     unregister_broker,
+    unregister_controller,
     update_features,
     write_txn_markers,
 )
@@ -144,14 +148,20 @@ _MODULES: tuple[HandlerModule, ...] = (
     alter_replica_log_dirs,
     update_features,
     unregister_broker,
-    # the meta quorum (KIP-853), answered by the meta service's Raft leader
+    # the meta quorum (KIP-853) and its controllers' registrations (KIP-1312), answered by the
+    # meta service's Raft leader
     describe_quorum,
     add_raft_voter,
     remove_raft_voter,
+    unregister_controller,
     # client telemetry (KIP-714) and the config resources' names
     get_telemetry_subscriptions,
     push_telemetry,
     list_config_resources,
+    # KIP-1071 streams groups (group coordinator)
+    streams_group_heartbeat,
+    streams_group_describe,
+    streams_group_topology_description_update,
     # KIP-932 share groups: membership and offsets (group coordinator)
     share_group_heartbeat,
     share_group_describe,

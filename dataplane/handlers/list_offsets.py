@@ -10,14 +10,17 @@ The tiered-storage queries answer as Kafka's UnifiedLog does for a topic without
 and earliest-pending-upload (-6, v11+, KIP-1023) are offset -1 with leader epoch -1. A special
 timestamp below its version, or one Kafka does not know, is UNSUPPORTED_VERSION for that
 partition (Kafka's ReplicaManager.isListOffsetsTimestampUnsupported). v10's timeout bounds
-Kafka's asynchronous reads from remote storage (KIP-1075): every lookup here is local."""
+Kafka's asynchronous reads from remote storage (KIP-1075): every lookup here is local.
+
+A partition the request names twice is answered once, INVALID_REQUEST, and each topic once
+(Kafka's ReplicaManager.fetchOffset answers by partition), the refused topics last."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dataplane.handlers.context import Request, RequestContext, Response
-from dataplane.protocol.codec import ResponseBuilder
+from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import AclOperation, ResourceType
 
@@ -75,40 +78,70 @@ def lookup(partition: Partition, timestamp: int, isolation_level: int = 0) -> tu
 
 async def handle(ctx: RequestContext, req: Request) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
-    replicas = ctx.services.replicas
     denied = ctx.services.authorizer.denied(
         ctx.conn, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics)
     )
+    duplicated = _duplicated(req)
     isolation_level = getattr(req, "isolation_level", 0)  # v2+
-    version = ctx.header.api_version
-    topics = []
+    # Kafka's answer: one entry per topic and partition asked for (a partition named twice
+    # is answered once, INVALID_REQUEST), then the topics refused, as the request lists them
+    answered: dict[str, dict[int, object]] = {}
+    refused = []
     for topic in req.topics:
-        parts = []
+        if topic.name in denied:
+            parts = tuple(
+                _error(b, p, ErrorCode.topic_authorization_failed) for p in topic.partitions
+            )
+            refused.append(b.ListOffsetsTopicResponse(name=topic.name, partitions=parts))
+            continue
+        parts_of = answered.setdefault(topic.name, {})
         for p in topic.partitions:
-            try:
-                if topic.name in denied:
-                    raise KafkaError(ErrorCode.topic_authorization_failed)
-                if timestamp_unsupported(p.timestamp, version):
-                    raise KafkaError(ErrorCode.unsupported_version)
-                partition = replicas.leader_partition(
-                    topic.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
-                )
-                offset, ts = lookup(partition, p.timestamp, isolation_level)
-                epoch = partition.log.epoch_for_offset(offset) if offset >= 0 else -1
-                parts.append(
-                    b.ListOffsetsPartitionResponse(
-                        partition_index=p.partition_index,
-                        error_code=ErrorCode.none,
-                        timestamp=ts,
-                        offset=offset,
-                        leader_epoch=epoch,
-                    )
-                )
-            except KafkaError as e:
-                parts.append(
-                    b.ListOffsetsPartitionResponse(
-                        partition_index=p.partition_index, error_code=e.code
-                    )
-                )
-        topics.append(b.ListOffsetsTopicResponse(name=topic.name, partitions=tuple(parts)))
-    return b.ListOffsetsResponse(throttle_time=0, topics=tuple(topics))
+            if (topic.name, p.partition_index) in duplicated:
+                parts_of[p.partition_index] = _error(b, p, ErrorCode.invalid_request)
+            else:
+                parts_of[p.partition_index] = _answer(ctx, b, topic.name, p, isolation_level)
+    topics = [
+        b.ListOffsetsTopicResponse(name=name, partitions=tuple(parts.values()))
+        for name, parts in answered.items()
+    ]
+    return b.ListOffsetsResponse(throttle_time=0, topics=(*topics, *refused))
+
+
+def _duplicated(req: Request) -> set[tuple[str, int]]:
+    """The partitions the request names more than once (Kafka's
+    ListOffsetsRequest.duplicatePartitions)."""
+    seen: set[tuple[str, int]] = set()
+    twice: set[tuple[str, int]] = set()
+    for topic in req.topics:
+        for p in topic.partitions:
+            key = (topic.name, p.partition_index)
+            (twice if key in seen else seen).add(key)
+    return twice
+
+
+def _answer(
+    ctx: RequestContext, b: EntityBuilder, topic: str, p: Any, isolation_level: int
+) -> object:
+    """One partition's offset, or its error."""
+    version = ctx.header.api_version
+    try:
+        if timestamp_unsupported(p.timestamp, version):
+            raise KafkaError(ErrorCode.unsupported_version)
+        partition = ctx.services.replicas.leader_partition(
+            topic, p.partition_index, getattr(p, "current_leader_epoch", -1)
+        )
+        offset, ts = lookup(partition, p.timestamp, isolation_level)
+        epoch = partition.log.epoch_for_offset(offset) if offset >= 0 else -1
+    except KafkaError as e:
+        return _error(b, p, e.code)
+    return b.ListOffsetsPartitionResponse(
+        partition_index=p.partition_index,
+        error_code=ErrorCode.none,
+        timestamp=ts,
+        offset=offset,
+        leader_epoch=epoch,
+    )
+
+
+def _error(b: EntityBuilder, p: Any, code: ErrorCode) -> object:
+    return b.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code)

@@ -210,7 +210,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     version = ctx.header.api_version
     if not waits:
         return _encode(version, results, throttle_ms)
-    return _Replicated(version, results, waits, req.timeout.total_seconds(), throttle_ms)
+    return _Replicated(version, results, waits, req.timeout.total_seconds(), ctx)
 
 
 def _internal_topic_refused(ctx: RequestContext, name: str, topic: Any) -> list[ProducePartition]:
@@ -391,15 +391,17 @@ def verification_error(index: int, code: int, version: int) -> ProducePartition:
 class _Replicated:
     """An acks=all answer (Kafka's DelayedProduce): ready once every partition's high
     watermark covers its batch, or at the request's timeout. `ready` tells the server it
-    would not wait, so the answer goes out in one write with those beside it."""
+    would not wait, so the answer goes out in one write with those beside it. Its
+    throttle_time_ms is the request's when it is encoded (``ctx.throttle_ms``: the byte-rate
+    throttle, and the request_percentage one the server adds after the handler)."""
 
-    __slots__ = ("_deadline", "_results", "_throttle_ms", "_version", "_wait", "_waits")
+    __slots__ = ("_ctx", "_deadline", "_results", "_version", "_wait", "_waits")
 
     def __init__(
-        self, version: int, results: list, waits: list, timeout: float, throttle_ms: int
+        self, version: int, results: list, waits: list, timeout: float, ctx: RequestContext
     ) -> None:
         self._version, self._results, self._waits = version, results, waits
-        self._throttle_ms = throttle_ms
+        self._ctx = ctx
         self._deadline = anyio.current_time() + timeout
         self._wait = ReplicationWait(len(waits))
         for slot, (partition, offset, epoch, _, _) in enumerate(waits):
@@ -424,7 +426,7 @@ class _Replicated:
         for (partition, _, _, out, slot), code in zip(self._waits, codes, strict=True):
             if code != ErrorCode.none:
                 out[slot] = _error(partition.index, code)
-        return _encode(self._version, self._results, self._throttle_ms)
+        return _encode(self._version, self._results, int(self._ctx.throttle_ms))
 
 
 def _encode(version: int, results: Results, throttle_ms: int = 0) -> bytes:

@@ -8,6 +8,7 @@ from functools import cached_property
 
 from dataplane.config import BrokerConfig
 from dataplane.log.compression import inflation_limit
+from dataplane.log.recompress import CODECS, PRODUCER
 from dataplane.topic_configs import effective_topic_configs
 
 CREATE_TIME = "CreateTime"
@@ -33,6 +34,7 @@ _FIELDS: dict[str, tuple[str, Callable[[str], object]]] = {
     "min_compaction_lag_ms": ("min.compaction.lag.ms", int),
     "max_compaction_lag_ms": ("max.compaction.lag.ms", int),
     "min_cleanable_dirty_ratio": ("min.cleanable.dirty.ratio", float),
+    "compression_type": ("compression.type", str),
 }
 
 
@@ -59,6 +61,8 @@ class LogConfig:
     min_compaction_lag_ms: int = 0  # records younger than this are not compacted yet
     max_compaction_lag_ms: int = _NEVER  # a dirty record older than this forces a cleaning
     min_cleanable_dirty_ratio: float = 0.5  # clean once dirty bytes / all bytes exceed this
+    # "producer": batches stored as produced; else the codec they are stored in (recompress.py)
+    compression_type: str = PRODUCER
 
     def __post_init__(self) -> None:
         if self.message_timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
@@ -79,6 +83,8 @@ class LogConfig:
                 raise ValueError(f"{name.replace('_', '.')} must be >= 1")
         if not 0 <= self.min_cleanable_dirty_ratio <= 1:
             raise ValueError(f"min.cleanable.dirty.ratio: {self.min_cleanable_dirty_ratio}")
+        if self.compression_type != PRODUCER and self.compression_type not in CODECS:
+            raise ValueError(f"compression.type: {self.compression_type!r}")
 
     @property
     def log_append_time(self) -> bool:
@@ -96,6 +102,12 @@ class LogConfig:
         if self.log_append_time:
             return None
         return self.message_timestamp_before_max_ms, self.message_timestamp_after_max_ms
+
+    @cached_property
+    def stored_codec(self) -> int | None:
+        """The codec batches are stored in, None to store them as produced (read on every
+        produce: worked out once)."""
+        return None if self.compression_type == PRODUCER else CODECS[self.compression_type]
 
     @property
     def inflation_limit(self) -> int:

@@ -56,6 +56,7 @@ from dataplane.log.errors import (
 from dataplane.log.index import CorruptIndexError
 from dataplane.log.log_config import LogConfig
 from dataplane.log.log_dirs import LogDirFailure
+from dataplane.log.recompress import needs_recompression, recompress
 from dataplane.log.record_validation import RecordChecks, check_records, headers_in_range
 from dataplane.log.recovery import load_segments, rebuild_epoch_cache
 from dataplane.log.segment import LogSegment, fsync_dir
@@ -72,6 +73,8 @@ _REFUSAL_ADVICE = {
     "needs a key on every record)",
     ErrorCode.corrupt_message: "the producer's compressed records do not decode: check its "
     "compression library",
+    ErrorCode.message_too_large: "stored in the topic's compression.type, the batch outgrows "
+    "max.message.bytes: produce smaller batches, or raise max.message.bytes",
 }
 
 log = logging.getLogger(__name__)
@@ -443,6 +446,9 @@ class PartitionLog:
         infos = validated
         if infos is None:
             infos = self.validate(records, now_ms, from_client=from_client)
+        codec = config.stored_codec
+        if codec is not None and needs_recompression(infos, codec):
+            records, infos = self._recompress(records, infos, codec)
         buf = _patchable(records)
         append_time = now_ms if config.log_append_time else None
         base_offset = self.log_end_offset
@@ -451,6 +457,25 @@ class PartitionLog:
         self._append(buf, infos, now_ms)
         log_append_time = -1 if append_time is None else append_time
         return AppendResult(base_offset, infos[-1].last_offset, log_append_time, infos)
+
+    def _recompress(
+        self, records: bytes | bytearray | memoryview, infos: list[BatchInfo], codec: int
+    ) -> tuple[bytearray, list[BatchInfo]]:
+        """The topic's compression.type applied (recompress.py); a refusal is reported as the
+        record checks' are."""
+        config = self.config
+        try:
+            return recompress(
+                records,
+                infos,
+                codec,
+                config.inflation_limit,
+                config.max_message_bytes,
+                self.directory.name,
+            )
+        except RecordError as e:
+            self._report_refusal(e)
+            raise
 
     @_storage
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendResult:
@@ -715,52 +740,91 @@ class PartitionLog:
         self._bases = [base_offset]
 
     @_storage
-    def delete_records_before(self, offset: int, max_start_offset: int | None = None) -> int:
-        """DeleteRecords: move the log start offset up to ``offset`` (never down), but not past
-        ``max_start_offset`` (the first unstable offset: an open transaction keeps its start);
-        whole segments below it go at the next `enforce_retention`. Returns the log start
-        offset."""
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` (never down); whole
+        segments below it go at the next `enforce_retention`. Returns the log start offset."""
         if offset > self.log_end_offset:
             raise self._out_of_range(offset)
-        if max_start_offset is not None:
-            offset = min(offset, max_start_offset)
         if offset > self._log_start_offset:
             self._set_log_start_offset(offset)
             self._epochs.truncate_from_start(offset)
         return self._log_start_offset
 
     @_storage
-    def enforce_retention(self, now_ms: int, max_start_offset: int | None = None) -> int:
-        """Delete the oldest segments that are past retention.ms, that put the log over
-        retention.bytes, or that lie wholly below the log start offset; never the active one,
-        nor one whose deletion would move the log start past ``max_start_offset`` (the first
-        unstable offset: the data of open transactions stays). Returns the number of segments
-        deleted. A compacted-only topic (cleanup.policy=compact) keeps its segments (but those
-        below the log start): compaction shrinks them instead."""
+    def enforce_retention(self, now_ms: int, high_watermark: int) -> int:
+        """Kafka's UnifiedLog.deleteOldSegments: delete the oldest segments that lie wholly
+        below the log start offset, then those that put the log over retention.bytes, then
+        those past retention.ms (the last two under cleanup.policy delete; a compacted-only
+        topic's segments shrink by compaction instead), each a run from the oldest. The active
+        segment goes too, when it is not empty: it is rolled first, and the log restarts empty
+        at its end. Only the high watermark bounds this (no segment holding an offset at or
+        past it goes): records of an open transaction go like any, and the last stable offset
+        is then the log start until their marker. Returns the number of segments deleted."""
         config = self.config
-        deletes = config.delete
-        excess = sum(s.size for s in self._segments) - config.retention_bytes
-        count = 0
-        for segment, next_base in zip(self._segments, self._bases[1:], strict=False):
-            expired = deletes and 0 <= config.retention_ms < now_ms - segment.largest_timestamp()
-            too_big = deletes and config.retention_bytes >= 0 and excess >= segment.size
-            if not (expired or too_big or next_base <= self._log_start_offset):
-                break
-            if max_start_offset is not None and next_base > max_start_offset:
-                break
-            excess -= segment.size
-            count += 1
+        count = self._deletable(0, high_watermark, self._below_log_start)
+        if config.delete and config.retention_bytes >= 0:
+            excess = sum(s.size for s in self._segments[count:]) - config.retention_bytes
+
+            def too_big(segment: LogSegment, _next_base: int | None) -> bool:
+                nonlocal excess
+                if excess < segment.size:
+                    return False
+                excess -= segment.size
+                return True
+
+            count += self._deletable(count, high_watermark, too_big)
+        if config.delete and config.retention_ms >= 0:
+
+            def expired(segment: LogSegment, _next_base: int | None) -> bool:
+                return now_ms - segment.largest_timestamp() > config.retention_ms
+
+            count += self._deletable(count, high_watermark, expired)
         if count:
-            self._wait_for_fsync()
-            for segment in self._segments[:count]:
-                segment.delete()
-            del self._segments[:count]
-            del self._bases[:count]
-            self._last_aborted = None
-            if self._bases[0] > self._log_start_offset:
-                self._set_log_start_offset(self._bases[0])
-                self._epochs.truncate_from_start(self._bases[0])
+            self._delete_oldest(count, now_ms)
         return count
+
+    def _below_log_start(self, _segment: LogSegment, next_base: int | None) -> bool:
+        """Wholly below the log start offset (the active segment never is)."""
+        return next_base is not None and next_base <= self._log_start_offset
+
+    def _deletable(
+        self,
+        first: int,
+        high_watermark: int,
+        breached: Callable[[LogSegment, int | None], bool],
+    ) -> int:
+        """How many segments from index ``first`` on, in a run, are deletable (Kafka's
+        deletableSegments): wholly below the high watermark, not the active segment while it
+        is empty, and ``breached`` (given the segment and the next one's base offset, None for
+        the active segment)."""
+        last = len(self._segments) - 1
+        index = first
+        while index <= last:
+            segment = self._segments[index]
+            next_base = self._bases[index + 1] if index < last else None
+            end = self.log_end_offset if next_base is None else next_base
+            if end > high_watermark or (next_base is None and segment.size == 0):
+                break
+            if not breached(segment, next_base):
+                break
+            index += 1
+        return index - first
+
+    def _delete_oldest(self, count: int, now_ms: int) -> None:
+        """Delete the oldest ``count`` segments (rolling the active one first if it is among
+        them) and move the log start to the first segment left."""
+        if count == len(self._segments):
+            self._roll(self.log_end_offset, now_ms)
+            log.info("partition %s: rolled the active segment to delete it (retention)", self._key)
+        self._wait_for_fsync()
+        for segment in self._segments[:count]:
+            segment.delete()
+        del self._segments[:count]
+        del self._bases[:count]
+        self._last_aborted = None
+        if self._bases[0] > self._log_start_offset:
+            self._set_log_start_offset(self._bases[0])
+            self._epochs.truncate_from_start(self._bases[0])
 
     # -- compaction (cleaner.py) ---------------------------------------------------------------
 

@@ -14,9 +14,12 @@ from collections.abc import Iterable
 from itertools import accumulate
 
 from kio.schema.index import api_key_map
+from kio.static.constants import EntityType
 from prometheus_client import Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from dataplane.protocol.legacy import SCHEMAS as LEGACY_SCHEMAS
 
 # Milliseconds, as Kafka's *TimeMs histograms: from a cached Metadata answer to a long poll.
 _MS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
@@ -78,8 +81,18 @@ BYTES_OUT = Counter(
 )
 
 
+# APIs kio lacks whole (their schemas are generated: dataplane.protocol.legacy), by name
+_LEGACY_APIS = {
+    key: kinds[EntityType.request].rpartition(":")[2].removesuffix("Request")
+    for (key, _), kinds in LEGACY_SCHEMAS.items()
+    if key not in api_key_map
+}
+
+
 def request_name(api_key: int) -> str:
     """Kafka's name of an API (ApiKeys.name), as RequestMetrics labels it: "ApiVersions"."""
+    if api_key in _LEGACY_APIS:
+        return _LEGACY_APIS[api_key]
     return "".join(part.capitalize() for part in api_key_map[api_key].split("_"))
 
 
@@ -125,7 +138,7 @@ class ApiMetrics:
         self.send.observe((sent - send_started) * 1000)
 
 
-BY_API: dict[int, ApiMetrics] = {key: ApiMetrics(key) for key in api_key_map}
+BY_API: dict[int, ApiMetrics] = {key: ApiMetrics(key) for key in [*api_key_map, *_LEGACY_APIS]}
 
 
 class RequestCollector(Collector):

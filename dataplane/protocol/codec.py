@@ -18,13 +18,13 @@ from functools import cache
 from pkgutil import resolve_name
 from typing import Any
 
-from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 from kio.static.protocol import Entity
 
 from dataplane.protocol import primitives
+from dataplane.protocol.errors import ErrorCode
 from dataplane.protocol.legacy import SCHEMAS as LEGACY_SCHEMAS
 
 _HEAD = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
@@ -57,12 +57,12 @@ def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 
 @cache
 def entity_class(api_key: int, version: int, kind: EntityType) -> Any:
-    """The kio dataclass of a request or response (or of a version Kafka 4 removed, see
+    """The kio dataclass of a request or response (or of a version or an API kio lacks, see
     `legacy`), or None if there is no such version."""
-    name = api_key_map.get(api_key)
-    if name is None or kind is EntityType.nested:  # nested entities have no schema of their own
+    if kind is EntityType.nested:  # nested entities have no schema of their own
         return None
-    path = schema_name_map[name].get(version, {}).get(kind)
+    name = api_key_map.get(api_key)
+    path = schema_name_map[name].get(version, {}).get(kind) if name is not None else None
     if path is None:
         path = LEGACY_SCHEMAS.get((api_key, version), {}).get(kind)
     return resolve_name(path) if path else None
@@ -173,8 +173,9 @@ def _field_types(cls: type) -> dict[str, str | None]:
 def _fields_in_any_version(api_key: int, kind: EntityType, name: str) -> frozenset[str] | None:
     """The field names class ``name`` has in at least one version of the API, or None if no
     version has such a class."""
-    api = api_key_map[api_key]
-    versions = set(schema_name_map[api]) | {v for k, v in LEGACY_SCHEMAS if k == api_key}
+    api = api_key_map.get(api_key)
+    versions = set(schema_name_map[api] if api is not None else ())
+    versions |= {v for k, v in LEGACY_SCHEMAS if k == api_key}
     found: set[str] | None = None
     for version in versions:
         entity = entity_class(api_key, version, kind)

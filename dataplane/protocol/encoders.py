@@ -211,6 +211,13 @@ def encode_produce_response(
     return b"".join(out)
 
 
+def produce_throttle_position(version: int, body: bytes) -> int:
+    """Where `encode_produce_response` wrote throttle_time_ms in ``body``, a ProduceResponse it
+    encoded without node endpoints: the last int32, before the flexible versions' empty tagged
+    fields (a request_percentage throttle is known only once the body is encoded)."""
+    return len(body) - INT32.size - (1 if version >= 9 else 0)
+
+
 # --- Fetch (API key 1) ----------------------------------------------------------------------
 # v4+ last_stable_offset, aborted_transactions; v5+ log_start_offset; v7+ error_code,
 # session_id; v11+ preferred_read_replica; v12+ flexible, tagged diverging_epoch (0),

@@ -20,13 +20,15 @@ import anyio
 
 from dataplane.handlers.context import Connection, RequestContext
 from dataplane.metrics import quotas as quota_metrics
+from dataplane.protocol.encoders import produce_throttle_position
 
 # Kafka's Errors.THROTTLING_QUOTA_EXCEEDED message, the error message of a refused mutation.
 THROTTLED = "The throttling quota has been exceeded."
 
 # Responses handlers return encoded (bytes) that open with throttle_time_ms, from a version:
-# Metadata and Fetch. (Produce's comes after its topics; its handler sets its own.)
+# Metadata and Fetch. (Produce's comes after its topics: produce_throttle_position.)
 _THROTTLE_FIRST_SINCE = {3: 3, 1: 1}  # API key: the first version with the field first
+_PRODUCE = 0
 _INT32 = struct.Struct(">i")
 
 # ClientRequestQuotaManager.NanosToPercentagePerSecond: a handler busy for one second is 100
@@ -122,14 +124,21 @@ def mutations(ctx: RequestContext, partitions: int, strict_since: int) -> bool:
 
 def with_throttle_time(result: Any, throttle_ms: float, api_key: int, version: int) -> Any:
     """The response carrying the throttle time (the larger of its own and ``throttle_ms``):
-    a kio response, or an encoded Metadata or Fetch body (a request_percentage throttle is
-    known only once the handler has run); other encoded bodies and deferred answers are
-    returned as they are (their handlers set it)."""
+    a kio response, or an encoded Produce, Metadata or Fetch body (a request_percentage
+    throttle is known only once the handler has run); other encoded bodies and deferred
+    answers are returned as they are (their handlers set it: a deferred Produce answer reads
+    the request's throttle when it is encoded)."""
     if isinstance(result, bytes):
-        since = _THROTTLE_FIRST_SINCE.get(api_key)
-        if since is None or version < since or _INT32.unpack_from(result)[0] >= throttle_ms:
+        if api_key == _PRODUCE:
+            position = produce_throttle_position(version, result)
+        else:
+            since = _THROTTLE_FIRST_SINCE.get(api_key)
+            if since is None or version < since:
+                return result
+            position = 0
+        if _INT32.unpack_from(result, position)[0] >= throttle_ms:
             return result
-        return _INT32.pack(int(throttle_ms)) + result[4:]
+        return result[:position] + _INT32.pack(int(throttle_ms)) + result[position + 4 :]
     if isinstance(result, list) or inspect.isawaitable(result):
         return result
     current = getattr(result, "throttle_time", None)

@@ -485,15 +485,14 @@ class ReplicaManager:
 
     async def maintain_logs(self) -> None:
         """Kafka's log manager chores: retention every log.retention.check.interval.ms (never
-        past the first unstable offset: open transactions keep their data), and expiry of idle
-        idempotent producers (producer.id.expiration.ms)."""
+        past the high watermark, as Kafka's), and expiry of idle idempotent producers
+        (producer.id.expiration.ms)."""
         while True:
             await anyio.sleep(self.config.log_retention_check_interval_ms / 1000)
             now = now_ms()
             for partition in list(self.partitions.values()):
-                bound = partition.producers.first_unstable_offset
                 try:
-                    deleted = partition.log.enforce_retention(now, bound)
+                    deleted = partition.log.enforce_retention(now, partition.high_watermark)
                 except KafkaError as e:  # KAFKA_STORAGE_ERROR: its directory is now offline
                     log.warning("%r: retention failed: %s", partition, e)
                     continue

@@ -1,5 +1,5 @@
 """A group's settings: its GROUP configs (IncrementalAlterConfigs on the group, kept by the meta
-service) over the broker's `group.consumer.*` / `group.share.*` defaults.
+service) over the broker's `group.consumer.*` / `group.share.*` / `group.streams.*` defaults.
 
 As Kafka's GroupConfigManager with GroupConfig.evaluate: a stored value outside the broker's
 current min/max bounds (the bounds may have changed after it was set) is capped to them, with a
@@ -33,8 +33,8 @@ __all__ = ["GroupConfigs"]
 
 
 class GroupConfigs:
-    """The `GroupSettings` of model.py, and the membership timings of consumer and share
-    groups. Construct once per broker: `GroupConfigs(config, cache)`."""
+    """The `GroupSettings` of model.py, and the membership settings of consumer, share and
+    streams groups. Construct once per broker: `GroupConfigs(config, cache)`."""
 
     def __init__(self, config: BrokerConfig, cache: MetadataCache) -> None:
         self._config = config
@@ -116,6 +116,18 @@ class GroupConfigs:
 
     def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
         return int(self._values(group_id)["consumer.heartbeat.interval.ms"])
+
+    def streams_session_timeout_ms(self, group_id: str) -> int:
+        return int(self._values(group_id)["streams.session.timeout.ms"])
+
+    def streams_heartbeat_interval_ms(self, group_id: str) -> int:
+        return int(self._values(group_id)["streams.heartbeat.interval.ms"])
+
+    def streams_num_standby_replicas(self, group_id: str) -> int:
+        return int(self._values(group_id)["streams.num.standby.replicas"])
+
+    def streams_initial_rebalance_delay_ms(self, group_id: str) -> int:
+        return int(self._values(group_id)["streams.initial.rebalance.delay.ms"])
 
 
 def _strategy(value: str) -> str:

@@ -15,6 +15,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m spark.pipeline", description=__doc__)
     p.add_argument("--bootstrap", default=DEFAULT_BOOTSTRAP)
     p.add_argument("--topic", default="orders")
+    p.add_argument(
+        "--jars",
+        help="Spark's Kafka connector (spark-sql-kafka-0-10 at pyspark's version) and its "
+        "dependencies: a folder of jars or jars separated by commas; '' when Spark has it "
+        "already (default: resolved from Maven Central, as spark-submit --packages does)",
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
 
     t = sub.add_parser("topics", help="create the input and results topics")
@@ -77,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..session import rafka_spark_session
 
-    spark = rafka_spark_session(f"rafka-orders-{args.cmd}")
+    spark = rafka_spark_session(f"rafka-orders-{args.cmd}", jars=args.jars)
     if args.cmd == "batch":
         from .jobs import run_batch
 

@@ -53,16 +53,24 @@ _JKS = (
     "Rafka reads PEM stores only (ssl.keystore.type and ssl.truststore.type are PEM): there "
     "are no JKS/PKCS12 store passwords (an encrypted key's password is ssl.key.password)"
 )
-_STREAMS = "streams groups (KIP-1071) are not implemented"
+_STREAMS = (
+    "streams groups (KIP-1071) use the sticky assignor, computed when members or topics change: "
+    "Kafka 4.4's assignment batching (assignment intervals), rack-aware standby placement and "
+    "topology description plugin are not implemented"
+)
+_PROTOCOLS = (
+    "Rafka serves every group protocol (classic, consumer, streams: Kafka's default list); the "
+    "list cannot be narrowed"
+)
 _GROUP_EXTRAS = (
     "Kafka 4.4's group assignment batching, pluggable share assignors and share-group "
     "dead-letter queues (KIP-1191) are not implemented: a group's assignment is computed when "
     "its members change"
 )
 _RECOMPRESSION = (
-    "Rafka stores batches as producers compressed them and never recompresses (its internal "
-    "topics are written uncompressed), so there are no compression levels to set; inflating "
-    "client data is bounded by 100 x max.message.bytes instead of "
+    "Rafka recompresses a batch (into a topic's compression.type other than `producer`) at "
+    "each codec's default level: Kafka's compression.*.level settings are not implemented; "
+    "inflating client data is bounded by 100 x max.message.bytes instead of "
     "max.decompressed.message.bytes"
 )
 _FIXED = (
@@ -228,16 +236,11 @@ _NOT_LISTED = {
     **_cases(
         _STREAMS,
         BROKER,
-        "group.coordinator.rebalance.protocols group.streams.assignment.interval.ms "
-        "group.streams.assignors group.streams.heartbeat.interval.ms "
-        "group.streams.initial.rebalance.delay.ms group.streams.max.assignment.interval.ms "
-        "group.streams.max.heartbeat.interval.ms group.streams.max.session.timeout.ms "
-        "group.streams.max.size group.streams.max.standby.replicas "
-        "group.streams.min.assignment.interval.ms group.streams.min.heartbeat.interval.ms "
-        "group.streams.min.session.timeout.ms group.streams.num.standby.replicas "
-        "group.streams.rack.aware.assignment.tags group.streams.session.timeout.ms "
-        "group.streams.topology.description.plugin.class",
+        "group.streams.assignment.interval.ms group.streams.assignors "
+        "group.streams.max.assignment.interval.ms group.streams.min.assignment.interval.ms "
+        "group.streams.rack.aware.assignment.tags group.streams.topology.description.plugin.class",
     ),
+    **_cases(_PROTOCOLS, BROKER, "group.coordinator.rebalance.protocols"),
     **_cases(_GROUP_EXTRAS, TOPIC, "errors.deadletterqueue.group.enable"),
     **_cases(
         _GROUP_EXTRAS,

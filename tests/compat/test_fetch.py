@@ -317,3 +317,43 @@ def test_offset_for_leader_epoch_errors(
     pair.call(
         f"OffsetForLeaderEpoch v4: {what}", OFFSET_FOR_LEADER_EPOCH, 4, replica_id=-1, topics=(t,)
     )
+
+
+def test_list_offsets_partition_named_twice(pair: Pair) -> None:
+    """Kafka's ReplicaManager.fetchOffset: a partition the request names twice (in one topic,
+    or in two entries of the topic) is answered once, INVALID_REQUEST; the others as usual,
+    in one entry per topic."""
+    b = builder(LIST_OFFSETS, 8)
+
+    def partition(index: int, timestamp: int) -> Any:
+        return b.ListOffsetsPartition(
+            partition_index=index, current_leader_epoch=-1, timestamp=timestamp
+        )
+
+    pair.call(
+        "ListOffsets v8: a partition named twice",
+        LIST_OFFSETS,
+        8,
+        sort=["topics.*.partitions"],
+        replica_id=-1,
+        isolation_level=0,
+        topics=(
+            b.ListOffsetsTopic(name=TOPIC, partitions=(partition(0, -1), partition(0, -2))),
+            b.ListOffsetsTopic(name=TOPIC, partitions=(partition(1, -1),)),
+            b.ListOffsetsTopic(name=TOPIC, partitions=(partition(1, -2),)),
+        ),
+        timeout=datetime.timedelta(seconds=30),
+    )
+    pair.call(
+        "ListOffsets v8: one topic in two entries",
+        LIST_OFFSETS,
+        8,
+        sort=["topics.*.partitions"],
+        replica_id=-1,
+        isolation_level=0,
+        topics=(
+            b.ListOffsetsTopic(name=TOPIC, partitions=(partition(0, -1),)),
+            b.ListOffsetsTopic(name=TOPIC, partitions=(partition(1, -2),)),
+        ),
+        timeout=datetime.timedelta(seconds=30),
+    )

@@ -26,6 +26,7 @@ from confluent_kafka import Producer
 from cluster.kafka_client import KafkaConnection
 from cluster.local import LocalCluster
 from tests.compat.pair import record
+from tests.compat.streams_requests import HEARTBEAT, heartbeat
 from tests.integration.conftest import running_cluster, wait_for
 from tests.integration.secured_cluster import SecuredCluster, secured_cluster
 from tests.peers.apache_kafka import ApacheKafka
@@ -120,12 +121,29 @@ def each(sides: Sides, do: Callable[[str], T]) -> tuple[T, T]:
         return kafka.result(), rafka
 
 
-def both(sides: Sides, case: str, command: str, *args: str, input: str | None = None) -> str:
+def both(
+    sides: Sides,
+    case: str,
+    command: str,
+    *args: str,
+    input: str | None = None,
+    rows_of: str | None = None,
+) -> str:
     """Run on both: what each prints (stdout, then the tool's messages on stderr) must be the
-    same once masked (a row of the compat report). Returns Rafka's stdout."""
+    same once masked (a row of the compat report). Returns Rafka's stdout. `rows_of`: compare
+    only the header and the rows of that name (Kafka is shared with the other compat modules,
+    so its listings hold their groups too)."""
     kafka, rafka = each(sides, lambda b: printed(b, command, *args, input=input))
+    if rows_of is not None:
+        kafka, rafka = _rows_of(rows_of, kafka), _rows_of(rows_of, rafka)
     _compare(case, command, "\n".join(kafka), "\n".join(rafka))
     return rafka[0]
+
+
+def _rows_of(name: str, printed: tuple[str, str]) -> tuple[str, str]:
+    """The header line (if any) and the lines of `name` of a listing (stdout, stderr)."""
+    kept = [line for line in printed[0].splitlines() if line.split()[:1] in (["GROUP"], [name])]
+    return "\n".join(kept), printed[1]
 
 
 def both_fail(sides: Sides, case: str, command: str) -> str:
@@ -418,7 +436,14 @@ def test_consumer_groups(sides: Sides, cluster: LocalCluster) -> None:
             "Partition:2\tk1\tv1",
         ]
     groups = "kafka-consumer-groups"
-    listed = rows(both(sides, "groups: list --state --type", f"{groups} --list --state --type"))
+    listed = rows(
+        both(
+            sides,
+            "groups: list --state --type",
+            f"{groups} --list --state --type",
+            rows_of="cg1",
+        )
+    )
     assert ["cg1", "Classic", "Empty"] in listed
     # (stderr says "Consumer group 'cg1' has no active members.")
     described = rows(both(sides, "groups: describe", f"{groups} --describe --group cg1"))
@@ -634,14 +659,15 @@ def test_share_groups(sides: Sides) -> None:
         "DEFAULT_CONFIG:share.auto.offset.reset=latest}\n"
     )
     # Every config Rafka has, its value and synonyms (the broker setting of its default) as
-    # Kafka's; Kafka 4.4 has more (assignment intervals, dead-letter queues, streams groups).
+    # Kafka's; Kafka 4.4 has more (assignment intervals, dead-letter queues).
     describe_all = "kafka-configs --describe --entity-type groups --entity-name sg1 --all"
-    assert len(both_configs(sides, "share: group configs --all", describe_all)) == 9
+    assert len(both_configs(sides, "share: group configs --all", describe_all)) == 13
     consume = "kafka-console-share-consumer --topic sh --group sg1 --max-messages 4"
     kafka, rafka = each(sides, lambda bootstrap: ok(bootstrap, consume))
     assert sorted(rafka.split()) == sorted(kafka.split()) == ["v1", "v2", "v3", "v4"]
     shares = "kafka-share-groups"
-    assert ["sg1", "Empty"] in rows(both(sides, "share: list --state", f"{shares} --list --state"))
+    listed = both(sides, "share: list --state", f"{shares} --list --state", rows_of="sg1")
+    assert ["sg1", "Empty"] in rows(listed)
     done = both(sides, "share: describe, all consumed", f"{shares} --describe --group sg1")
     # GROUP TOPIC PARTITION START-OFFSET LAG
     assert [r[1:] for r in rows(done)[1:]] == [
@@ -667,6 +693,95 @@ def test_share_groups(sides: Sides) -> None:
     both(sides, "share: describe after delete offsets", f"{shares} --describe --group sg1")
     both(sides, "share: delete", f"{shares} --delete --group sg1")
     assert "sg1" not in ok(sides.rafka, f"{shares} --list").split()
+
+
+# -- kafka-streams-groups -----------------------------------------------------------------------
+
+
+def test_streams_groups(sides: Sides) -> None:
+    """A streams group with one member (a Streams client's heartbeat), then once it left:
+    list, describe (lag, members, state), reset and delete offsets, delete with its internal
+    topics."""
+    streams, group = "kafka-streams-groups", "stg"
+
+    def member(bootstrap: str, epoch: int) -> None:
+        """The member's heartbeat, sent to the group's coordinator."""
+        with KafkaConnection.to_any(bootstrap) as conn:
+            found = wait_for(
+                lambda: next(
+                    (
+                        c
+                        for c in conn.call(
+                            10, 4, key_type=0, coordinator_keys=(group,)
+                        ).coordinators
+                        if c.error_code == 0
+                    ),
+                    None,
+                ),
+                60,
+                "the group's coordinator",
+            )
+        with KafkaConnection(found.port, found.host) as conn:
+            fields = heartbeat(group, "streams-member-1", epoch, 1, source="st")
+            answer = wait_for(
+                lambda: (a := conn.call(HEARTBEAT, 1, **fields)).error_code != 14 and a,
+                60,
+                "the coordinator loaded",
+            )
+            assert answer.error_code == 0, answer
+
+    def start(bootstrap: str) -> None:
+        ok(bootstrap, "kafka-topics --create --topic st --partitions 2 --replication-factor 1")
+        # one key: the same partition on both (unkeyed records go to a random one)
+        keyed = ["parse.key=true", "key.separator=:"]
+        produce(bootstrap, "st", ["k:a", "k:b", "k:c"], *keyed)
+        # committed offsets of the (still simple) group; a Streams member then takes the id
+        ok(
+            bootstrap,
+            f"kafka-consumer-groups --group {group} --topic st --reset-offsets "
+            "--to-earliest --execute",
+        )
+        member(bootstrap, 0)
+
+    each(sides, start)
+    assert group in rows(both(sides, "streams: list", f"{streams} --list", rows_of=group))[0]
+    both(sides, "streams: list --state", f"{streams} --list --state", rows_of=group)
+    described = both(sides, "streams: describe (lag)", f"{streams} --describe --group {group}")
+    assert rows(described)[0] == ["GROUP", "TOPIC", "PARTITION", "OFFSET-LAG"]
+    both(
+        sides,
+        "streams: describe --members --verbose",
+        f"{streams} --describe --group {group} --members --verbose",
+    )
+    both(
+        sides,
+        "streams: describe --state --verbose",
+        f"{streams} --describe --group {group} --state --verbose",
+    )
+    both(sides, "streams: describe --offsets", f"{streams} --describe --group {group} --offsets")
+    refused = both(
+        sides,
+        "streams: reset while a member is active",
+        f"{streams} --reset-offsets --group {group} --input-topic st --to-latest --execute",
+    )
+    assert "can only be reset if the group 'stg' is inactive" in refused
+    each(sides, lambda bootstrap: member(bootstrap, -1))
+    both(
+        sides,
+        "streams: reset --to-latest --execute",
+        f"{streams} --reset-offsets --group {group} --input-topic st --to-latest --execute",
+    )
+    both(
+        sides,
+        "streams: delete offsets",
+        f"{streams} --delete-offsets --group {group} --input-topic st",
+    )
+    both(
+        sides,
+        "streams: delete with its internal topics",
+        f"{streams} --delete --group {group} --delete-all-internal-topics",
+    )
+    assert group not in ok(sides.rafka, f"{streams} --list").split()
 
 
 # -- kafka-transactions -------------------------------------------------------------------------
@@ -946,7 +1061,7 @@ def test_features(cluster: LocalCluster) -> None:
         return {r[1]: r[2:] for r in rows(ok(b, "kafka-features describe"))}
 
     before = described()
-    assert sorted(before) == ["group.version", "transaction.version"]
+    assert sorted(before) == ["group.version", "streams.version", "transaction.version"]
     levels = ["SupportedMinVersion:", "0", "SupportedMaxVersion:"]
     assert before["group.version"][:6] == [*levels, "1", "FinalizedVersionLevel:", "1"]
     assert before["transaction.version"][:6] == [*levels, "2", "FinalizedVersionLevel:", "2"]

@@ -13,15 +13,22 @@ from kio.schema.errors import ErrorCode
 
 from cluster.kafka_client import builder
 from cluster.polling import wait_for
-from dataplane.log.batch import Compression
+from dataplane.log.batch import Compression, header_at
+from dataplane.log.records import decode_records
 from tests.compat import diff
 from tests.compat.conftest import create_topics
-from tests.compat.pair import Pair
+from tests.compat.pair import Pair, Side
 from tests.unit.log.batches import make_batch
 
-PRODUCE, INIT_PRODUCER_ID = 0, 22
+PRODUCE, FETCH, INIT_PRODUCER_ID = 0, 1, 22
 TOPIC = "compat-produce"
 COMPACTED = "compat-produce-compacted"
+# topic -> its compression.type (the codec the broker stores batches in)
+RECOMPRESSED = {
+    "compat-produce-zstd": "zstd",
+    "compat-produce-uncompressed": "uncompressed",
+    "compat-produce-gzip": "gzip",
+}
 # What differs between two brokers for the same append: where it landed and when.
 APPEND = [
     "responses.*.partition_responses.*.log_append_time",
@@ -46,6 +53,7 @@ def topics(pair: Pair) -> None:
                 "message.timestamp.before.max.ms": "60000",
             },
         ),
+        *(NewTopic(t, 1, 1, config={"compression.type": c}) for t, c in RECOMPRESSED.items()),
     )
 
 
@@ -227,4 +235,78 @@ def test_unknown_producer_id(pair: Pair) -> None:
         pair,
         "Produce idempotent: a producer id nobody was given",
         now_batch(producer_id=987654321, producer_epoch=0, base_sequence=0),
+    )
+
+
+def stored_batches(side: Side, topic: str) -> list[dict[str, Any]]:
+    """The batches of the topic's partition 0 as a consumer fetches them: codec, offsets,
+    producer fields and records (keys, values, headers, timestamps)."""
+    b = builder(FETCH, 12)
+    part = b.FetchPartition(
+        partition=0,
+        current_leader_epoch=-1,
+        fetch_offset=0,
+        last_fetched_epoch=-1,
+        log_start_offset=-1,
+        partition_max_bytes=1 << 20,
+    )
+    answer = side.conn().call(
+        FETCH,
+        12,
+        replica_id=-1,
+        max_wait=datetime.timedelta(0),
+        min_bytes=0,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(b.FetchTopic(topic=topic, partitions=(part,)),),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+    records = bytes(answer.responses[0].partitions[0].records or b"")
+    batches, pos = [], 0
+    while pos < len(records):
+        info = header_at(records, pos)
+        batch = records[pos : pos + info.size]
+        batches.append(
+            {
+                "codec": Compression(info.compression).name,
+                "base_offset": info.base_offset,
+                "last_offset_delta": info.last_offset_delta,
+                "producer": (info.producer_id, info.producer_epoch, info.base_sequence),
+                "transactional": info.is_transactional,
+                "records": [tuple(r) for r in decode_records(batch)],
+            }
+        )
+        pos += info.size
+    return batches
+
+
+@pytest.mark.parametrize(
+    ("topic", "codec"),
+    [
+        ("compat-produce-zstd", Compression.GZIP),
+        ("compat-produce-uncompressed", Compression.SNAPPY),
+        ("compat-produce-gzip", Compression.GZIP),
+        ("compat-produce-zstd", Compression.NONE),
+    ],
+)
+def test_topic_compression_type(pair: Pair, topic: str, codec: Compression) -> None:
+    """Kafka's LogValidator: a batch whose codec is not the topic's compression.type is stored
+    recompressed in it (uncompressed: as is); one already in it is stored as produced."""
+    now = int(time.time() * 1000)
+    batch = make_batch(
+        [b"v%d" % i * 50 for i in range(4)],
+        keys=[b"k%d" % i for i in range(4)],
+        timestamps=[now + i for i in range(4)],
+        codec=codec,
+    )
+    produce(pair, f"Produce: a {codec.name.lower()} batch to {topic}", batch, topic=topic)
+    kafka, rafka = pair.both(lambda side: stored_batches(side, topic))
+    pair.compare(
+        f"Produce: a {codec.name.lower()} batch to a topic of compression.type="
+        f"{RECOMPRESSED[topic]}, as stored",
+        kafka[-1],
+        rafka[-1],
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import struct
 import time
 import uuid
 from collections.abc import Callable
@@ -14,7 +15,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import NewTopic
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader
 
 from cluster.kafka_client import builder
 from cluster.polling import wait_for
@@ -391,6 +394,27 @@ def test_api_versions_v5_naming_the_broker(pair: Pair) -> None:
             {"error_code": k.error_code, "serves": bool(k.api_keys)},
             {"error_code": r.error_code, "serves": bool(r.api_keys)},
         )
+
+
+def test_api_versions_at_a_version_the_broker_does_not_know(pair: Pair) -> None:
+    """KIP-511: a version the broker does not know is answered in v0's layout,
+    UNSUPPORTED_VERSION, with the versions of ApiVersions alone (Kafka's
+    ApiVersionsRequest.getErrorResponse), from which the client picks one it shares."""
+    client_id = b"compat"
+    header = struct.pack(">hhih", API_VERSIONS, 99, 7, len(client_id)) + client_id + b"\x00"
+    payload = header + b"\x00\x00\x00"  # a v3+ body: empty name and version, no tags
+    answers = []
+    for side in pair.sides:
+        conn = side.fresh()
+        try:
+            conn.sock.sendall(struct.pack(">i", len(payload)) + payload)
+            frame = conn.recv_frame()
+        finally:
+            conn.sock.close()
+        assert struct.unpack_from(">i", frame)[0] == 7
+        answers.append(entity_reader(ApiVersionsResponseV0)(frame, 4)[0])
+    kafka, rafka = answers
+    pair.compare("ApiVersions v99: a version the broker does not know", kafka, rafka)
 
 
 # ---------------------------------------------------------------- UnregisterBroker

@@ -116,6 +116,7 @@ ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENT
 OFFSET_DELETE, DESCRIBE_QUOTAS, ALTER_QUOTAS, DESCRIBE_SCRAM, ALTER_SCRAM = 47, 48, 49, 50, 51
 DESCRIBE_CLUSTER, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 60, 61, 65, 66
 CONSUMER_GROUP_HEARTBEAT = 68
+UNREGISTER_CONTROLLER = 94
 
 TIMEOUT = datetime.timedelta(seconds=30)
 # Kafka's controller words a CLUSTER_AUTHORIZATION_FAILED with its internal request object
@@ -1060,6 +1061,13 @@ def test_cluster_operations(users: Principals) -> None:
         masked=KAFKA_REQUEST_TEXT,
         timeout=TIMEOUT,
         topics=(),
+    )
+    users.writer.call(
+        "UnregisterController as writer (no CLUSTER ALTER)",
+        UNREGISTER_CONTROLLER,
+        0,
+        masked=KAFKA_REQUEST_TEXT,
+        controller_id=42,
     )
     users.writer.call(
         "ListPartitionReassignments as writer (CLUSTER DESCRIBE)",
@@ -2101,6 +2109,31 @@ def test_request_percentage_throttled(users: Principals) -> None:
         METADATA,
         12,
         lambda _: ALL_TOPICS,
+    )
+
+
+def test_produce_over_request_percentage_throttled(users: Principals) -> None:
+    """Kafka's Produce answer carries the larger of its byte-rate and request-time throttles
+    (KafkaApis.handleProduceRequest)."""
+    alter_quotas(
+        users.admin,
+        "AlterClientQuotas: request_percentage of a producer's client id",
+        quota_entry({"client-id": "sec-busy-producer"}, request_percentage=0.0001),
+    )
+    b = builder(PRODUCE, 11)
+    batch = make_batch([b"z" * 100], timestamps=[int(time.time() * 1000)])
+    data = (
+        b.TopicProduceData(
+            name=OPEN, partition_data=(b.PartitionProduceData(index=0, records=batch),)
+        ),
+    )
+    throttled(
+        users.admin,
+        "Produce over request_percentage is throttled",
+        "sec-busy-producer",
+        PRODUCE,
+        11,
+        lambda _: {"transactional_id": None, "acks": -1, "timeout": 10000, "topic_data": data},
     )
 
 

@@ -1,11 +1,10 @@
 """Shared pieces of the Spark tests (tests/integration/test_spark*.py).
 
 One SparkSession for the whole pytest process (a JVM takes ~15 s to start, and PySpark allows
-one SparkContext per process): `spark` hands it to every Spark test module. The cluster is
-conftest's module-scoped `cluster`.
-
-Run as a module it is the child process of the lookup-precedence test:
-    python -m tests.integration.spark_fixtures precedence <fake-connector.jar>
+one SparkContext per process): `spark` hands it to every Spark test module. Its Kafka connector
+is Spark's official one (spark-sql-kafka-0-10 at pyspark's version), whose jars
+tests/peers/setup.sh resolves with Maven into .cache/peers/spark. The cluster is a
+module-scoped 3-broker Rafka cluster.
 """
 
 from __future__ import annotations
@@ -13,21 +12,24 @@ from __future__ import annotations
 import atexit
 import functools
 import json
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from tests.integration.conftest import running_cluster, wait_for
-
-T = TypeVar("T")
+from tests.peers.apache_kafka import setup as peers_setup
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def connector_jars() -> Path:
+    """The folder of the official connector's jars (Maven, through tests/peers/setup.sh)."""
+    return peers_setup("spark")
 
 
 @functools.cache
@@ -37,6 +39,7 @@ def _session() -> Any:
     spark = rafka_spark_session(
         "rafka-spark-tests",
         master="local[2]",
+        jars=str(connector_jars()),
         conf={
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
@@ -137,128 +140,6 @@ def window_results(
         start = datetime.fromisoformat(v["window_start"].replace("Z", "+00:00"))
         out.append(((start, v["store"]), (v["orders"], v["items"], v["revenue_cents"])))
     return out
-
-
-# -- the official connector's precedence ----------------------------------------------------------
-
-# Stands in for spark-sql-kafka-0-10 (not installable here): a DataSourceRegister named "kafka",
-# registered through META-INF/services as the real jar does, in the real provider's package
-# and class name. Any use of it fails with a marker naming it.
-FAKE_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
-FAKE_MARKER = "FAKE-OFFICIAL-KAFKA-CONNECTOR"
-_FAKE_SOURCE = """
-package org.apache.spark.sql.kafka010;
-
-import org.apache.spark.sql.SQLContext;
-import org.apache.spark.sql.SaveMode;
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Row;
-import org.apache.spark.sql.sources.BaseRelation;
-import org.apache.spark.sql.sources.CreatableRelationProvider;
-import org.apache.spark.sql.sources.DataSourceRegister;
-import org.apache.spark.sql.sources.RelationProvider;
-import org.apache.spark.sql.sources.StreamSourceProvider;
-import org.apache.spark.sql.execution.streaming.Source;
-import org.apache.spark.sql.types.StructType;
-import scala.Option;
-import scala.Tuple2;
-import scala.collection.immutable.Map;
-
-public class KafkaSourceProvider implements DataSourceRegister, RelationProvider,
-        CreatableRelationProvider, StreamSourceProvider {
-    static final String MARKER = "@MARKER@";
-
-    public String shortName() { return "kafka"; }
-
-    public BaseRelation createRelation(SQLContext ctx, Map<String, String> params) {
-        throw new UnsupportedOperationException(MARKER + " read " + params.get("subscribe"));
-    }
-
-    public BaseRelation createRelation(SQLContext ctx, SaveMode mode,
-            Map<String, String> params, Dataset<Row> data) {
-        throw new UnsupportedOperationException(MARKER + " write " + params.get("topic"));
-    }
-
-    public Tuple2<String, StructType> sourceSchema(SQLContext ctx, Option<StructType> schema,
-            String provider, Map<String, String> params) {
-        throw new UnsupportedOperationException(MARKER + " readStream " + params.get("subscribe"));
-    }
-
-    public Source createSource(SQLContext ctx, String metadataPath, Option<StructType> schema,
-            String provider, Map<String, String> params) {
-        throw new UnsupportedOperationException(MARKER + " createSource");
-    }
-}
-""".replace("@MARKER@", FAKE_MARKER)
-
-
-def build_fake_official_jar(workdir: Path) -> Path:
-    from spark.connector.shim import compile_jar
-
-    src = workdir / "src" / "org" / "apache" / "spark" / "sql" / "kafka010"
-    src.mkdir(parents=True)
-    (src / "KafkaSourceProvider.java").write_text(_FAKE_SOURCE)
-    jar = workdir / "fake-spark-sql-kafka-0-10.jar"
-    compile_jar(
-        [src / "KafkaSourceProvider.java"],
-        workdir / "classes",
-        jar,
-        {"META-INF/services/org.apache.spark.sql.sources.DataSourceRegister": FAKE_PROVIDER + "\n"},
-    )
-    return jar
-
-
-def _precedence_child(fake_jar: str) -> None:
-    """With the fake official jar and Rafka's shim both on spark.jars: which one serves
-    format("kafka") for read, readStream and write."""
-    from spark.connector import kafka_provider, register
-    from spark.session import rafka_spark_session
-
-    spark = rafka_spark_session("precedence", master="local[1]", extra_jars=[fake_jar])
-    report: dict[str, Any] = {"provider": kafka_provider(spark)}
-    # Register Rafka's Python source under "kafka" anyway: the official connector must still
-    # serve format("kafka").
-    register(spark, force=True)
-    bootstrap = "127.0.0.1:1"  # never contacted: the fake connector fails first
-    attempts = {
-        "read": lambda: (
-            spark.read.format("kafka")
-            .option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", "t")
-            .load()
-            .collect()
-        ),
-        "readStream": lambda: (
-            spark.readStream.format("kafka")
-            .option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", "t")
-            .load()
-        ),
-        "write": lambda: (
-            spark.createDataFrame([("v",)], "value string")
-            .write.format("kafka")
-            .option("kafka.bootstrap.servers", bootstrap)
-            .option("topic", "t")
-            .save()
-        ),
-    }
-    for name, fn in attempts.items():
-        try:
-            fn()
-            report[name] = "no error"
-        except Exception as e:
-            report[name] = str(e).splitlines()[0][:300]
-    # Our Python source is registered in the session all the same: it must not matter.
-    report["python_source_registered"] = bool(
-        spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists("kafka")
-    )
-    spark.stop()
-    print("PRECEDENCE " + json.dumps(report), flush=True)
-
-
-if __name__ == "__main__":
-    if sys.argv[1] == "precedence":
-        _precedence_child(sys.argv[2])
 
 
 # -- the cluster and topic the connector tests read and write ---------------------------------

@@ -1,8 +1,9 @@
 """Every admin call of issue 13 through the real clients' admin APIs — confluent-kafka's
-AdminClient, kafka-python's KafkaAdminClient, the Java Admin client (4.3.0 and 3.9.1) and
-KafkaJS's admin — against a 3-broker Rafka cluster, each checked by its effect: partitions in
-metadata after CreatePartitions, the log start after DeleteRecords, config sources after
-DescribeConfigs/AlterConfigs, leaders after ElectLeaders, replicas after a reassignment, ...
+AdminClient, kafka-python's KafkaAdminClient, the Java Admin client (4.3.0 and 3.9.1),
+KafkaJS's admin, franz-go's kadm and IBM Sarama's ClusterAdmin — against a 3-broker Rafka
+cluster, each checked by its effect: partitions in metadata after CreatePartitions, the log
+start after DeleteRecords, config sources after DescribeConfigs/AlterConfigs, leaders after
+ElectLeaders, replicas after a reassignment, ...
 
 Each client runs through its driver's `admin` commands (tests/integration/clients/README.md,
 "Admin"), which print one client-neutral JSON shape, so one test checks them all. A client is
@@ -21,7 +22,8 @@ from cluster.polling import wait_for
 from tests.integration.clients.drivers import ensure_setup, run_driver
 
 JAVA = ["java-4.3.0", "java-3.9.1"]
-ALL = ["confluent", "kafka-python", *JAVA, "kafkajs"]
+GO = ["franz-go", "sarama"]
+ALL = ["confluent", "kafka-python", *JAVA, "kafkajs", *GO]
 BROKER_IDS = [1, 2, 3]
 
 # Which drivers have which admin action (README.md, "Admin").
@@ -34,10 +36,14 @@ CAN: dict[str, list[str]] = {
     "alter-configs": ALL,  # KafkaJS: the legacy AlterConfigs only
     # kafka-python's "legacy" alter_configs merges the current dynamic configs in: not Kafka's
     # AlterConfigs (Java 4 removed it).
-    "alter-configs-legacy": ["confluent", "java-3.9.1", "kafkajs"],
-    "alter-configs-incremental": ["confluent", "kafka-python", *JAVA],
-    "broker-logger": ["kafka-python", *JAVA, "kafkajs"],
-    "broker-default": JAVA,  # the resource name "" (cluster-wide default)
+    "alter-configs-legacy": ["confluent", "java-3.9.1", "kafkajs", *GO],
+    "alter-configs-incremental": ["confluent", "kafka-python", *JAVA, *GO],
+    "broker-logger": ["kafka-python", *JAVA, "kafkajs", "sarama"],
+    "broker-default": [*JAVA, "franz-go"],  # the resource name "" (cluster-wide default)
+    # read_only in DescribeConfigs' answer (kadm keeps it not)
+    "read-only": [d for d in ALL if d != "franz-go"],
+    "delete-topic": GO,
+    "list-groups": GO,
     "elect-leaders": ["confluent", "kafka-python", *JAVA],
     "reassign": ["kafka-python", *JAVA, "kafkajs"],
     "describe-log-dirs": JAVA,
@@ -251,8 +257,9 @@ def test_describe_configs_broker(cluster: LocalCluster, driver: str) -> None:
         "168",
         "DEFAULT_CONFIG",
     )
-    assert got["node.id"]["read_only"] and got["node.id"]["value"] == "1"
-    assert got["message.max.bytes"]["read_only"] is False
+    assert got["node.id"]["value"] == "1"
+    if driver in CAN["read-only"]:
+        assert got["node.id"]["read_only"] and got["message.max.bytes"]["read_only"] is False
     for key, entry in got.items():
         if entry["sensitive"]:
             assert entry["value"] is None, key
@@ -378,6 +385,40 @@ def test_alter_configs_broker(cluster: LocalCluster, driver: str, mode: str) -> 
         10,
         f"{key} back to its default",
     )
+
+
+# --------------------------------------------------------------------------- topics, groups
+
+
+@pytest.mark.parametrize("driver", CAN["delete-topic"])
+def test_delete_topic(cluster: LocalCluster, driver: str) -> None:
+    """DeleteTopics: the topic leaves the metadata; deleting it again is
+    UNKNOWN_TOPIC_OR_PARTITION."""
+    topic = new_topic(cluster, "del", 2, 3)
+    assert one(driver, cluster, "delete-topic", "--topic", topic) == {"topic": topic, "error": None}
+    wait_for(
+        lambda: describe_topic(driver, cluster, topic)["error"] == "UNKNOWN_TOPIC_OR_PARTITION",
+        30,
+        f"{topic} gone from the metadata",
+    )
+    again = one(driver, cluster, "delete-topic", "--topic", topic)
+    assert again == {"topic": topic, "error": "UNKNOWN_TOPIC_OR_PARTITION"}, again
+
+
+@pytest.mark.parametrize("driver", CAN["list-groups"])
+def test_list_groups(cluster: LocalCluster, driver: str) -> None:
+    """ListGroups finds a group that only has committed offsets (no member: Empty, classic,
+    no protocol type). Sarama's ListConsumerGroups gives names and protocol types only."""
+    topic = new_topic(cluster, "lg", 1, 3)
+    group = f"lg-{uuid.uuid4().hex[:8]}"
+    args = ("--bootstrap", cluster.bootstrap, "--topic", topic, "--group", group)
+    res = run_driver(driver, "commit", *args, "--offsets", "0:0")
+    assert res.returncode == 0 and res.lines == [{"error": None, "partitions": {"0": None}}], res
+    listed = {g["group"]: g for g in one(driver, cluster, "list-groups")["groups"]}
+    want = {"group": group, "state": "Empty", "type": "classic", "protocol_type": ""}
+    if driver == "sarama":
+        want |= {"state": None, "type": None}
+    assert listed.get(group) == want, listed.get(group)
 
 
 # --------------------------------------------------------------------------- replicas, leaders

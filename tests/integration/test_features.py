@@ -75,8 +75,9 @@ def set_level(cluster: LocalCluster, level: int, kind: int) -> None:
 def test_api_versions_advertises_supported_and_finalized_features(cluster: LocalCluster) -> None:
     r = api_versions(cluster, 1)
     supported = {f.name: (f.min_version, f.max_version) for f in r.supported_features}
-    assert supported == {TV: (0, 2), "group.version": (0, 1)}
-    assert finalized(cluster) == {TV: 2, "group.version": 1}
+    assert supported == {TV: (0, 2), "group.version": (0, 1), "streams.version": (0, 1)}
+    # as Kafka 4.4 bootstraps a new cluster
+    assert finalized(cluster) == {TV: 2, "group.version": 1, "streams.version": 1}
     assert r.finalized_features_epoch >= 0
     # below v4 the features supported from level 0 are left out, as Kafka does (KAFKA-17492)
     assert api_versions(cluster, 1, 3).supported_features == ()

@@ -1,6 +1,7 @@
-"""The order pipeline (spark/pipeline) on PySpark in local mode against a 3-broker Rafka cluster:
-the batch job's exact aggregates, and the streaming job's micro-batches through a stop and a
-restart from its checkpoint, and through kill -9 of the job and a restart."""
+"""The order pipeline (spark/pipeline) on PySpark in local mode, through Spark's official Kafka
+connector, against a 3-broker Rafka cluster: the batch job's exact aggregates, and the
+streaming job's micro-batches through a stop and a restart from its checkpoint, and through
+kill -9 of the job and a restart."""
 
 from __future__ import annotations
 
@@ -14,12 +15,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from spark.pipeline.events import Order, expected_aggregates, make_orders, produce_orders
 from spark.pipeline.jobs import run_batch, start_streaming, stop_gracefully
 from tests.integration.conftest import wait_for
 
 from .spark_fixtures import (
     REPO,
+    connector_jars,
     consume_all,
     create_topic,
     spark,
@@ -227,6 +231,9 @@ class _PipelineJob:
         self.proc.wait(30)
 
 
+# Two runs of the job, each its own JVM and Python workers: minutes on a loaded 2-core
+# machine, more than the default per-test timeout.
+@pytest.mark.timeout(900)
 def test_streaming_job_killed_and_restarted(spark: Any, cluster: Any, tmp_path: Path) -> None:
     """The streaming job (its own process, as `python -m spark.pipeline stream`) is killed with
     SIGKILL in the middle of its run, right after a micro-batch wrote its Parquet output, and
@@ -241,7 +248,8 @@ def test_streaming_job_killed_and_restarted(spark: Any, cluster: Any, tmp_path: 
     expected = _values(expected_aggregates(orders, 60))
     assert len(expected) == 36
     produce_orders(bootstrap, topic, orders)
-    args = ["--bootstrap", bootstrap, "--topic", topic, "stream", "--output", str(out)]
+    args = ["--bootstrap", bootstrap, "--topic", topic, "--jars", str(connector_jars())]
+    args += ["stream", "--output", str(out)]
     args += ["--checkpoint", str(checkpoint), "--results-topic", results_topic]
     args += ["--trigger", "500 milliseconds"]
 
@@ -250,7 +258,7 @@ def test_streaming_job_killed_and_restarted(spark: Any, cluster: Any, tmp_path: 
     try:
         wait_for(
             lambda: job.alive() and any(out.glob("batch_id=*/_SUCCESS")),
-            180,
+            360,
             "the job's first Parquet output",
             interval=0.02,
         )
@@ -279,7 +287,7 @@ def test_streaming_job_killed_and_restarted(spark: Any, cluster: Any, tmp_path: 
             windows = {k for rows in batches.values() for k in rows}
             return windows >= set(expected) and _checkpoint_progress(checkpoint)[2]
 
-        wait_for(complete, 180, "every window in the output", interval=0.5)
+        wait_for(complete, 360, "every window in the output", interval=0.5)
     finally:
         job.kill()
 

@@ -1,14 +1,13 @@
-"""Rafka's Spark Kafka sink (spark/connector/sink.py, through the kafka.DefaultSource shim)
-against a 3-broker Rafka cluster: the official connector's save modes, columns, producer
-settings, timestamps and partitioning, and its errors for bad options."""
+"""Spark's official Kafka connector (spark-sql-kafka-0-10) writing to a 3-broker Rafka cluster:
+batch and streaming writes with every column (topic, key, value, partition, headers), the Java
+producer's partitioning, producer settings (acks, in-flight requests, compression codecs), and
+record timestamps (CreateTime, LogAppendTime, none)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from .spark_fixtures import (
     PARTS,
@@ -24,125 +23,6 @@ from .spark_fixtures import (
 )
 
 __all__ = ["cluster", "spark", "topic"]  # the fixtures
-
-
-def test_bad_sink_options(spark: Any, cluster: Any) -> None:
-    def write(ddl: str, row: tuple, **options: str) -> None:
-        w = spark.createDataFrame([row], ddl).write.format("kafka")
-        w = w.option("kafka.bootstrap.servers", cluster.bootstrap)
-        for k, v in options.items():
-            w = w.option(k, v)
-        w.save()
-
-    cases = [
-        (
-            ("value string", ("v",)),
-            {},
-            "topic option required when no 'topic' attribute is "
-            "present. Use the topic option for setting a topic.",
-        ),
-        (("key string", ("k",)), {"topic": "t"}, "Required attribute 'value' not found"),
-        (
-            ("value int", (1,)),
-            {"topic": "t"},
-            "value attribute unsupported type int. value must be a(n) string or binary",
-        ),
-        (
-            ("value string, partition string", ("v", "0")),
-            {"topic": "t"},
-            "partition attribute unsupported type string. partition must be a(n) int",
-        ),
-        (
-            ("value string, timestamp string", ("v", "2026")),
-            {"topic": "t"},
-            "timestamp attribute unsupported type string. timestamp must be a(n) double or "
-            "timestamp",
-        ),
-        (
-            ("value string", ("v",)),
-            {"topic": "t", "kafka.value.serializer": "x"},
-            "Kafka option 'value.serializer' is not supported",
-        ),
-        (
-            # librdkafka's name for it is queue.buffering.max.ms
-            ("value string", ("v",)),
-            {"topic": "t", "kafka.linger.ms": "-5"},
-            "Kafka option 'kafka.linger.ms' is not valid",
-        ),
-        (
-            ("value string", ("v",)),
-            {"topic": "t", "kafka.delivery.timeout.ms": "1000", "kafka.linger.ms": "2000"},
-            "Kafka options 'kafka.delivery.timeout.ms', 'kafka.linger.ms' are not valid together",
-        ),
-        (
-            # Idempotence asked for explicitly, with a setting it cannot work with: the Java
-            # producer's ConfigException.
-            ("value string", ("v",)),
-            {"topic": "t", "kafka.enable.idempotence": "true", "kafka.acks": "1"},
-            "Kafka option 'kafka.acks' is not valid with kafka.enable.idempotence=true: Must "
-            "set acks to all in order to use the idempotent producer.",
-        ),
-        (
-            ("value string", ("v",)),
-            {
-                "topic": "t",
-                "kafka.enable.idempotence": "true",
-                "kafka.max.in.flight.requests.per.connection": "10",
-            },
-            "Kafka option 'kafka.max.in.flight.requests.per.connection' is not valid with "
-            "kafka.enable.idempotence=true",
-        ),
-    ]
-    for (ddl, row), options, message in cases:
-        with pytest.raises(Exception) as err:
-            write(ddl, row, **options)
-        assert message in str(err.value), (options, str(err.value)[-1500:])
-
-
-# -- sink ----------------------------------------------------------------------------------------
-
-
-def test_sink_save_modes(spark: Any, cluster: Any) -> None:
-    """Spark's documented batch write, `df.write.format("kafka")...save()` with no save mode,
-    works as on the official connector: the default (ErrorIfExists) and Append write;
-    Overwrite and Ignore fail with the official connector's AnalysisException, writing
-    nothing."""
-    from pyspark.errors import AnalysisException
-
-    b = cluster.bootstrap
-    out = create_topic(b, unique("modes"), 3, 3)
-
-    def rows(tag: str) -> Any:
-        return spark.createDataFrame(
-            [(f"k-{tag}-{i}", f"{tag}-{i}") for i in range(3)], "key string, value string"
-        )
-
-    # The call as Spark's Kafka integration guide writes it, unchanged.
-    rows("default").write.format("kafka").option("kafka.bootstrap.servers", b).option(
-        "topic", out
-    ).save()
-    for mode in ("errorifexists", "append"):
-        rows(mode).write.format("kafka").option("kafka.bootstrap.servers", b).option(
-            "topic", out
-        ).mode(mode).save()
-    for mode, name in (("overwrite", "Overwrite"), ("ignore", "Ignore")):
-        with pytest.raises(AnalysisException) as err:
-            rows(mode).write.format("kafka").option("kafka.bootstrap.servers", b).option(
-                "topic", out
-            ).mode(mode).save()
-        assert err.value.getCondition() == "_LEGACY_ERROR_TEMP_3081"
-        assert str(err.value).startswith(
-            f"Save mode {name} not allowed for Kafka. Allowed save modes are Append and "
-            "ErrorIfExists (default)."
-        ), str(err.value)[-1500:]
-    got = sorted(
-        (bytes(r.key), bytes(r.value)) for r in read_kafka(spark, b, subscribe=out).collect()
-    )
-    assert got == sorted(
-        (f"k-{tag}-{i}".encode(), f"{tag}-{i}".encode())
-        for tag in ("default", "errorifexists", "append")
-        for i in range(3)
-    )
 
 
 def test_sink_batch_and_stream(spark: Any, cluster: Any, topic: str, tmp_path: Path) -> None:
@@ -207,50 +87,54 @@ def test_sink_batch_and_stream(spark: Any, cluster: Any, topic: str, tmp_path: P
 
 
 def test_sink_producer_settings(spark: Any, cluster: Any) -> None:
-    """kafka.* producer settings the idempotent producer cannot work with, given without
-    asking for idempotence: the Java producer turns idempotence off, and so does this sink."""
+    """kafka.* settings reach the connector's Java producer: acks=1 and 10 requests in flight
+    (which turn its idempotence off), and each compression codec; every record arrives once
+    and reads back."""
     b = cluster.bootstrap
-    out = create_topic(b, unique("acks"), 1, 3)
-    settings = [{"kafka.acks": "1"}, {"kafka.max.in.flight.requests.per.connection": "10"}]
+    out = create_topic(b, unique("settings"), 1, 3)
+    settings = [
+        {"kafka.acks": "1"},
+        {"kafka.max.in.flight.requests.per.connection": "10"},
+        *({"kafka.compression.type": c} for c in ("gzip", "snappy", "lz4", "zstd")),
+    ]
     for i, extra in enumerate(settings):
-        w = spark.createDataFrame([(f"v{i}",)], "value string").write.format("kafka")
+        rows = [(f"v{i}-{j}" * 20,) for j in range(50)]
+        w = spark.createDataFrame(rows, "value string").write.format("kafka")
         w = w.option("kafka.bootstrap.servers", b).option("topic", out)
         for k, v in extra.items():
             w = w.option(k, v)
         w.save()
-    assert sorted(bytes(r.value) for r in read_kafka(spark, b, subscribe=out).collect()) == [
-        b"v0",
-        b"v1",
-    ]
+    got = sorted(bytes(r.value) for r in read_kafka(spark, b, subscribe=out).collect())
+    assert got == sorted(
+        (f"v{i}-{j}" * 20).encode() for i in range(len(settings)) for j in range(50)
+    )
 
 
-def test_sink_timestamp_column(spark: Any, cluster: Any) -> None:
-    """The sink's `timestamp` column (a timestamp, or a double of seconds) sets the record
-    timestamp to the millisecond, microseconds truncated; null leaves it to the producer (now).
-    A record without a timestamp (-1) reads as 1 ms before the epoch, as the official source's
-    java.sql.Timestamp(-1)."""
+def test_record_timestamps(spark: Any, cluster: Any) -> None:
+    """The connector's producer sets no timestamp (it has no timestamp column): records are
+    stamped at the write, CreateTime (timestampType 0); on a LogAppendTime topic Rafka stamps
+    them and the connector reads timestampType 1. A record without a timestamp (-1) reads as
+    1 ms before the epoch (java.sql.Timestamp(-1))."""
     b = cluster.bootstrap
-    # Records months apart would roll a segment, and the module's fast retention would then
-    # delete the older one (retention.ms is 7 days): keep them all.
-    out = create_topic(b, unique("stamped"), 1, 3, {"retention.ms": "-1"})
-    t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    rows = [("a", t0 + timedelta(microseconds=1_234_567)), ("b", None)]
-    spark.createDataFrame(rows, "value string, timestamp timestamp").write.format("kafka").option(
-        "kafka.bootstrap.servers", b
-    ).option("topic", out).save()
-    spark.createDataFrame(
-        [("c", t0.timestamp() + 2.5)], "value string, timestamp double"
-    ).write.format("kafka").option("kafka.bootstrap.servers", b).option("topic", out).save()
-    produce(b, out, [{"value": b"d", "timestamp": -1}])
-    written_by = datetime.now(UTC)
+    create = create_topic(b, unique("create-time"), 1, 3)
+    append = create_topic(
+        b, unique("append-time"), 1, 3, {"message.timestamp.type": "LogAppendTime"}
+    )
+    before = datetime.now(UTC) - timedelta(seconds=1)
+    for t in (create, append):
+        spark.createDataFrame([("a",)], "value string").write.format("kafka").option(
+            "kafka.bootstrap.servers", b
+        ).option("topic", t).save()
+    produce(b, create, [{"value": b"d", "timestamp": -1}])
+    after = datetime.now(UTC) + timedelta(seconds=1)
     got = {
-        bytes(r.value): (r.timestamp.replace(tzinfo=UTC), r.timestampType)
-        for r in read_kafka(spark, b, subscribe=out).collect()
+        (r.topic, bytes(r.value)): (r.timestamp.replace(tzinfo=UTC), r.timestampType)
+        for r in read_kafka(spark, b, subscribe=f"{create},{append}").collect()
     }
-    assert got[b"a"] == (t0 + timedelta(milliseconds=1234), 0)
-    assert got[b"c"] == (t0 + timedelta(milliseconds=2500), 0)
-    assert got[b"d"] == (datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=UTC), 0)
-    assert written_by - timedelta(minutes=5) < got[b"b"][0] <= written_by
+    assert got.keys() == {(create, b"a"), (create, b"d"), (append, b"a")}
+    assert before < got[create, b"a"][0] < after and got[create, b"a"][1] == 0
+    assert before < got[append, b"a"][0] < after and got[append, b"a"][1] == 1
+    assert got[create, b"d"] == (datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=UTC), 0)
 
 
 def java_partition(key: bytes, partitions: int) -> int:

@@ -1,7 +1,8 @@
 """Transactions through every client with a transactional producer: confluent-kafka
-(librdkafka), kafka-python, KafkaJS and the Java client (4.3.0, transaction version 2 when the
-broker finalizes it, and 3.9.1, version 1), each through its driver's txn-produce, txn-copy
-and txn-fence commands (tests/integration/clients/README.md, "Transactions").
+(librdkafka), kafka-python, KafkaJS, the Java client (4.3.0, transaction version 2 when the
+broker finalizes it, and 3.9.1, version 1), franz-go and IBM Sarama, each through its driver's
+txn-produce, txn-copy and txn-fence commands (tests/integration/clients/README.md,
+"Transactions").
 
 Per client: committed and aborted transactions, read_committed sees the committed records
 only and read_uncommitted all of them; an open transaction is hidden from read_committed until
@@ -35,7 +36,15 @@ from tests.integration.clients.drivers import (
 )
 from tests.integration.conftest import wait_for
 
-TXN_DRIVERS = ["confluent", "kafka-python", "kafkajs", "java-4.3.0", "java-3.9.1"]
+TXN_DRIVERS = [
+    "confluent",
+    "kafka-python",
+    "kafkajs",
+    "java-4.3.0",
+    "java-3.9.1",
+    "franz-go",
+    "sarama",
+]
 PARTITIONS = 3
 FENCED = {"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"}
 # A read that must come back empty (or short) watches the topic this long.

@@ -1,14 +1,16 @@
 """Apache Kafka 4.4 in KRaft mode on loopback ports, beside Rafka, as the judge of its answers.
 
 `ApacheKafka(data_dir, brokers=1)` runs one combined node (broker and controller in one JVM);
-`brokers=3` runs three brokers and a controller, for what replication changes; `heap="1g"` gives
-every node that heap (benchmarks) instead of a test node's small one. The jars come from
-`tests/peers/setup.sh` (Maven Central). Topic defaults follow `cluster.local.LocalCluster`:
-`default.replication.factor` and the internal topics' factors are min(3, brokers), and groups
-start rebalancing at once (`group.initial.rebalance.delay.ms=0`; Rafka's default is Kafka's 3000).
+`brokers=3` runs three brokers and a controller, for what replication changes; `controllers=3`
+runs a quorum of three controllers (ids 100, 101, 102) beside the brokers, for what a quorum
+does; `heap="1g"` gives every node that heap (benchmarks) instead of a test node's small one.
+The jars come from `tests/peers/setup.sh` (Maven Central). Topic defaults follow
+`cluster.local.LocalCluster`: `default.replication.factor` and the internal topics' factors are
+min(3, brokers), and groups start rebalancing at once (`group.initial.rebalance.delay.ms=0`;
+Rafka's default is Kafka's 3000).
 
-Ports: broker i listens on base + i, the controller on base + 100 (free_kafka_port finds a base
-below Linux's ephemeral range). Each node logs to <data_dir>/logs/<node>.log.
+Ports: broker i listens on base + i, controller j on base + 100 + j (free_kafka_port finds a
+base below Linux's ephemeral range). Each node logs to <data_dir>/logs/<node>.log.
 
 Security, as `cluster.local.LocalCluster` takes it: `protocol` is the brokers' listener (also
 its name, so `listener.name.sasl_plaintext.*` settings apply to it, and brokers talk to each
@@ -39,19 +41,21 @@ _LOG4J = Path(__file__).with_name("kafka-log4j2.properties")
 _JVM = ["-Xms256m", "-Xmx768m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 
 
-def setup() -> Path:
-    """The folder of Kafka's jars, resolved with Maven first if this checkout has none yet."""
+def setup(module: str = "kafka") -> Path:
+    """The folder of a peers module's jars (Kafka's by default), resolved with Maven first if
+    this checkout has none yet."""
     subprocess.run(["bash", str(REPO / "tests" / "peers" / "setup.sh")], check=True)
-    return PEERS / "kafka"
+    return PEERS / module
 
 
-def free_kafka_port(brokers: int, extra_listeners: int = 0) -> int:
-    """A base port whose brokers (base + i), controller (base + 100) and extra listeners
+def free_kafka_port(brokers: int, extra_listeners: int = 0, controllers: int = 1) -> int:
+    """A base port whose brokers (base + i), controllers (base + 100 + j) and extra listeners
     (base + 50 + 10 * k + i) are all free now."""
     for _ in range(200):
         base = random.randrange(10000, 32768 - 200, 10)
         extra = [base + 50 + 10 * k + i for k in range(extra_listeners) for i in range(brokers)]
-        if all(_bindable(p) for p in [*range(base, base + brokers), base + 100, *extra]):
+        ports = [*range(base, base + brokers), *range(base + 100, base + 100 + controllers)]
+        if all(bindable(p) for p in [*ports, *extra]):
             return base
     raise RuntimeError("no free port range found for Apache Kafka")
 
@@ -65,8 +69,9 @@ class _Node:
 
 
 class ApacheKafka:
-    """A KRaft cluster of `brokers` brokers (1: one combined node) with `overrides` applied
-    to every broker (Kafka's config names and values, as strings)."""
+    """A KRaft cluster of `brokers` brokers and `controllers` controllers (one of each: one
+    combined node), with `overrides` applied to every broker (Kafka's config names and values,
+    as strings)."""
 
     def __init__(
         self,
@@ -77,8 +82,10 @@ class ApacheKafka:
         protocol: str = "PLAINTEXT",
         extra_listeners: dict[str, str] | None = None,
         client: dict[str, str] | None = None,
+        controllers: int = 1,
         heap: str | None = None,
     ) -> None:
+        combined = brokers == controllers == 1
         self.data_dir = data_dir.resolve()
         # `heap` (e.g. "1g"): -Xms and -Xmx of every node, as KAFKA_HEAP_OPTS sets them; the
         # default is the small heap of a test node.
@@ -88,11 +95,15 @@ class ApacheKafka:
         self.base_port = (
             base_port
             if base_port is not None
-            else free_kafka_port(brokers, len(extra_listeners or {}))
+            else free_kafka_port(brokers, len(extra_listeners or {}), controllers)
         )
         self.cluster_id = _cluster_id()
         self.broker_ports = [self.base_port + i for i in range(brokers)]
-        self.controller_port = self.base_port + 100
+        self.controller_port = self.base_port + 100  # the first controller's
+        # node id -> the CONTROLLER port of each controller
+        self.controller_ports = {
+            (1 if combined else 100 + j): self.controller_port + j for j in range(controllers)
+        }
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.broker_ports)
         # name -> the address of each broker (extra listeners beside the brokers' one)
         self.listeners = {protocol: [f"127.0.0.1:{p}" for p in self.broker_ports]} | {
@@ -101,9 +112,7 @@ class ApacheKafka:
         }
         protocols = {protocol: protocol, **(extra_listeners or {}), "CONTROLLER": "PLAINTEXT"}
         self.jars = PEERS / "kafka"
-        combined = brokers == 1
-        controller_id = 1 if combined else 100
-        voters = f"{controller_id}@127.0.0.1:{self.controller_port}"
+        voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in self.controller_ports.items())
         factor = str(min(3, brokers))
         defaults = {
             "controller.quorum.voters": voters,
@@ -135,16 +144,17 @@ class ApacheKafka:
             else:
                 props |= {"process.roles": "broker", "listeners": listeners}
             self.nodes.append(self._write(f"broker-{i + 1}", props | (overrides or {})))
-        if not combined:
+        for j, (node_id, port) in enumerate([] if combined else self.controller_ports.items()):
+            name = "controller" if controllers == 1 else f"controller-{node_id}"
             props = defaults | {
-                "node.id": str(controller_id),
+                "node.id": str(node_id),
                 "process.roles": "controller",
-                "listeners": f"CONTROLLER://127.0.0.1:{self.controller_port}",
-                "log.dirs": str(self.data_dir / "controller"),
+                "listeners": f"CONTROLLER://127.0.0.1:{port}",
+                "log.dirs": str(self.data_dir / name),
             }
             props.pop("advertised.listeners", None)
             props.pop("inter.broker.listener.name")
-            self.nodes.insert(0, self._write("controller", props))
+            self.nodes.insert(j, self._write(name, props))
 
     def _write(self, name: str, props: dict[str, str]) -> _Node:
         config = self.data_dir / "config" / f"{name}.properties"
@@ -153,17 +163,9 @@ class ApacheKafka:
         return _Node(name, config, self.data_dir / "logs" / f"{name}.log")
 
     def _java(self, main: str, *args: str, node: _Node) -> list[str]:
-        return [
-            "java",
-            *self.jvm,
-            f"-Dlog4j2.configurationFile={_LOG4J}",
-            f"-Dkafka.logs.dir={node.log.parent.as_posix()}",
-            f"-Drafka.kafka.node={node.name}",
-            "-cp",
-            f"{self.jars}/*",
-            main,
-            *args,
-        ]
+        return java_command(
+            self.jars, main, *args, logs=node.log.parent, node=node.name, jvm=self.jvm
+        )
 
     def start(self, timeout: float = 90, format_storage: bool = True) -> None:
         """Format every node's storage (not on a restart: `format_storage=False`), start the
@@ -249,10 +251,11 @@ class ApacheKafka:
             node.proc.wait()
 
     def stop(self) -> None:
-        """SIGTERM to the brokers (Kafka's controlled shutdown needs the controller), then to
-        the controller; kill -9 what has not exited after 20 s."""
-        brokers = [n for n in self.nodes if n.name != "controller"]
-        for group in (brokers, [n for n in self.nodes if n.name == "controller"]):
+        """SIGTERM to the brokers (Kafka's controlled shutdown needs the controllers), then to
+        the controllers; kill -9 what has not exited after 20 s."""
+        controllers = [n for n in self.nodes if n.name.startswith("controller")]
+        brokers = [n for n in self.nodes if n not in controllers]
+        for group in (brokers, controllers):
             running = [n.proc for n in group if n.proc is not None and n.proc.poll() is None]
             for proc in running:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -264,6 +267,24 @@ class ApacheKafka:
                     proc.wait()
 
 
+def java_command(
+    jars: Path, main: str, *args: str, logs: Path, node: str, jvm: list[str] = _JVM
+) -> list[str]:
+    """The command that runs `main` from the jars in `jars`, logging to <logs>/<node>.log
+    (kafka-log4j2.properties): Kafka's nodes and tools, Connect workers, MirrorMaker 2."""
+    return [
+        "java",
+        *jvm,
+        f"-Dlog4j2.configurationFile={_LOG4J}",
+        f"-Dkafka.logs.dir={logs.as_posix()}",
+        f"-Drafka.kafka.node={node}",
+        "-cp",
+        f"{jars}/*",
+        main,
+        *args,
+    ]
+
+
 def _cluster_id() -> str:
     """A random cluster id in Kafka's form (base64url of 16 bytes, no padding), never starting
     with '-' (the storage tool would read `-t -XYZ...` as an option)."""
@@ -272,7 +293,8 @@ def _cluster_id() -> str:
     return cid
 
 
-def _bindable(port: int) -> bool:
+def bindable(port: int) -> bool:
+    """Whether a loopback port can be bound right now."""
     with socket.socket() as s:
         try:
             s.bind(("127.0.0.1", port))

@@ -5,6 +5,7 @@
 #   connect        Kafka Connect 4.3.1: runtime, FileStream connectors, MirrorMaker 2
 #   clients-4.3.0  kafka-clients 4.3.0 for the Java test driver
 #   clients-3.9.1  kafka-clients 3.9.1 for the Java test driver
+#   spark          Spark's official Kafka connector (spark-sql-kafka-0-10) for pyspark's spark.jars
 # A warm run only compares a stamp of the pom files. No Maven is an error, never a skip.
 set -euo pipefail
 

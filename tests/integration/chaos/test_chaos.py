@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.chaos.nemesis import Schedule
-from tests.integration.chaos.run import REPLICATED_OVERRIDES, ChaosConfig, run_chaos
-from tests.integration.chaos.workload import WorkloadConfig
+from cluster.verify.run import REPLICATED_OVERRIDES, VerifyConfig, run_verify
+from cluster.verify.schedule import Schedule
+from cluster.verify.workload.produce import WorkloadConfig
+from tests.integration.clients.drivers import java_command
 
 pytestmark = pytest.mark.chaos
 
@@ -33,7 +34,7 @@ pytestmark = pytest.mark.chaos
 def test_rf1_broker_kill9(tmp_path: Path, idempotent: bool) -> None:
     """plain: confluent-kafka and Java, acks=all, idempotence off (duplicates allowed, counted);
     idempotent: confluent-kafka with enable.idempotence=true and Java with its defaults."""
-    cfg = ChaosConfig(
+    cfg = VerifyConfig(
         workload=WorkloadConfig(
             topic="chaos-rf1",
             partitions=6,
@@ -41,6 +42,8 @@ def test_rf1_broker_kill9(tmp_path: Path, idempotent: bool) -> None:
             min_insync_replicas=1,
             idempotent_py=idempotent,
             plain_py=not idempotent,
+            java="4.3.0",
+            java_command=java_command("4.3.0"),
             java_idempotence=None if idempotent else False,
         ),
         schedule=Schedule(
@@ -51,7 +54,7 @@ def test_rf1_broker_kill9(tmp_path: Path, idempotent: bool) -> None:
             full_isr=False,
         ),
     )
-    report = run_chaos(tmp_path, cfg)
+    report = run_verify(tmp_path, cfg)
     assert report.ok, report.text()
     assert report.figures["acknowledged"] > 1000, report.text()
     assert set(report.figures["faults"]) == set(cfg.schedule.kinds), report.text()
@@ -64,9 +67,14 @@ def test_rf3_acks_all_failover(tmp_path: Path) -> None:
     pause_s = 4.0
     # The pause must outlast the lag time (ISR shrink) but not the session (no fencing).
     assert lag_ms / 1000 < pause_s < session_ms / 1000
-    cfg = ChaosConfig(
+    cfg = VerifyConfig(
         workload=WorkloadConfig(
-            topic="chaos-rf3", partitions=6, replication_factor=3, min_insync_replicas=2
+            topic="chaos-rf3",
+            partitions=6,
+            replication_factor=3,
+            min_insync_replicas=2,
+            java="4.3.0",
+            java_command=java_command("4.3.0"),
         ),
         schedule=Schedule(
             kinds=("kill-leader", "pause-follower", "kill-meta-leader"),
@@ -77,7 +85,7 @@ def test_rf3_acks_all_failover(tmp_path: Path) -> None:
         ),
         overrides=dict(REPLICATED_OVERRIDES),
     )
-    report = run_chaos(tmp_path, cfg)
+    report = run_verify(tmp_path, cfg)
     assert report.ok, report.text()
     assert report.figures["acknowledged"] > 1000, report.text()
     assert set(report.figures["faults"]) == set(cfg.schedule.kinds), report.text()

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.integration.chaos.checker import (
+from cluster.verify.checker.produce import (
     FinalRead,
     ReplicaLog,
     check,
     read_replica_logs,
 )
-from tests.integration.chaos.history import History, ProducerInfo, record_value
+from cluster.verify.history import History, ProducerInfo, record_value
 from tests.unit.log.batches import make_batch
 
 

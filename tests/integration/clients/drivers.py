@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# Where setup.sh builds and downloads (the Go driver's binary among them).
+CACHE = Path(os.environ.get("RAFKA_CLIENTS_CACHE") or HERE.parents[2] / ".cache" / "clients")
+GO_DRIVER = CACHE / "go" / "rafka-go-driver"
 
 FILLER = "abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -68,6 +71,10 @@ DRIVERS: dict[str, list[str]] = {
     "java-3.9.1": ["bash", str(HERE / "java-driver.sh"), "3.9.1"],
     "kafkajs": ["node", str(HERE / "kafkajs-driver.js")],
     "kcat": [sys.executable, str(HERE / "kcat_driver.py")],
+    "franz-go": [str(GO_DRIVER), "franz"],
+    "sarama": [str(GO_DRIVER), "sarama"],
+    # Not a driver of the contract: the Kafka Streams test application (streams/StreamsApp.java).
+    "streams": ["bash", str(HERE / "streams-app.sh")],
 }
 
 
@@ -76,6 +83,14 @@ def ensure_setup() -> None:
     proc = subprocess.run(["bash", str(HERE / "setup.sh")], capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"clients/setup.sh failed:\n{proc.stdout}{proc.stderr}")
+
+
+def java_command(version: str) -> tuple[str, ...]:
+    """The set-up Java driver's argv prefix (e.g. a verify workload's ``java_command``)."""
+    if f"java-{version}" not in DRIVERS:
+        raise ValueError(f"no Java driver {version}")
+    ensure_setup()
+    return tuple(DRIVERS[f"java-{version}"])
 
 
 @dataclass

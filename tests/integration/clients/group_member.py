@@ -37,7 +37,16 @@ _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 
 # Every client with a group consumer; java-3.9.1 is the same driver on older jars.
-GROUP_DRIVERS = ["confluent", "kafka-python", "aiokafka", "kafkajs", "java-4.3.0", "java-3.9.1"]
+GROUP_DRIVERS = [
+    "confluent",
+    "kafka-python",
+    "aiokafka",
+    "kafkajs",
+    "java-4.3.0",
+    "java-3.9.1",
+    "franz-go",
+    "sarama",
+]
 
 # Fast group timing for tests: a killed member is noticed after 6 s (the brokers' default
 # group.min.session.timeout.ms), heartbeats every second.

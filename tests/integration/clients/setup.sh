@@ -4,6 +4,10 @@
 #   kafkajs   KafkaJS 2.2.4 + codecs, `npm ci` into node/ from the committed lock file
 #   java      kafka-clients 4.3.0 and 3.9.1 from Maven Central (tests/peers/setup.sh),
 #             java/*.java (RafkaDriver and its command classes) compiled once per version
+#   streams   streams/*.java (a Kafka Streams 4.4 application) compiled against the peers'
+#             Apache Kafka 4.4 jars (tests/peers module kafka)
+#   go        franz-go and Sarama from the Go module proxy (go/go.sum), go/*.go built into
+#             one binary, rafka-go-driver
 # Everything downloaded or built lives under $RAFKA_CLIENTS_CACHE (default <repo>/.cache/clients)
 # and node/node_modules, both git-ignored. A warm run only compares stamps.
 set -euo pipefail
@@ -69,5 +73,37 @@ build_java() {  # build_java VERSION: java/*.java compiled against that kafka-cl
 
 build_java 4.3.0
 build_java 3.9.1
+
+# ---- Kafka Streams 4.4 application -------------------------------------------------------
+streams_dir=$CACHE/streams
+streams_stamp=$(sha "$HERE"/streams/*.java "$PEERS/.stamp")
+if [[ $(cat "$streams_dir/classes.stamp" 2>/dev/null) != "$streams_stamp" ]]; then
+    log "javac streams/*.java against Kafka Streams 4.4"
+    rm -rf "$streams_dir.tmp" && mkdir -p "$streams_dir.tmp"
+    javac -nowarn -d "$streams_dir.tmp/classes" -cp "$PEERS/kafka/*" "$HERE"/streams/*.java
+    echo "$streams_stamp" >"$streams_dir.tmp/classes.stamp"
+    rm -rf "$streams_dir.old" && { [[ ! -e $streams_dir ]] || mv "$streams_dir" "$streams_dir.old"; }
+    mv "$streams_dir.tmp" "$streams_dir" && rm -rf "$streams_dir.old"
+fi
+
+# ---- Go: franz-go and Sarama ------------------------------------------------------------
+# One module (go/go.mod, go.sum committed), built with -mod=readonly so that go.sum decides
+# every module's content; the module and build caches live in the cache, so a machine
+# downloads the modules once. GOTOOLCHAIN=local: the installed Go builds it (go.mod's `go`
+# line says which it needs), never one fetched.
+command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
+GO_DIR=$HERE/go
+go_stamp=$(sha "$GO_DIR"/go.mod "$GO_DIR"/go.sum "$GO_DIR"/*.go <(go version))
+if [[ $(cat "$CACHE/go/driver.stamp" 2>/dev/null) != "$go_stamp" ]]; then
+    log "go build go/*.go (franz-go, Sarama)"
+    mkdir -p "$CACHE/go"
+    (cd "$GO_DIR" &&
+        GOMODCACHE=$CACHE/go/mod GOCACHE=$CACHE/go/build GOTOOLCHAIN=local \
+        GOFLAGS="-mod=readonly -modcacherw -buildvcs=false" \
+        go build -trimpath -o "$CACHE/go/rafka-go-driver.tmp" .)
+    # rename(2): a driver running meanwhile keeps its old binary.
+    mv -f "$CACHE/go/rafka-go-driver.tmp" "$CACHE/go/rafka-go-driver"
+    echo "$go_stamp" >"$CACHE/go/driver.stamp"
+fi
 
 log "ready"

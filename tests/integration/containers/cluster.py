@@ -3,7 +3,7 @@
 ``ContainerCluster`` has the shape of `cluster.local.LocalCluster` - ``nodes`` (each with a
 ``kind`` and a ``proc`` whose ``poll()`` says whether it runs), ``bootstrap``, ``meta_servers``,
 ``data_dir``, ``start_node`` / ``kill`` / ``signal_node`` / ``stop_node`` / ``wait_ready`` /
-``stop`` - so the chaos harness (tests/integration/chaos: `Workload`, `ClusterView`, the
+``stop`` - so the verify harness (cluster/verify: `Workload`, `ClusterView`, the
 nemesis's fault functions, the checker) drives it unchanged. Container-only faults come on top:
 ``pause`` (``docker pause``), ``isolate`` / ``rejoin`` (``docker network disconnect/connect``),
 ``recreate`` (new containers on the same volumes).
@@ -50,9 +50,9 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from cluster.local import free_base_port
+from cluster.verify.workload.produce import supported_apis
 from dataplane.config import BrokerConfig
 from meta.config import MetaConfig
-from tests.integration.chaos.workload import supported_apis
 
 log = logging.getLogger("containers.cluster")
 

@@ -8,7 +8,7 @@ here is only what containers make possible (pause, network isolation, recreate f
 the rest is the harness's own code:
 
 - workload.py `Workload` / `WorkloadConfig`: producers and consumer, as for a LocalCluster
-- nemesis.py `ClusterView` (metadata, meta Raft leader, "whole again"), `kill_leader`,
+- nemesis/ `ClusterView` (metadata, meta Raft leader, "whole again"), `kill_leader`,
   `kill_meta_leader`: used as they are, ContainerCluster has LocalCluster's interface
 - checker.py `final_read`, `read_replica_logs`, `check`: the verdict and its figures
 """
@@ -21,16 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.integration.chaos.checker import Report, check, final_read, read_replica_logs
-from tests.integration.chaos.history import OK, Fault, History
-from tests.integration.chaos.nemesis import (
-    ClusterView,
-    broker_name,
-    kill_leader,
-    kill_meta_leader,
-)
-from tests.integration.chaos.run import REPLICATED_OVERRIDES
-from tests.integration.chaos.workload import Workload, WorkloadConfig, supported_apis
+from cluster.verify.checker.produce import Report, check, final_read, read_replica_logs
+from cluster.verify.history import OK, Fault, History
+from cluster.verify.nemesis.base import ClusterView, broker_name
+from cluster.verify.nemesis.process import kill_leader, kill_meta_leader
+from cluster.verify.run import REPLICATED_OVERRIDES
+from cluster.verify.workload.produce import Workload, WorkloadConfig, supported_apis
+from tests.integration.clients import drivers
 from tests.integration.containers.cluster import ContainerCluster
 from tests.integration.kafka_wire import WireClient, builder
 
@@ -249,6 +246,7 @@ def workload_config() -> WorkloadConfig:
         idempotent_py=True,  # confluent-kafka, acks=all, enable.idempotence=true
         plain_py=False,
         java="4.3.0",  # the Java client with its defaults: acks=all, idempotence on
+        java_command=drivers.java_command("4.3.0"),
         java_idempotence=None,
         message_timeout_s=60.0,
         drain_s=30.0,

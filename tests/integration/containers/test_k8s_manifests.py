@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 from kio.schema.errors import ErrorCode
 
-from tests.integration.chaos.workload import supported_apis
+from cluster.verify.workload.produce import supported_apis
 from tests.integration.kafka_wire import WireClient, builder
 from tests.unit.log.batches import make_batch
 

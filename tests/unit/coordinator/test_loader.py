@@ -353,3 +353,28 @@ def test_an_unexpected_error_fails_that_partitions_load_only(
     assert len(errors) == 1
     assert "__consumer_offsets-0" in errors[0].getMessage()
     assert "a bug in replay" in errors[0].getMessage()
+
+
+def test_a_leadership_after_the_runtime_stopped_loads_nothing(tmp_path: Path) -> None:
+    """At a broker's shutdown its runtimes' task groups end before its metadata watcher does:
+    a partition led anew after that (another broker shutting down too) used to start a load
+    on the closed task group, whose RuntimeError ended the broker with a traceback."""
+    leader = Leader(tmp_path, KINDS["groups"])
+    runtime = leader.runtime
+    partition = leader.partitions[(runtime.topic.name, 0)]
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runtime.run)
+            with anyio.fail_after(10):
+                while runtime.is_loading() or not runtime._shards:
+                    await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()  # the broker stops
+
+    try:
+        anyio.run(main)
+        partition.update(PartitionInfo(0, (ME,), (ME,), ME, 2, 2))  # led at a new epoch
+        runtime._on_leadership(partition)
+    finally:
+        leader.close()
+    assert runtime._shards[0].leader_epoch == 1  # the stopped runtime took on nothing new

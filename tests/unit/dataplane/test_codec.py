@@ -5,16 +5,21 @@ from __future__ import annotations
 import struct
 
 import pytest
+from kio.serial import entity_reader
+from kio.static.constants import EntityType
 
 from dataplane.protocol.codec import (
     MalformedRequest,
     ResponseBuilder,
+    decode_body,
     encode_with_kio,
+    entity_class,
     frame_response,
     parse_header,
     read_uvarint,
     response_header_flexible,
 )
+from dataplane.protocol.errors import CONTROLLER_ID_NOT_REGISTERED, ErrorCode, KafkaError
 from dataplane.protocol.primitives import uvarint
 
 SUPPORTED = {0: (3, 11), 3: (0, 13), 18: (0, 4)}
@@ -102,3 +107,21 @@ def test_response_builder_drops_fields_a_version_lacks() -> None:
         new.CreateTopicsResponse(throttle_time=0, topics=(new.CreatableTopicResult(**kwargs),))
     )
     assert len(encoded_new) > len(encoded_old)
+
+
+def test_an_api_kio_lacks_is_decoded_and_answered() -> None:
+    """UnregisterController (94, Kafka 4.4): its generated schema serves like kio's, and its
+    error code 136, which kio's enum lacks, is written and read as a member of it."""
+    frame = _header(94, 0, 9, b"me", tagged=b"\x00") + struct.pack(">i", 42) + b"\x00"
+    header = parse_header(frame, {94: (0, 0)})
+    assert frame[header.body_offset :] == struct.pack(">i", 42) + b"\x00"
+    assert decode_body(header, frame).controller_id == 42
+    answer = ResponseBuilder(94, 0).UnregisterControllerResponse(
+        throttle_time=0, error_code=136, error_message="Controller ID 42 is not..."
+    )
+    body = encode_with_kio(answer)
+    cls = entity_class(94, 0, EntityType.response)
+    decoded = entity_reader(cls)(body, 0)[0]
+    assert decoded.error_code == ErrorCode(136) == CONTROLLER_ID_NOT_REGISTERED
+    assert decoded.error_code.name == "controller_id_not_registered"
+    assert KafkaError(136).code is CONTROLLER_ID_NOT_REGISTERED

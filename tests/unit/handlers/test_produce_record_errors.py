@@ -51,3 +51,24 @@ def test_record_errors_reach_the_response(version: int) -> None:
         (10, "no key"),
     ]
     assert appended.error_code == ErrorCode.none and appended.record_errors == ()
+
+
+class ReplicatingPartition(FakePartition):
+    """acks=all: the batch is replicated at once."""
+
+    def await_replication(self, offset: int, epoch: int, wait: Any, slot: int) -> None:
+        wait.settle(slot, ErrorCode.none)
+
+
+def test_an_acks_all_answer_carries_the_throttle_the_server_adds() -> None:
+    """request_percentage throttles a Produce once its handler has run: the deferred acks=all
+    answer, encoded later, carries it (Kafka answers the larger of its two throttles)."""
+    ctx = context(12, FakeReplicas({("t", 0): ReplicatingPartition(0)}))
+
+    async def main() -> Any:
+        deferred = await produce.handle(ctx, produce_request({0: batch(False)}, None, acks=-1))
+        ctx.throttle_ms = 250.0  # as quota.request_time sets it after the handler
+        return await deferred
+
+    answer: Any = entity_reader(v12.response.ProduceResponse)(anyio.run(main), 0)[0]
+    assert answer.throttle_time.total_seconds() * 1000 == 250

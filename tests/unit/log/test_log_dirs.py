@@ -112,7 +112,7 @@ def test_an_io_error_fails_the_log_once_and_every_later_call(
     for call in (
         lambda: plog.read(0, 100, 1, True),
         lambda: plog.truncate_to(0),
-        lambda: plog.enforce_retention(0),
+        lambda: plog.enforce_retention(0, 0),
         plog.flush,
     ):
         with pytest.raises(LogError) as e:

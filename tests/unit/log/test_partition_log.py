@@ -305,19 +305,48 @@ def test_retention_by_time(open_log: OpenLog) -> None:
     for ts in range(0, 10_000, 1_000):
         log.append_as_leader(make_batch(values_of(3), timestamps=[ts] * 3), 0, ts)
     segments_before = len(log._segments)
-    assert log.enforce_retention(now_ms=500) == 0
-    deleted = log.enforce_retention(now_ms=10_000)
+    end = log.log_end_offset
+    assert log.enforce_retention(500, end) == 0
+    deleted = log.enforce_retention(10_000, end)
     assert 0 < deleted < segments_before
     assert all(s.max_timestamp >= 9_000 for s in log._segments[:-1])
     assert log.log_start_offset == log._bases[0]
-    assert log.enforce_retention(now_ms=10**12) == len(log._segments) - 1
-    assert len(log._segments) == 1  # never the active segment
+
+
+def test_retention_deletes_an_expired_active_segment(open_log: OpenLog) -> None:
+    """Kafka's deletableSegments: the active segment goes too, rolled first; the log restarts
+    empty at its end, and an empty active segment is never deleted."""
+    log = open_log(segment_bytes=1_000, retention_ms=1_000)
+    for ts in range(0, 10_000, 1_000):
+        log.append_as_leader(make_batch(values_of(3), timestamps=[ts] * 3), 0, ts)
+    end = log.log_end_offset
+    assert log.enforce_retention(10**12, end) > 1
+    assert (log.log_start_offset, log.log_end_offset, log._bases) == (end, end, [end])
+    assert log._segments[0].size == 0
+    assert log.enforce_retention(10**12, end) == 0  # the new, empty, active segment stays
+    assert append(log, 1) and log.log_end_offset == end + 3
+    log.close()
+    log = open_log(segment_bytes=1_000, retention_ms=1_000)
+    assert (log.log_start_offset, log.log_end_offset) == (end, end + 3)
+
+
+def test_retention_stops_at_the_high_watermark(open_log: OpenLog) -> None:
+    """No segment holding an offset at or past the high watermark goes (the log start never
+    passes it), however old."""
+    log = open_log(segment_bytes=1_000, retention_ms=1_000)
+    append(log, 20)
+    bases = list(log._bases)
+    assert log.enforce_retention(10**12, bases[2] + 1) == 2  # segment 2 holds the watermark
+    assert log.log_start_offset == bases[2]
+    assert log.enforce_retention(10**12, bases[3]) == 1  # segment 2 is now wholly below it
+    assert log.enforce_retention(10**12, log.log_end_offset - 1) == len(bases) - 4
+    assert log._bases == [bases[-1]]  # the active segment holds the watermark
 
 
 def test_retention_by_size(open_log: OpenLog) -> None:
     log = open_log(segment_bytes=1_000, retention_bytes=2_500)
     append(log, 20)
-    log.enforce_retention(now_ms=10_000)
+    log.enforce_retention(10_000, log.log_end_offset)
     total = sum(p.stat().st_size for p in log.directory.glob("*.log"))
     assert total - log._segments[0].size < 2_500 < total  # only whole segments go
     log.close()
@@ -328,7 +357,7 @@ def test_retention_of_segments_below_log_start(open_log: OpenLog) -> None:
     log = open_log(segment_bytes=1_000, retention_ms=-1)
     append(log, 20)
     log.delete_records_before(log._bases[3])
-    assert log.enforce_retention(now_ms=10**15) == 3
+    assert log.enforce_retention(10**15, log.log_end_offset) == 3
 
 
 def test_follower_append(open_log: OpenLog, tmp_path: Path) -> None:
@@ -454,7 +483,7 @@ def test_log_behaves_like_a_list_of_batches(tmp_path: Path, data: st.DataObject)
                 start = max(start, data.draw(st.integers(0, end)))
                 log.delete_records_before(start)
             elif op == "retain":
-                log.enforce_retention(now_ms=10)
+                log.enforce_retention(10, log.log_end_offset)
                 assert start <= log.log_start_offset <= end
                 start = log.log_start_offset
             elif data.draw(st.booleans()):

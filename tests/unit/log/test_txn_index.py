@@ -162,23 +162,9 @@ def test_retention_deletes_indexes_with_their_segments(open_log: OpenLog) -> Non
     append(log, 30)
     log.append_aborted_txn(1, 0, 4, 5)
     log.append_aborted_txn(2, 5, log._bases[-1], log._bases[-1] + 1)
-    assert log.enforce_retention(10_000) > 0
+    assert log.enforce_retention(10_000, log.log_end_offset) > 0
     assert log.aborted_transactions(log.log_start_offset, log.log_end_offset) == [(2, 5)]
     assert _txn_files(log) == [f"{log._bases[-1]:020d}.txnindex"]
-
-
-def test_retention_and_delete_records_stop_at_the_first_unstable_offset(
-    open_log: OpenLog,
-) -> None:
-    log = open_log(retention_bytes=0, **SMALL)
-    append(log, 30)
-    bases = list(log._bases)
-    unstable = bases[2] + 1  # an open transaction starts inside segment 2
-    assert log.enforce_retention(10_000, unstable) == 2
-    assert log.log_start_offset == bases[2]
-    assert log.delete_records_before(bases[3], unstable) == unstable
-    assert log.enforce_retention(10_000, unstable) == 0
-    assert log.enforce_retention(10_000, None) == len(bases) - 3
 
 
 def test_crash_recovery_drops_the_indexes_it_cannot_trust(open_log: OpenLog) -> None:

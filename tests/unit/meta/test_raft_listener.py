@@ -1,7 +1,8 @@
 """The Raft port's listener (meta/raft_port.py `GuardedServer`), driven by hand on a real socket
 and pysyncobj's poller: a failed accept (out of descriptors) pauses it and it listens on, a
 connection over the unproven bound is closed at once, one that does not prove the password in
-time is dropped; and a dial without a descriptor fails instead of raising through pysyncobj.
+time is dropped; a dial without a descriptor fails instead of raising through pysyncobj; and a
+Raft message waits for the key exchange of a connection just dialled (`GuardedTransport`).
 
 (The same on real meta nodes, flooded and out of descriptors: the integration test
 tests/integration/meta/test_raft_port.py.)"""
@@ -13,11 +14,16 @@ import socket
 from collections.abc import Callable, Iterator
 
 import pytest
+from pysyncobj.config import SyncObjConf
+from pysyncobj.encryptor import getEncryptor
+from pysyncobj.node import TCPNode
 from pysyncobj.poller import PollPoller
+from pysyncobj.tcp_connection import CONNECTION_STATE
 
+import meta.raft  # pysyncobj builds the guarded connections and listener from here on
 import meta.raft_port
 from cluster.internal_security import RefusalLimiter
-from meta.raft_port import GuardedConnection, GuardedServer
+from meta.raft_port import GuardedConnection, GuardedServer, GuardedTransport
 from tests.integration.conftest import wait_for
 from tests.integration.meta.harness import free_ports
 from tests.integration.meta.raft_attacks import closed_by_peer, open_connections
@@ -114,3 +120,63 @@ def test_a_dial_without_a_descriptor_is_logged_not_raised(
     assert f"Raft port: cannot dial the peer {listener.address}: [Errno 24]" in failure
     assert conn.connect(host, int(port))  # descriptors free again
     conn.disconnect()
+
+
+class _Node:
+    """What pysyncobj's TCPTransport reads of its SyncObj (one Raft node of the test)."""
+
+    def __init__(self, encryptor: object) -> None:
+        self.conf = SyncObjConf(password="secret", connectionRetryTime=0.0)
+        self._poller = PollPoller()
+        self.encryptor = encryptor
+        self.ticks: list[Callable[[], None]] = []
+
+    def addOnTickCallback(self, callback: Callable[[], None]) -> None:
+        self.ticks.append(callback)
+
+
+def test_a_message_for_a_peer_waits_for_its_key_exchange(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A node that dials a peer holds a connected socket one round trip before the two have
+    exchanged their keys; a Raft message pysyncobj sent then (a vote request at start-up, or
+    an AppendEntries) went out without the peer's key, and the peer dropped the connection as
+    one that "did not authenticate", which cost an election. The transport now reports such a
+    message not sent (pysyncobj sends it again), and the exchange completes."""
+    monkeypatch.setattr(meta.raft_port, "_refusals", RefusalLimiter())
+    encryptor = getEncryptor("secret")
+    low, high = sorted(free_ports(2))
+    dialed = TCPNode(f"127.0.0.1:{low}")  # pysyncobj dials from the higher address
+    dialer_node = TCPNode(f"127.0.0.1:{high}")
+    peer, dialer = _Node(encryptor), _Node(encryptor)
+    accepting = GuardedTransport(peer, dialed, [dialer_node])
+    dialing = GuardedTransport(dialer, dialer_node, [dialed])
+    connected: list[object] = []
+    received: list[object] = []
+    accepting.setOnNodeConnectedCallback(connected.append)
+    accepting.setOnMessageReceivedCallback(lambda node, message: received.append(message))
+    accepting.tryGetReady()
+    dialing.tryGetReady()
+
+    def run(nodes: list[_Node], done: Callable[[], object], what: str) -> None:
+        def tick() -> object:
+            for node in nodes:
+                node._poller.poll(0.01)
+                for callback in node.ticks:
+                    callback()
+            return done()
+
+        wait_for(tick, 10, what)
+
+    conn = dialing._connections[dialed]
+    with caplog.at_level(logging.WARNING, "rafka.meta.raft"):
+        run([dialer], lambda: conn.state == CONNECTION_STATE.CONNECTED, "the dial connected")
+        assert not conn.sendRandKey  # the peer's key has not come back yet
+        assert not dialing.send(dialed, {"type": "request_vote", "term": 1})
+        run([peer, dialer], lambda: connected or caplog.records, "the key exchange done")
+        assert not [r.getMessage() for r in caplog.records]  # no connection dropped
+        assert dialing.send(dialed, {"type": "request_vote", "term": 2})
+        run([peer, dialer], lambda: received, "the vote request delivered")
+    assert received == [{"type": "request_vote", "term": 2}]
+    for transport in (accepting, dialing):
+        transport.destroy()

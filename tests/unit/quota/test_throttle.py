@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import datetime
 import time
+import uuid
 
 import anyio
 import pytest
+from kio.serial import entity_reader
+from kio.static.constants import EntityType
 
 from dataplane.handlers.context import Connection
-from dataplane.protocol.codec import ResponseBuilder
-from dataplane.protocol.encoders import encode_metadata_response
+from dataplane.protocol.codec import ResponseBuilder, entity_class
+from dataplane.protocol.encoders import (
+    ProducePartition,
+    ProduceTopic,
+    encode_metadata_response,
+    encode_produce_response,
+)
 from dataplane.quota.throttle import mute, user_of, wait_unmuted, with_throttle_time
 
 
@@ -39,8 +47,21 @@ def test_encoded_metadata_and_fetch_get_the_larger_throttle_time() -> None:
     assert with_throttle_time(fetch, 400, 1, 12)[:4] == (400).to_bytes(4, "big")
 
 
-def test_encoded_bodies_without_a_leading_throttle_are_left_to_their_handlers() -> None:
-    assert with_throttle_time(b"body", 100, 0, 11) == b"body"  # Produce: its handler sets it
+@pytest.mark.parametrize("version", [3, 8, 9, 13])
+def test_encoded_produce_gets_the_larger_throttle_time(version: int) -> None:
+    """A request_percentage throttle reaches Produce's answer too (its field follows the
+    topics), as Kafka's handleProduceRequest answers the larger of its two throttles."""
+    topics = [ProduceTopic("t", [ProducePartition(0, 0, 5, -1, 0)], uuid.uuid4().bytes)]
+    body = encode_produce_response(version, topics, throttle_time_ms=100)
+    reader = entity_reader(entity_class(0, version, EntityType.response))
+    throttled = with_throttle_time(body, 250, 0, version)
+    answer = reader(throttled, 0)[0]
+    assert answer.throttle_time == datetime.timedelta(milliseconds=250)
+    assert answer.responses == reader(body, 0)[0].responses
+    assert with_throttle_time(body, 50, 0, version) == body  # its own is larger
+
+
+def test_encoded_bodies_without_the_field_are_left_as_they_are() -> None:
     assert with_throttle_time(b"body", 100, 3, 2) == b"body"  # Metadata v2 has no field
 
 

@@ -318,7 +318,7 @@ def test_snapshots_below_the_log_start_go(tmp_path: Path, store: StateStore) -> 
     replica.producers.snapshot()
     state = replica.state()
     replica.log.delete_records_before(replica.log.log_end_offset - 2)
-    replica.log.enforce_retention(NOW)
+    replica.log.enforce_retention(NOW, replica.log.log_end_offset)
     replica.producers.snapshot()
     assert min(replica.producers.snapshot_offsets) >= replica.log.log_start_offset
     replica.reopen()

@@ -255,7 +255,9 @@ def test_api_versions_finalizes_transaction_version(version: int) -> None:
             supported = {f.name: (f.min_version, f.max_version) for f in r.supported_features}
             # below v4 Kafka leaves out the features supported from level 0 (KAFKA-17492)
             assert supported == (
-                {"group.version": (0, 1), "transaction.version": (0, 2)} if version >= 4 else {}
+                {"group.version": (0, 1), "streams.version": (0, 1), "transaction.version": (0, 2)}
+                if version >= 4
+                else {}
             )
 
     anyio.run(main)
