@@ -134,13 +134,15 @@ class TxnVerifier:
         if code in _RETRIABLE:
             log.info(
                 "cannot verify that %s-%d is in the transaction of %r (producer %d, epoch %d): "
-                "its coordinator answers %s; the producer retries",
+                "its coordinator %s; the producer retries",
                 topic,
                 partition,
                 transactional_id,
                 producer_id,
                 producer_epoch,
-                code.name.upper(),
+                f"did not answer within {_RETRY_FOR_S:g} s"
+                if code == ErrorCode.request_timed_out
+                else f"answers {code.name.upper()}",
             )
             return ErrorCode.not_enough_replicas
         if code != ErrorCode.none:
