@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(PY) bench/security.py
 	$(PY) bench/transactions.py
 	$(PY) bench/share_groups.py
+	$(PY) bench/vs_kafka.py
 
 proto: $(STAMP)
 	$(PY) -m proto.generate

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import tempfile
 from pathlib import Path
+from typing import Protocol
 
 from cluster.local import LocalCluster, free_base_port
 
@@ -17,6 +18,12 @@ QUIET = logging.getLogger("bench.rdkafka")
 """librdkafka's logger for the benches: its connection chatter would bury the figures."""
 QUIET.addHandler(logging.NullHandler())
 QUIET.propagate = False
+
+
+class Killable(Protocol):
+    """A cluster whose nodes a bench can kill -9 by name (Rafka's or Apache Kafka's)."""
+
+    def kill(self, name: str) -> None: ...
 
 
 def work_dir(stack: contextlib.ExitStack, keep: Path | None) -> Path:

@@ -82,9 +82,15 @@ def bench_producer(bootstrap: str, acks: str, **extra: object) -> Producer:
 def produce(bootstrap: str, topic: str, total_mb: int, acks: str = "1", **conf: object) -> float:
     """MB/s from the first send to the last delivery report (`conf`: more librdkafka
     settings, e.g. security)."""
-    producer = bench_producer(bootstrap, acks, **conf)
+    return send_all(bench_producer(bootstrap, acks, **conf), topic, total_mb)
+
+
+def send_all(producer: Producer, topic: str, total_mb: int, keys: int = 0) -> float:
+    """`produce` with a producer of the caller's (`keys`: that many distinct keys in turn, for
+    the partitioner to spread over the partitions; 0: no key)."""
     value = b"x" * RECORD
     count = total_mb * MB // RECORD
+    key_of: list[bytes | None] = [str(k).encode() for k in range(keys)] or [None]
     failed: list = []
 
     def on_delivery(err: object, _msg: object) -> None:
@@ -92,10 +98,11 @@ def produce(bootstrap: str, topic: str, total_mb: int, acks: str = "1", **conf: 
             failed.append(err)
 
     start = time.perf_counter()
-    for _ in range(count):
+    for i in range(count):
+        key = key_of[i % len(key_of)]
         while True:
             try:
-                producer.produce(topic, value, on_delivery=on_delivery)
+                producer.produce(topic, value, key=key, on_delivery=on_delivery)
                 break
             except BufferError:
                 producer.poll(0.01)

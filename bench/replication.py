@@ -41,7 +41,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import MB, QUIET, RECORD, start_cluster, work_dir
+from bench.common import MB, QUIET, RECORD, Killable, start_cluster, work_dir
 from bench.produce_consume import bench_producer, measure, produce, try_or_say
 from cluster.local import LocalCluster
 from cluster.polling import wait_for
@@ -56,10 +56,10 @@ def create_topic(bootstrap: str, name: str, partitions: int, rf: int, min_isr: i
     admin = _admin(bootstrap)
     new = NewTopic(name, partitions, rf, config={"min.insync.replicas": str(min_isr)})
     admin.create_topics([new])[name].result(60)
-    return wait_for(lambda: _full_isr(admin, name, partitions, rf), 60, f"{name}: replicas in sync")
+    return wait_for(lambda: full_isr(admin, name, partitions, rf), 60, f"{name}: replicas in sync")
 
 
-def _full_isr(admin: AdminClient, topic: str, partitions: int, rf: int) -> bool:
+def full_isr(admin: AdminClient, topic: str, partitions: int, rf: int) -> bool:
     try:
         md = admin.list_topics(topic, timeout=5).topics.get(topic)
     except KafkaException:  # no broker answered (yet)
@@ -98,14 +98,18 @@ def latency(bootstrap: str, topic: str, mb_s: float, seconds: float) -> dict[str
     producer.flush(120)
     if not lat:
         raise RuntimeError(f"no record acknowledged ({len(failed)} failed: {failed[:1]})")
-    q = statistics.quantiles(lat, n=100)
     return {
-        "p50": q[49],
-        "p99": q[98],
+        **percentiles(lat),
         "max": max(lat),
         "rate": sent * RECORD / MB / seconds,
         "failed": len(failed),
     }
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    """p50, p99 and p99.9 of at least two samples."""
+    q = statistics.quantiles(samples, n=1000)
+    return {"p50": q[499], "p99": q[989], "p99.9": q[998]}
 
 
 def failover(cluster: LocalCluster, trials: int) -> list[float]:
@@ -117,9 +121,9 @@ def failover(cluster: LocalCluster, trials: int) -> list[float]:
     producer = bench_producer(bootstrap, "all", logger=QUIET, **{"linger.ms": 0})
     times: list[float] = []
     for trial in range(trials):
-        wait_for(lambda: _full_isr(admin, "failover", 1, 3), 120, "failover: ISR back to 3")
+        wait_for(lambda: full_isr(admin, "failover", 1, 3), 120, "failover: ISR back to 3")
         leader = admin.list_topics("failover", timeout=5).topics["failover"].partitions[0].leader
-        took = _one_failover(cluster, producer, f"broker-{leader}")
+        took = one_failover(cluster, producer, f"broker-{leader}")
         if took is None:
             print(f"  failover trial {trial + 1}: no acks=all delivery within 90s of the kill")
         else:
@@ -144,7 +148,7 @@ class _AckedAfter:
             self.first = time.time()
 
 
-def _one_failover(cluster: LocalCluster, producer: Producer, leader: str) -> float | None:
+def one_failover(cluster: Killable, producer: Producer, leader: str) -> float | None:
     acked = _AckedAfter()
     deadline = time.monotonic() + 91
     warm_until = time.monotonic() + 1.0

@@ -26,10 +26,19 @@ def cpu_seconds(pid: int) -> float:
 
 
 def rss_kb(pid: int) -> int:
+    return _status_kb(pid, "VmRSS")
+
+
+def peak_rss_kb(pid: int) -> int:
+    """The process's peak resident memory since it started (VmHWM)."""
+    return _status_kb(pid, "VmHWM")
+
+
+def _status_kb(pid: int, key: str) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{key}:"):
             return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for pid {pid}")
+    raise RuntimeError(f"no {key} for pid {pid}")
 
 
 def broker_pids(cluster: LocalCluster) -> dict[str, int]:

@@ -3,10 +3,11 @@
 `ApacheKafka(data_dir, brokers=1)` runs one combined node (broker and controller in one JVM);
 `brokers=3` runs three brokers and a controller, for what replication changes; `controllers=3`
 runs a quorum of three controllers (ids 100, 101, 102) beside the brokers, for what a quorum
-does. The jars come from `tests/peers/setup.sh` (Maven Central). Topic defaults follow
+does; `heap="1g"` gives every node that heap (benchmarks) instead of a test node's small one.
+The jars come from `tests/peers/setup.sh` (Maven Central). Topic defaults follow
 `cluster.local.LocalCluster`: `default.replication.factor` and the internal topics' factors are
-min(3, brokers), and groups start rebalancing at once (`group.initial.rebalance.delay.ms=0`, as
-Rafka's default).
+min(3, brokers), and groups start rebalancing at once (`group.initial.rebalance.delay.ms=0`;
+Rafka's default is Kafka's 3000).
 
 Ports: broker i listens on base + i, controller j on base + 100 + j (free_kafka_port finds a
 base below Linux's ephemeral range). Each node logs to <data_dir>/logs/<node>.log.
@@ -82,9 +83,13 @@ class ApacheKafka:
         extra_listeners: dict[str, str] | None = None,
         client: dict[str, str] | None = None,
         controllers: int = 1,
+        heap: str | None = None,
     ) -> None:
         combined = brokers == controllers == 1
         self.data_dir = data_dir.resolve()
+        # `heap` (e.g. "1g"): -Xms and -Xmx of every node, as KAFKA_HEAP_OPTS sets them; the
+        # default is the small heap of a test node.
+        self.jvm = _JVM if heap is None else [f"-Xms{heap}", f"-Xmx{heap}", *_JVM[2:]]
         self.client = client or {}
         self.brokers = brokers
         self.base_port = (
@@ -158,15 +163,18 @@ class ApacheKafka:
         return _Node(name, config, self.data_dir / "logs" / f"{name}.log")
 
     def _java(self, main: str, *args: str, node: _Node) -> list[str]:
-        return java_command(self.jars, main, *args, logs=node.log.parent, node=node.name)
+        return java_command(
+            self.jars, main, *args, logs=node.log.parent, node=node.name, jvm=self.jvm
+        )
 
-    def start(self, timeout: float = 90) -> None:
-        """Format every node's storage, start the JVMs, and wait until every broker is
-        registered and answers Metadata (stops what it started if that fails)."""
+    def start(self, timeout: float = 90, format_storage: bool = True) -> None:
+        """Format every node's storage (not on a restart: `format_storage=False`), start the
+        JVMs, and wait until every broker is registered and answers Metadata (stops what it
+        started if that fails)."""
         if not (self.jars / f"kafka_2.13-{VERSION}.jar").exists():
             setup()
         try:
-            for node in self.nodes:
+            for node in self.nodes if format_storage else []:
                 subprocess.run(
                     self._java(
                         "kafka.tools.StorageTool",
@@ -202,7 +210,8 @@ class ApacheKafka:
 
         deadline = time.monotonic() + timeout
         # Quiet: until the brokers listen, every attempt would log a refused connection.
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0} | self.client)
+        conf: dict[str, str | int] = {"bootstrap.servers": self.bootstrap, "log_level": 0}
+        admin = AdminClient({**conf, **self.client})
         while True:
             for node in self.nodes:
                 if node.proc is not None and node.proc.poll() is not None:
