@@ -207,10 +207,26 @@ async def _connection(
             return
         try:
             await _serve_connection(services, listener, tls, stream, live, host, peer)
+        except anyio.get_cancelled_exc_class() as e:
+            await _contain_stray_cancellation(peer, e)
         finally:
             quotas.release(live)
     if scope.cancel_called:
         await stream.aclose()  # closed for its limits (idle, max.connections)
+
+
+async def _contain_stray_cancellation(peer: str, cancelled: BaseException) -> None:
+    """A cancellation that no cancel scope raised (a library's own CancelledError) ends this
+    connection only: escaping, it would cancel the acceptor's task group, and with it every
+    connection and the accepting of new ones, without a word. A scope's cancellation (the
+    connection's limits, the broker stopping) goes on."""
+    await anyio.lowlevel.checkpoint_if_cancelled()
+    log.error(
+        "internal error on connection from %s: a cancellation that no cancel scope raised; "
+        "closed the connection (please report)",
+        peer,
+        exc_info=cancelled,
+    )
 
 
 async def _serve_connection(
@@ -251,8 +267,8 @@ async def _serve_connection(
         except* ConnectionClosed as group:
             metrics.CLOSED.inc()
             log.warning("closing connection from %s: %s", peer, group.exceptions[0])
-        except* (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            pass  # the peer went away; nothing to answer
+        except* (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as group:
+            log.debug("connection from %s ended: %r", peer, group.exceptions[0])  # peer gone
         except* Exception as group:  # never let one connection take the listener down
             log.error("internal error on connection from %s; closed it", peer, exc_info=group)
         finally:

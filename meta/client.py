@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import grpc
 from grpc import aio
 
+from cluster.grpc_cancellation import rpc
 from cluster.internal_security import InternalSecurity
 from meta import wire
 from meta.acl import AclBinding, AclBindingFilter
@@ -684,8 +685,8 @@ class MetaClient:
             address = self._addresses[self._current]
             remaining = deadline - loop.time()
             try:
-                rpc = getattr(self._stub(address), method)
-                return await rpc(request, timeout=min(self._attempt_timeout_s, remaining))
+                call = getattr(self._stub(address), method)
+                return await rpc(call(request, timeout=min(self._attempt_timeout_s, remaining)))
             except aio.AioRpcError as exc:
                 leader = _leader_redirect(exc)
                 if leader is not None:

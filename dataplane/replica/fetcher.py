@@ -22,6 +22,7 @@ from collections.abc import Callable
 import anyio
 import grpc
 
+from cluster.grpc_cancellation import rpc
 from cluster.internal_security import InternalSecurity
 from dataplane.log import LogError, UnexpectedAppendOffsetError
 from dataplane.metadata_cache import MetadataCache
@@ -164,8 +165,8 @@ class LeaderFetcher:
                         # all held back by the follower throttle (and no session to wait in)
                         await anyio.sleep(min(self._throttle.delay_s(), _MAX_WAIT_MS / 1000))
                         continue
-                    await call.write(request)
-                    response = await call.read()
+                    await rpc(call.write(request))
+                    response = await rpc(call.read())
                     if response is grpc.aio.EOF:
                         return
                     message, batches = response

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 import grpc
 
+from cluster.grpc_cancellation import rpc
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.share.model import SharePartitionKey, ShareState
 from dataplane.share.state_coordinator import NO_LEADER_EPOCH
@@ -168,7 +169,7 @@ class SharePersister:
                     return await local()
                 stub = self._peers.stub(coordinator, Stub)
                 remaining = max(0.001, deadline - anyio.current_time())
-                return answer(await remote(stub, remaining))
+                return answer(await rpc(remote(stub, remaining)))
             except KafkaError as e:
                 error = e
             except grpc.aio.AioRpcError as e:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 import grpc
 
+from cluster.grpc_cancellation import rpc
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.partition import now_ms
 from dataplane.replica.peers import PeerChannels
@@ -121,8 +122,8 @@ class GrpcMarkerTransport:
         self, broker_id: int, request: replication_pb2.WriteTxnMarkersRequest
     ) -> replication_pb2.WriteTxnMarkersResponse:
         stub = self._peers.stub(broker_id, replication_pb2_grpc.TransactionsStub)
-        response: replication_pb2.WriteTxnMarkersResponse = await stub.WriteTxnMarkers(
-            request, timeout=_RPC_TIMEOUT_S
+        response: replication_pb2.WriteTxnMarkersResponse = await rpc(
+            stub.WriteTxnMarkers(request, timeout=_RPC_TIMEOUT_S)
         )
         return response
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 import grpc
 
+from cluster.grpc_cancellation import rpc
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.peers import PeerChannels
 from proto import replication_pb2, replication_pb2_grpc
@@ -45,6 +46,7 @@ _RETRIABLE = frozenset(
         ErrorCode.coordinator_load_in_progress,
         ErrorCode.concurrent_transactions,
         ErrorCode.network_exception,
+        ErrorCode.request_timed_out,  # no answer before the deadline
     }
 )
 
@@ -66,8 +68,8 @@ class GrpcVerifyTransport:
         self, broker_id: int, request: replication_pb2.AddPartitionsToTxnRequest
     ) -> replication_pb2.AddPartitionsToTxnResponse:
         stub = self._peers.stub(broker_id, replication_pb2_grpc.TransactionsStub)
-        response: replication_pb2.AddPartitionsToTxnResponse = await stub.AddPartitionsToTxn(
-            request, timeout=_RPC_TIMEOUT_S
+        response: replication_pb2.AddPartitionsToTxnResponse = await rpc(
+            stub.AddPartitionsToTxn(request, timeout=_RPC_TIMEOUT_S)
         )
         return response
 
@@ -121,7 +123,7 @@ class TxnVerifier:
             leader_id=self._node_id,
         )
         backoff = _INITIAL_BACKOFF_S
-        code = ErrorCode.unknown_server_error
+        code = ErrorCode.request_timed_out  # if the deadline passes before any answer
         with anyio.move_on_after(_RETRY_FOR_S):
             while True:
                 code = await self._ask(request)
@@ -132,13 +134,15 @@ class TxnVerifier:
         if code in _RETRIABLE:
             log.info(
                 "cannot verify that %s-%d is in the transaction of %r (producer %d, epoch %d): "
-                "its coordinator answers %s; the producer retries",
+                "its coordinator %s; the producer retries",
                 topic,
                 partition,
                 transactional_id,
                 producer_id,
                 producer_epoch,
-                code.name.upper(),
+                f"did not answer within {_RETRY_FOR_S:g} s"
+                if code == ErrorCode.request_timed_out
+                else f"answers {code.name.upper()}",
             )
             return ErrorCode.not_enough_replicas
         if code != ErrorCode.none:

@@ -7,6 +7,7 @@ DescribeProducers, and the KIP-890 check of a batch for a partition outside the 
 from __future__ import annotations
 
 import select
+import signal
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -69,14 +70,19 @@ def leader(cluster: LocalCluster, partition: int) -> WireClient:
     return WireClient(ports[leaders[partition]])
 
 
-def coordinator(cluster: LocalCluster, transactional_id: str) -> WireClient:
+def coordinator_port(cluster: LocalCluster, transactional_id: str) -> int:
     def find() -> int | None:
         with WireClient(cluster.nodes["broker-1"].port) as w:
             r = w.call(FIND_COORDINATOR, 4, key_type=1, coordinator_keys=(transactional_id,))
         (c,) = r.coordinators
         return c.port if c.error_code == ErrorCode.none else None
 
-    return WireClient(wait_for(find, what=f"the coordinator of {transactional_id!r}"))
+    port: int = wait_for(find, what=f"the coordinator of {transactional_id!r}")
+    return port
+
+
+def coordinator(cluster: LocalCluster, transactional_id: str) -> WireClient:
+    return WireClient(coordinator_port(cluster, transactional_id))
 
 
 def retrying(call: Any, what: str) -> Any:
@@ -326,3 +332,40 @@ def test_transaction_version_2_adds_the_partition_on_produce(cluster: LocalClust
         assert (r.producer_id, r.producer_epoch) == (pid, epoch + 1)
         wait_for(lambda: len(set(offsets(w, 1))) == 1, what="the commit marker")
         assert fetch(w, 1, part.base_offset, READ_COMMITTED).records
+
+
+def test_a_verification_past_its_deadline_drops_no_connection(cluster: LocalCluster) -> None:
+    """Regression: the leader's KIP-890 check of a transaction's first batch asks the
+    coordinator with a 1 s deadline; a coordinator that does not answer in time (here frozen
+    with SIGSTOP; in MirrorMaker runs, busy) made grpc.aio raise its own CancelledError in the
+    leader, which escaped the deadline and silently cancelled the leader's acceptor: every
+    client connection dropped and no new one was answered. Now the produce gets
+    NOT_ENOUGH_REPLICAS (the producer retries) and the leader serves on. Last in the module:
+    it freezes a broker for a moment."""
+    ports, leaders = _ports(cluster)
+    tid, partition = next(
+        (tid, p)
+        for tid in (f"stall-{i}" for i in range(100))
+        for p in (0, 1)
+        if coordinator_port(cluster, tid) != ports[leaders[p]]
+    )
+    frozen = next(
+        name
+        for name, node in cluster.nodes.items()
+        if name.startswith("broker-") and node.port == coordinator_port(cluster, tid)
+    )
+    with (
+        coordinator(cluster, tid) as c,
+        leader(cluster, partition) as w,
+        leader(cluster, partition) as bystander,
+    ):
+        pid, epoch = init_producer(c, tid)
+        cluster.signal_node(frozen, signal.SIGSTOP)
+        try:
+            part = produce(w, partition, txn_batch(pid, epoch, 0, 1), tid)
+        finally:
+            cluster.signal_node(frozen, signal.SIGCONT)
+        assert part.error_code == ErrorCode.not_enough_replicas, part
+        assert offsets(bystander, partition)  # the other connection is served on
+    with leader(cluster, partition) as newcomer:
+        assert offsets(newcomer, partition)  # and new ones are answered

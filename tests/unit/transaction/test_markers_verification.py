@@ -5,6 +5,7 @@ INVALID_PRODUCER_EPOCH."""
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 from typing import Any
 
@@ -17,7 +18,7 @@ from dataplane.coordinator.runtime import partition_for
 from dataplane.protocol.errors import ErrorCode
 from dataplane.transaction import verification
 from dataplane.transaction.verification import TxnVerifier
-from proto import replication_pb2
+from proto import replication_pb2, replication_pb2_grpc
 
 E = ErrorCode
 ME = 1
@@ -117,3 +118,56 @@ def test_retriable_answers_are_retried_then_not_enough_replicas() -> None:
 
 def test_a_fenced_producer_gets_invalid_producer_epoch() -> None:
     assert verify(verifier(3, FakeTransport([E.producer_fenced]))) == E.invalid_producer_epoch
+
+
+class _SlowCoordinator(replication_pb2_grpc.TransactionsServicer):
+    """A remote coordinator that answers only after the verification's deadline."""
+
+    async def AddPartitionsToTxn(
+        self, request: Any, context: Any
+    ) -> replication_pb2.AddPartitionsToTxnResponse:
+        await asyncio.sleep(30)
+        return replication_pb2.AddPartitionsToTxnResponse(error_code=E.none)
+
+
+def test_a_verification_that_times_out_in_flight_cancels_nothing_else() -> None:
+    """Regression: the deadline hit an AddPartitionsToTxn call in flight; grpc.aio's own
+    CancelledError escaped the deadline's scope and silently cancelled the task group around
+    it (on a broker: the acceptor and every client connection)."""
+
+    async def main() -> tuple[ErrorCode | None, bool]:
+        server = grpc.aio.server()
+        replication_pb2_grpc.add_TransactionsServicer_to_server(_SlowCoordinator(), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        cache = SimpleNamespace(
+            topics={TXN_TOPIC: SimpleNamespace(partitions=[SimpleNamespace(leader=3)] * 50)},
+            brokers={3: SimpleNamespace(fenced=False, replication_endpoint=f"127.0.0.1:{port}")},
+        )
+        topic = SimpleNamespace(name=TXN_TOPIC, partition_for=lambda key: partition_for(key, 50))
+        v = TxnVerifier(ME, cache, InternalSecurity(), topic)  # type: ignore[arg-type]
+        answer: ErrorCode | None = None
+        neighbour_done = False
+
+        async def neighbour() -> None:  # another connection of the broker, say
+            nonlocal neighbour_done
+            await anyio.sleep(1.0)
+            neighbour_done = True
+
+        async def produce() -> None:
+            nonlocal answer
+            answer = await v.verify("tx", 5, 2, "t", 0, False)
+
+        try:
+            with anyio.fail_after(20):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(neighbour)
+                    tg.start_soon(produce)
+        finally:
+            await v.close()
+            await server.stop(0)
+        return answer, neighbour_done
+
+    answer, neighbour_done = anyio.run(main)
+    assert answer == E.not_enough_replicas  # the producer retries
+    assert neighbour_done
