@@ -1,7 +1,7 @@
 """The pipeline's input: a clickstream-style stream of shop orders, as JSON, keyed by store.
 
     {"order_id": "o-000042", "store": "berlin", "sku": "sku-7", "quantity": 2,
-     "amount_cents": 2598, "event_time": "2026-01-01T00:00:42.000Z"}
+     "amount_cents": 2598, "event_time": "2026-12-04T00:00:42.000Z"}
 
 `make_orders` builds a deterministic data set; `expected_aggregates` is the batch job's answer
 computed in plain Python, which the tests compare with Spark's.
@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 STORES = ("berlin", "lisbon", "oslo", "paris", "rome", "tokyo")
-BASE_TIME = datetime(2026, 1, 1, tzinfo=UTC)
+# Midnight (UTC) three days ago: whole windows, and records recent enough that a topic's
+# retention (Kafka's default 7 days) keeps them and no timestamp lands in the future.
+BASE_TIME = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=3)
 
 
 @dataclass(frozen=True)

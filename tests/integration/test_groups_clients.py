@@ -476,12 +476,17 @@ def test_rebalance_callbacks_get_the_partitions(
         else:
             assert revoked == owned["b"], (a.of("revoked"), owned)
             assert {p for e in b.of("assigned") for p in e["partitions"]} == owned["b"]
-        seen = len(a.of("assigned"))
+        seen, seen_revoked = len(a.of("assigned")), len(a.of("revoked"))
         assert b.stop() == 0, b.describe()
         wait_exclusive([a], PARTITIONS, timeout=HAND_BACK_S.get(driver, SESSION_TIMEOUT_S))
         back = {p for e in a.of("assigned")[seen:] for p in e["partitions"]}
         want = set(range(PARTITIONS)) if rebalancing == "eager" else owned["b"]
-        assert back == want, a.of("assigned")[seen:]
+        restarted = {p for e in a.of("revoked")[seen_revoked:] for p in e["partitions"]}
+        if driver == "sarama" and restarted == owned["a"]:
+            # Sarama has no rebalance listener: when its client ends the session (Cleanup, all
+            # of a's revoked) and starts another, Setup reports the whole assignment again
+            want = set(range(PARTITIONS))
+        assert back == want, (a.of("assigned")[seen:], a.of("revoked")[seen_revoked:])
     finally:
         for m in (a, b):
             if m:

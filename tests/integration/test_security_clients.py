@@ -231,13 +231,14 @@ def test_delegation_token_authenticates_until_expired(secured: SecuredCluster, d
         password=base64.b64encode(created.hmac).decode(),
         tokenauth=True,
     )
-    secured.create_topic("w-token")
-    res = produce(secured, driver, "w-token", env, 3)
+    topic = f"w-token-{driver}"  # one per client: the cluster is the module's
+    secured.create_topic(topic)
+    res = produce(secured, driver, topic, env, 3)
     assert res.returncode == 0, res.stderr[-3000:]
 
     expired = _token_call(secured, 40, 2, hmac=created.hmac, expiry_time_period=-1)
     assert expired.error_code == 0, expired
-    res = produce(secured, driver, "w-token", env, 1, NEGATIVE_TIMEOUT)
+    res = produce(secured, driver, topic, env, 1, NEGATIVE_TIMEOUT)
     assert refused(res, "SASL_AUTHENTICATION_FAILED") is None, refused(
         res, "SASL_AUTHENTICATION_FAILED"
     )

@@ -17,7 +17,13 @@ from typing import Any
 
 import pytest
 
-from spark.pipeline.events import Order, expected_aggregates, make_orders, produce_orders
+from spark.pipeline.events import (
+    BASE_TIME,
+    Order,
+    expected_aggregates,
+    make_orders,
+    produce_orders,
+)
 from spark.pipeline.jobs import run_batch, start_streaming, stop_gracefully
 from tests.integration.conftest import wait_for
 
@@ -129,7 +135,7 @@ def test_streaming_job_microbatches_restart(spark: Any, cluster: Any, tmp_path: 
     expected = _values(expected_aggregates(a + b + c, 60))
 
     def final(minutes: range) -> dict:
-        starts = {datetime(2026, 1, 1, 0, m, tzinfo=UTC) for m in minutes}
+        starts = {BASE_TIME + timedelta(minutes=m) for m in minutes}
         return {k: v for k, v in expected.items() if k[0] in starts}
 
     def start() -> Any:
@@ -271,7 +277,7 @@ def test_streaming_job_killed_and_restarted(spark: Any, cluster: Any, tmp_path: 
     )
 
     # An order 20 minutes later moves the watermark past every window above.
-    closing = Order("o-closing", "berlin", "sku-1", 1, 1, datetime(2026, 1, 1, 0, 20, tzinfo=UTC))
+    closing = Order("o-closing", "berlin", "sku-1", 1, 1, BASE_TIME + timedelta(minutes=20))
     produce_orders(bootstrap, topic, [closing])
     job = _PipelineJob(tmp_path / "run2.log", args)
     try:

@@ -73,9 +73,11 @@ DRIVERS: dict[str, list[str]] = {
     "kcat": [sys.executable, str(HERE / "kcat_driver.py")],
     "franz-go": [str(GO_DRIVER), "franz"],
     "sarama": [str(GO_DRIVER), "sarama"],
-    # Not a driver of the contract: the Kafka Streams test application (streams/StreamsApp.java).
-    "streams": ["bash", str(HERE / "streams-app.sh")],
 }
+# Run as the drivers are (run_driver, Running) but not drivers of the contract, so not in the
+# client matrix: the Kafka Streams test application (streams/StreamsApp.java).
+APPS: dict[str, list[str]] = {"streams": ["bash", str(HERE / "streams-app.sh")]}
+_COMMANDS = DRIVERS | APPS
 
 
 def ensure_setup() -> None:
@@ -119,7 +121,7 @@ def run_driver(
     """Run ``driver`` with ``args`` (e.g. "produce", "--bootstrap", b, ...); ``env`` is added
     to the environment (e.g. ``security_env(...)``)."""
     proc = subprocess.run(
-        [*DRIVERS[driver], *args],
+        [*_COMMANDS[driver], *args],
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -137,7 +139,7 @@ class Running:
     ``kill`` = kill -9 (e.g. ``txn-produce --hold true``: look while a transaction is open)."""
 
     def __init__(self, driver: str, *args: str, env: dict[str, str] | None = None) -> None:
-        self.argv = [*DRIVERS[driver], *args]
+        self.argv = [*_COMMANDS[driver], *args]
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115
         self.proc = subprocess.Popen(
             self.argv,

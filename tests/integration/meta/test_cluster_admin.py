@@ -20,7 +20,7 @@ from .harness import FakeBrokers, MetaNodes, eventually, leader_id
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
-TV, GV = "transaction.version", "group.version"
+TV, GV, SV = "transaction.version", "group.version", "streams.version"
 
 
 @contextlib.asynccontextmanager
@@ -70,11 +70,15 @@ async def test_cluster_administration_reaches_brokers_and_survives_restart(
             assert created.error_code == 0, created.error_message
 
             # Features: bootstrapped from the config, then upgraded (a downgrade is refused).
-            await eventually(lambda: cache.finalized_features == {TV: 1, GV: 1}, what="features")
+            await eventually(
+                lambda: cache.finalized_features == {TV: 1, GV: 1, SV: 1}, what="features"
+            )
             assert await client.update_features([(TV, 2, 1)]) == [(TV, 0, "")]
             [(_, code, message)] = await via_follower.update_features([(TV, 1, 1)])
             assert code == ErrorCode.INVALID_UPDATE_VERSION and "Can't downgrade" in message
-            await eventually(lambda: cache.finalized_features == {TV: 2, GV: 1}, what="upgrade")
+            await eventually(
+                lambda: cache.finalized_features == {TV: 2, GV: 1, SV: 1}, what="upgrade"
+            )
 
             # Dynamic configs of a topic, the cluster default and one broker.
             reloads: list[int] = []
@@ -170,7 +174,7 @@ async def test_cluster_administration_reaches_brokers_and_survives_restart(
         async with cache_of(client) as restarted:
             await eventually(lambda: "admin" in restarted.topics, what="the state after restart")
             assert restarted.broker_configs == wanted
-            assert restarted.finalized_features == {TV: 2, GV: 1}
+            assert restarted.finalized_features == {TV: 2, GV: 1, SV: 1}
             admin = restarted.topics["admin"]
             assert admin.configs == {"retention.ms": "60000"}
             assert len(admin.partitions) == 4 and admin.partitions[0].replicas == (2, 3, 4)
@@ -181,6 +185,6 @@ async def test_a_cluster_initialised_gets_default_feature_levels(meta_nodes_fact
     nodes: MetaNodes = meta_nodes_factory(1)
     nodes.start_all()
     async with nodes.client() as client, cache_of(client) as cache:
-        await eventually(lambda: cache.finalized_features == {TV: 2, GV: 1}, what="features")
+        await eventually(lambda: cache.finalized_features == {TV: 2, GV: 1, SV: 1}, what="features")
         assert cache.features_epoch > 0
     nodes.stop_all()
