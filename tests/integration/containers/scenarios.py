@@ -305,10 +305,9 @@ def run_scenario(
             )
         isr = {p: s.isr for p, s in ctx.view.partitions(10).items()}
         final = final_read(history, cluster.bootstrap, w.topic, w.partitions, isr)
-        assert workload.consumer is not None
-        if not workload.consumer.catch_up(final.high, 30):
-            history.note("live consumer did not reach the final high watermarks within 30s")
-        workload.consumer.stop()
+        if not workload.catch_up(final.high, 30):
+            history.note("live consumers did not reach the final high watermarks within 30s")
+        workload.stop_consumers()
         phase("final read done; stopping the cluster")
         cluster.stop()
         replicas = read_replica_logs(cluster.data_dir, w.topic)
