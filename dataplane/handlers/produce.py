@@ -33,11 +33,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Generator
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import anyio
+from kio.schema.produce import v13
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.log.batch import (
     ATTR_TRANSACTIONAL,
     HEADER_SIZE,
@@ -62,6 +64,8 @@ from dataplane.topic_admin import INTERNAL_TOPICS
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
+    from kio.schema.produce import v3, v4, v5, v6, v7, v8, v9, v10, v11, v12
+
     from dataplane.replica.partition import Partition
 
 API_KEY = 0
@@ -72,7 +76,6 @@ log = logging.getLogger("rafka.produce")
 _ATTRIBUTES_LOW_BYTE = 22  # attributes (int16) start at byte 21; the flags are in its low byte
 _TV2_VERSION = 12  # Produce v12+: the producer uses transaction version 2 (KIP-890 part 2)
 _GENERIC_ERROR_VERSION = 11  # v11+ clients know TRANSACTION_ABORTABLE (KIP-890)
-_TOPIC_ID_VERSION = 13  # v13+: topics by id (KIP-516)
 
 # Kafka's ReplicaManager turns these verification failures into NOT_ENOUGH_REPLICAS: retriable,
 # understood by every client, and without the metadata refresh other errors cause.
@@ -95,12 +98,42 @@ Guards = dict[tuple[str, int], VerificationGuard]
 RecordErrors = tuple[tuple[int, str], ...]
 """The records a refused batch was refused for: (index in the batch, why)."""
 
-Topics = list[tuple[str | None, bytes, Any]]
-"""Each topic of the request: its name (None: a v13 id no topic has), the id it was asked by
-(v13; else unused) and its kio entry (partition_data)."""
+ProduceRequest: TypeAlias = (
+    "v3.ProduceRequest | v4.ProduceRequest | v5.ProduceRequest | v6.ProduceRequest"
+    " | v7.ProduceRequest | v8.ProduceRequest | v9.ProduceRequest | v10.ProduceRequest"
+    " | v11.ProduceRequest | v12.ProduceRequest | v13.ProduceRequest"
+)
+"""The kio classes of the versions served (VERSIONS)."""
 
-Results = list[tuple[str, bytes, list[ProducePartition]]]
-"""Each topic's answer: name, id (as in `Topics`) and its partitions' answers."""
+
+class PartitionData(Protocol):
+    """What the handler reads of a partition's entry, the same in every version."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def records(self) -> bytes | None: ...
+
+
+@dataclass(slots=True)
+class Topic:
+    """A topic of the request, named once per request (none per record)."""
+
+    name: str | None  # None: a v13 id no topic has
+    topic_id: bytes  # the id it was asked by (v13; else unused)
+    partitions: tuple[PartitionData, ...]
+
+
+@dataclass(slots=True)
+class Wait:
+    """An acks=all partition's append: done once the high watermark reaches `offset` within
+    `epoch`; else its answer, `answers[slot]`, is replaced by the error."""
+
+    partition: Partition
+    offset: int
+    epoch: int
+    answers: list[ProducePartition]
+    slot: int
 
 
 def _error(
@@ -110,55 +143,60 @@ def _error(
     return ProducePartition(index, code, -1, -1, -1, errors, message)
 
 
-def _topics(ctx: RequestContext, req: Any) -> Topics:
-    """The request's topics, named (see `Topics`): one lookup per topic, none per record."""
-    if ctx.header.api_version < _TOPIC_ID_VERSION:
-        return [(t.name, NO_TOPIC_ID, t) for t in req.topic_data]
-    name_of = ctx.services.cache.topic_name
+def _topics(ctx: RequestContext, req: ProduceRequest) -> list[Topic]:
+    """The request's topics, named: one lookup per topic, none per record."""
+    if not isinstance(req, v13.ProduceRequest):  # up to v12: topics by name
+        return [Topic(t.name, NO_TOPIC_ID, t.partition_data) for t in req.topic_data]
+    name_of = ctx.services.cache.topic_name  # v13: topics by id (KIP-516)
     return [
-        (name_of(t.topic_id), t.topic_id.bytes if t.topic_id else NO_TOPIC_ID, t)
+        Topic(
+            name_of(t.topic_id),
+            t.topic_id.bytes if t.topic_id else NO_TOPIC_ID,
+            t.partition_data,
+        )
         for t in req.topic_data
     ]
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: ProduceRequest) -> Response:
     replicas = ctx.services.replicas
     acks = req.acks
     topics = _topics(ctx, req)
     if acks not in (-1, 0, 1):
         return _all_failed(ctx, topics, ErrorCode.invalid_required_acks)
     denied = ctx.services.authorizer.denied(
-        ctx.conn, AclOperation.WRITE, ResourceType.TOPIC, (n for n, _, _ in topics if n)
+        ctx.conn, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in topics if t.name)
     )
     refused: Verified | None = None
     guards: Guards | None = None
-    if _has_transactional_batches(req):
+    if _has_transactional_batches(topics):
         code, refused, guards = await _check_transaction(ctx, req, topics, denied)
         if code != ErrorCode.none:
             if acks == 0:  # no answer to carry the error: make the client reconnect
                 raise ConnectionClosed(f"acks=0 transactional produce refused: {code.name}")
             return _all_failed(ctx, topics, code)
     now_ms = time.time_ns() // 1_000_000
-    results: Results = []
-    # (partition, HW to reach, leader epoch of the append, result list, slot in it)
-    waits: list[tuple[Partition, int, int, list[ProducePartition], int]] = []
+    results: list[ProduceTopic] = []
+    waits: list[Wait] = []
     failed = False
-    for name, topic_id, topic in topics:
+    for topic in topics:
+        name, topic_id = topic.name, topic.topic_id
         out: list[ProducePartition] = []
         if name is None or name in denied:
             failed = True
             code = (
                 ErrorCode.unknown_topic_id if name is None else ErrorCode.topic_authorization_failed
             )
-            out = [_error(p.index, code) for p in topic.partition_data]
-            results.append((name or "", topic_id, out))
+            out = [_error(p.index, code) for p in topic.partitions]
+            results.append(ProduceTopic(name or "", out, topic_id))
             continue
         if name in INTERNAL_TOPICS:
             failed = True
-            results.append((name, topic_id, _internal_topic_refused(ctx, name, topic)))
+            out = _internal_topic_refused(ctx, name, topic.partitions)
+            results.append(ProduceTopic(name, out, topic_id))
             continue
         stats = topic_stats(name)
-        for data in topic.partition_data:
+        for data in topic.partitions:
             if refused and (answer := refused.get((name, data.index))) is not None:
                 failed = True
                 out.append(answer)
@@ -187,7 +225,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
             stats.messages_in += res.last_offset - res.base_offset + 1
             if acks == -1:
                 waits.append(
-                    (partition, res.last_offset + 1, partition.leader_epoch, out, len(out))
+                    Wait(partition, res.last_offset + 1, partition.leader_epoch, out, len(out))
                 )
             out.append(
                 ProducePartition(
@@ -198,7 +236,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                     partition.log.log_start_offset,
                 )
             )
-        results.append((name, topic_id, out))
+        results.append(ProduceTopic(name, out, topic_id))
     # producer_byte_rate (KIP-13): one flag when the cluster has no such quota
     throttle_ms = quota.produce(ctx) if ctx.services.quotas.produce.enabled else 0
     if acks == 0:
@@ -209,11 +247,13 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         return None
     version = ctx.header.api_version
     if not waits:
-        return _encode(version, results, throttle_ms)
+        return encode_produce_response(version, results, throttle_ms)
     return _Replicated(version, results, waits, req.timeout.total_seconds(), ctx)
 
 
-def _internal_topic_refused(ctx: RequestContext, name: str, topic: Any) -> list[ProducePartition]:
+def _internal_topic_refused(
+    ctx: RequestContext, name: str, partitions: tuple[PartitionData, ...]
+) -> list[ProducePartition]:
     """Kafka's answer to a client's append to an internal topic (only its coordinators write
     it: a record they cannot read would cost the groups or transactions it holds), after its
     check that the partition exists (UNKNOWN_TOPIC_OR_PARTITION first, as Kafka 4.4 answers)."""
@@ -223,7 +263,7 @@ def _internal_topic_refused(ctx: RequestContext, name: str, topic: Any) -> list[
         _error(p.index, ErrorCode.invalid_topic_exception, message)
         if 0 <= p.index < count
         else _error(p.index, ErrorCode.unknown_topic_or_partition)
-        for p in topic.partition_data
+        for p in partitions
     ]
     if count:
         log.warning(
@@ -261,7 +301,7 @@ def _several_batches_refused(ctx: RequestContext, topic: str, index: int) -> Pro
     return _error(index, ErrorCode.invalid_record, message)
 
 
-def _is_transactional(records: Any) -> bool:
+def _is_transactional(records: bytes | None) -> bool:
     """Whether the first batch of a partition's records has the transactional attribute."""
     return (
         records is not None
@@ -270,15 +310,13 @@ def _is_transactional(records: Any) -> bool:
     )
 
 
-def _has_transactional_batches(req: Any) -> bool:
+def _has_transactional_batches(topics: list[Topic]) -> bool:
     """Kafka's RequestUtils.hasTransactionalRecords: one byte of each partition's data."""
-    return any(
-        _is_transactional(data.records) for topic in req.topic_data for data in topic.partition_data
-    )
+    return any(_is_transactional(data.records) for topic in topics for data in topic.partitions)
 
 
 async def _check_transaction(
-    ctx: RequestContext, req: Any, topics: Topics, denied: frozenset[str]
+    ctx: RequestContext, req: ProduceRequest, topics: list[Topic], denied: frozenset[str]
 ) -> tuple[ErrorCode, Verified, Guards]:
     """The transactional checks of Kafka's KafkaApis.handleProduceRequest and
     ReplicaManager.handleProduceAppend: an error for the whole request, or the partitions
@@ -301,15 +339,17 @@ async def _check_transaction(
     producers: set[tuple[int, int]] = set()
     candidates: list[tuple[str, int, Partition, int]] = []  # ..., first batch's sequence
     replicas = ctx.services.replicas
-    for name, _, topic in topics:
+    for topic in topics:
+        name = topic.name
         if name is None or name in denied or name in INTERNAL_TOPICS:  # refused by the append loop
             continue
-        for data in topic.partition_data:
-            if not _is_transactional(data.records) or holds_several_batches(data.records):
+        for data in topic.partitions:
+            records = data.records or b""
+            if not _is_transactional(records) or holds_several_batches(records):
                 continue  # refused by the append loop, unverified (as Kafka refuses it first)
-            if len(data.records) < HEADER_SIZE:
+            if len(records) < HEADER_SIZE:
                 continue  # too short to be a batch: the log refuses it with its own error
-            header = header_at(data.records, 0)
+            header = header_at(records, 0)
             producers.add((header.producer_id, header.producer_epoch))
             try:
                 partition = replicas.leader_partition(name, data.index)
@@ -398,14 +438,19 @@ class _Replicated:
     __slots__ = ("_ctx", "_deadline", "_results", "_version", "_wait", "_waits")
 
     def __init__(
-        self, version: int, results: list, waits: list, timeout: float, ctx: RequestContext
+        self,
+        version: int,
+        results: list[ProduceTopic],
+        waits: list[Wait],
+        timeout: float,
+        ctx: RequestContext,
     ) -> None:
         self._version, self._results, self._waits = version, results, waits
         self._ctx = ctx
         self._deadline = anyio.current_time() + timeout
         self._wait = ReplicationWait(len(waits))
-        for slot, (partition, offset, epoch, _, _) in enumerate(waits):
-            partition.await_replication(offset, epoch, self._wait, slot)
+        for slot, wait in enumerate(waits):
+            wait.partition.await_replication(wait.offset, wait.epoch, self._wait, slot)
 
     @property
     def ready(self) -> bool:
@@ -423,20 +468,15 @@ class _Replicated:
         finally:
             if waiting:
                 PRODUCE_PURGATORY.dec()
-        for (partition, _, _, out, slot), code in zip(self._waits, codes, strict=True):
+        for wait, code in zip(self._waits, codes, strict=True):
             if code != ErrorCode.none:
-                out[slot] = _error(partition.index, code)
-        return _encode(self._version, self._results, int(self._ctx.throttle_ms))
+                wait.answers[wait.slot] = _error(wait.partition.index, code)
+        return encode_produce_response(self._version, self._results, int(self._ctx.throttle_ms))
 
 
-def _encode(version: int, results: Results, throttle_ms: int = 0) -> bytes:
-    topics = [ProduceTopic(name, parts, topic_id) for name, topic_id, parts in results]
-    return encode_produce_response(version, topics, throttle_ms)
-
-
-def _all_failed(ctx: RequestContext, topics: Topics, code: ErrorCode) -> bytes:
-    results: Results = [
-        (name or "", topic_id, [_error(p.index, code) for p in t.partition_data])
-        for name, topic_id, t in topics
+def _all_failed(ctx: RequestContext, topics: list[Topic], code: ErrorCode) -> bytes:
+    results = [
+        ProduceTopic(t.name or "", [_error(p.index, code) for p in t.partitions], t.topic_id)
+        for t in topics
     ]
-    return _encode(ctx.header.api_version, results)
+    return encode_produce_response(ctx.header.api_version, results)
