@@ -172,9 +172,9 @@ def rebalance(bootstrap: str, args: argparse.Namespace) -> dict[str, object]:
 def coordinator_of(admin: AdminClient, group: str) -> int:
     """The coordinator's node id (DescribeGroups through FindCoordinator: a new group is Dead
     and answers with its coordinator all the same)."""
-    return (
-        admin.describe_consumer_groups([group], request_timeout=20)[group].result(30).coordinator.id
-    )
+    described = admin.describe_consumer_groups([group], request_timeout=20)[group].result(30)
+    node_id: int = described.coordinator.id
+    return node_id
 
 
 def groups_on_one_coordinator(bootstrap: str, n: int) -> tuple[int, list[str]]:

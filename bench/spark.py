@@ -130,7 +130,8 @@ def batch_records(spark: object, bootstrap: str, records: int) -> None:
     )
 
     def count() -> int:
-        return kafka_reader(spark.read, bootstrap, "orders").load().count()  # type: ignore[attr-defined]
+        rows: int = kafka_reader(spark.read, bootstrap, "orders").load().count()  # type: ignore[attr-defined]
+        return rows
 
     def aggregate() -> int:
         raw = kafka_reader(spark.read, bootstrap, "orders").load()  # type: ignore[attr-defined]

@@ -298,7 +298,9 @@ class ScramClient(SaslClient):
     def first(self) -> bytes:
         return f"n,,{self.client_first_bare}".encode()
 
-    def final(self, server_first: bytes, nonce: str | None = None, proof: bytes | None = None):
+    def final(
+        self, server_first: bytes, nonce: str | None = None, proof: bytes | None = None
+    ) -> bytes:
         """The client-final message for `server_first`; `nonce`/`proof` override the right
         ones (hostile-input tests)."""
         attrs = dict(kv.split("=", 1) for kv in server_first.decode().split(","))

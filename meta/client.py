@@ -161,7 +161,7 @@ class MetaClient:
                 for name, h, p, protocol in endpoints
             ],
         )
-        response = await self._call("RegisterBroker", request)
+        response: meta_pb2.RegisterBrokerResponse = await self._call("RegisterBroker", request)
         return response.broker_epoch
 
     async def heartbeat(self, node_id: int, broker_epoch: int) -> HeartbeatResult:
@@ -455,7 +455,7 @@ class MetaClient:
                 for topic, indexes in by_topic.items()
             ],
         )
-        response = await self._call("OfflineReplicas", request)
+        response: meta_pb2.OfflineReplicasResponse = await self._call("OfflineReplicas", request)
         if response.error_code:
             raise MetaRequestError(response.error_code, response.error_message)
         return response.partitions_changed
@@ -479,14 +479,16 @@ class MetaClient:
                 for group_id, partition in groups
             ],
         )
-        return (await self._call("RegisterGroups", request)).registered
+        response: meta_pb2.RegisterGroupsResponse = await self._call("RegisterGroups", request)
+        return response.registered
 
     async def unregister_groups(self, group_ids: Iterable[str]) -> int:
         """Remove groups from the registry; idempotent. Returns how many were registered."""
         request = meta_pb2.UnregisterGroupsRequest(
             request_id=_request_id(), group_ids=list(group_ids)
         )
-        return (await self._call("UnregisterGroups", request)).unregistered
+        response: meta_pb2.UnregisterGroupsResponse = await self._call("UnregisterGroups", request)
+        return response.unregistered
 
     async def list_groups(self, partitions: Iterable[int] = ()) -> list[tuple[str, int]]:
         """The registered groups (group id, coordinator partition), sorted by id; only those
@@ -635,7 +637,10 @@ class MetaClient:
             await asyncio.sleep(_backoff(failures))
 
     async def describe_cluster(self) -> meta_pb2.DescribeClusterResponse:
-        return await self._call("DescribeCluster", meta_pb2.DescribeClusterRequest())
+        response: meta_pb2.DescribeClusterResponse = await self._call(
+            "DescribeCluster", meta_pb2.DescribeClusterRequest()
+        )
+        return response
 
     # ------------------------------------------------------------ the meta quorum
 
@@ -643,7 +648,10 @@ class MetaClient:
         self, timeout_s: float | None = None
     ) -> meta_pb2.DescribeQuorumResponse:
         """The Raft leader's view of the quorum (DescribeQuorum, KIP-853)."""
-        return await self._call("DescribeQuorum", meta_pb2.DescribeQuorumRequest(), timeout_s)
+        response: meta_pb2.DescribeQuorumResponse = await self._call(
+            "DescribeQuorum", meta_pb2.DescribeQuorumRequest(), timeout_s
+        )
+        return response
 
     async def add_voter(self, request: meta_pb2.AddVoterRequest) -> tuple[int, str]:
         """Add a meta node to the voters once it has caught up: (Kafka error code, message)."""
@@ -676,6 +684,8 @@ class MetaClient:
         return meta_pb2_grpc.MetaServiceStub(channel)
 
     async def _call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
+        # Any: the stub's RPC is looked up by name, so its request and response types are the
+        # caller's to name (callers annotate the response they read)
         loop = asyncio.get_running_loop()
         timeout_s = self._timeout_s if timeout_s is None else timeout_s
         deadline = loop.time() + timeout_s
@@ -723,7 +733,7 @@ def _leader_redirect(exc: aio.AioRpcError) -> str | None:
 
 
 def _backoff(failures: int) -> float:
-    return min(_MAX_BACKOFF_S, _FIRST_BACKOFF_S * 2 ** (failures - 1))
+    return min(_MAX_BACKOFF_S, _FIRST_BACKOFF_S * 2.0 ** (failures - 1))
 
 
 def _request_id() -> str:

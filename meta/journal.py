@@ -217,7 +217,8 @@ class DurableJournal(Journal):
         self._store_meta()
 
     def getCurrentTerm(self) -> int:
-        return self._meta.get("currentTerm", 0)
+        term: int = self._meta.get("currentTerm", 0)
+        return term
 
     def getVotedForNodeId(self) -> Any:
         return self._meta.get("votedForNodeId")
@@ -229,7 +230,8 @@ class DurableJournal(Journal):
             self._meta_dirty = True
 
     def getRaftCommitIndex(self) -> int:
-        return self._meta.get("raftCommitIndex", 1)
+        index: int = self._meta.get("raftCommitIndex", 1)
+        return index
 
     def onOneSecondTimer(self) -> None:
         if self._meta_dirty:

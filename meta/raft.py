@@ -172,7 +172,8 @@ class ReresolvingTransport(GuardedTransport):
                     node.address,
                 )
             conn.disconnect()  # its callback dials again once connectionRetryTime has passed
-        return super()._connectIfNecessarySingle(node)
+        connected: bool = super()._connectIfNecessarySingle(node)
+        return connected
 
 
 def trim_append_entries(log: Sequence[Entry], message: dict[str, Any]) -> dict[str, Any]:
@@ -250,7 +251,8 @@ class DurableTransport(ReresolvingTransport):
         syncObj.addOnTickCallback(self.flush)
 
     def _term(self) -> int:
-        return self._syncObj._SyncObj__raftCurrentTerm  # type: ignore[attr-defined]  # no accessor
+        term: int = self._syncObj._SyncObj__raftCurrentTerm  # type: ignore[attr-defined]  # no accessor
+        return term
 
     def _stale(self, acknowledgement: dict[str, Any]) -> bool:
         """Of an earlier term than this node's (one without a term, from an older node, is not)."""
@@ -685,11 +687,13 @@ class MetaRaft:
         )
 
     def is_leader(self) -> bool:
-        return self._sync._isLeader()
+        leader: bool = self._sync._isLeader()
+        return leader
 
     def status(self) -> dict[str, Any]:
         """pysyncobj's status: raft_term, commit_idx, last_applied, leader (for metrics)."""
-        return self._sync.getStatus()
+        status: dict[str, Any] = self._sync.getStatus()
+        return status
 
     def leader_address(self) -> str | None:
         """Raft address of the leader this node knows of, if any."""

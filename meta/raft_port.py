@@ -174,7 +174,7 @@ class GuardedConnection(TcpConnection):
         buffer = self._TcpConnection__readBuffer  # type: ignore[attr-defined]
         if len(buffer) < _LENGTH.size:
             return True
-        (size,) = _LENGTH.unpack_from(buffer)
+        size: int = _LENGTH.unpack_from(buffer)[0]
         limit = MAX_FRAME_BYTES if self._proven else HANDSHAKE_FRAME_BYTES
         if not 0 <= size <= limit:
             self._refuse(f"it announced a frame of {size} bytes, over the {limit} accepted")

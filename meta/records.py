@@ -94,7 +94,7 @@ def encode_command(command: Command) -> bytes:
         version=RECORD_VERSION, request_id=command.request_id, now_ms=command.now_ms
     )
     getattr(record, kind.name).CopyFrom(kind.body(command.body))
-    return record.SerializeToString()
+    return _serialized(record)
 
 
 def decode_command(data: bytes) -> Command:
@@ -127,7 +127,7 @@ def _remembered_from(r: pb.AppliedRequest) -> Remembered:
 
 def encode_state(state: MetaState) -> bytes:
     """The state dump of ``state``."""
-    return pb.StateRecord(
+    record = pb.StateRecord(
         version=RECORD_VERSION,
         cluster_id=state.cluster_id,
         offset=state.offset,
@@ -152,7 +152,14 @@ def encode_state(state: MetaState) -> bytes:
         features_initialized=state.features_initialized,
         resource_configs=resource_configs.state_records(state.resource_configs),
         client_quotas=quotas.state_records(state.client_quotas),
-    ).SerializeToString()
+    )
+    return _serialized(record)
+
+
+def _serialized(record: pb.CommandRecord | pb.StateRecord) -> bytes:
+    """The record's bytes, typed: protobuf's runtime Message has no annotations."""
+    data: bytes = record.SerializeToString()
+    return data
 
 
 def decode_state(data: bytes) -> MetaState:

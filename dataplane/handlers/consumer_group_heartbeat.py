@@ -10,7 +10,7 @@ subscribed topic name (TOPIC_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
-from typing import Any
+from kio.static.protocol import Payload
 
 from dataplane.coordinator.api import client_host
 from dataplane.coordinator.base import Reply
@@ -47,7 +47,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return _replicated(b, reply)
 
 
-async def _replicated(b: EntityBuilder, reply: Reply[HeartbeatResponse]) -> Any:
+async def _replicated(b: EntityBuilder, reply: Reply[HeartbeatResponse]) -> Payload:
     return (await reply.wait()).to_kio(b)
 
 

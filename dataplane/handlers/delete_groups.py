@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable
-from typing import Any
+
+from kio.static.protocol import Payload
 
 from dataplane.coordinator.base import map_append_error
 from dataplane.coordinator.shard import GroupShard
@@ -80,7 +81,7 @@ async def _replicated(
     order: list[str],
     results: dict[str, ErrorCode],
     writes: list[tuple[list[str], Awaitable[None]]],
-) -> Any:
+) -> Payload:
     coordinator = ctx.services.group_coordinator
     for deleted, waiter in writes:
         try:
@@ -112,7 +113,7 @@ async def _delete_configs(ctx: RequestContext, group_ids: list[str]) -> None:
         )
 
 
-def _response(b: EntityBuilder, order: list[str], results: dict[str, ErrorCode]) -> Any:
+def _response(b: EntityBuilder, order: list[str], results: dict[str, ErrorCode]) -> Payload:
     return b.DeleteGroupsResponse(
         throttle_time=0,
         results=tuple(

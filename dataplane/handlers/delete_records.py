@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+from kio.static.protocol import Payload
 
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.metadata_cache import MetadataCache
@@ -106,7 +107,7 @@ def _alive(cache: MetadataCache) -> Alive:
 
 async def _await_replicas(
     b: EntityBuilder, results: dict[str, list[Any]], waits: list[Wait], timeout: float, alive: Alive
-) -> Any:
+) -> Payload:
     """Complete once every waiting partition's low watermark reached its deletion point."""
     deadline = anyio.current_time() + timeout
     for partition, required, epoch, out, slot in waits:
@@ -125,11 +126,11 @@ async def _await_replicas(
     return _response(b, results)
 
 
-def _result(b: EntityBuilder, index: int, code: int, low: int = INVALID_LOW_WATERMARK) -> Any:
+def _result(b: EntityBuilder, index: int, code: int, low: int = INVALID_LOW_WATERMARK) -> Payload:
     return b.DeleteRecordsPartitionResult(partition_index=index, low_watermark=low, error_code=code)
 
 
-def _response(b: EntityBuilder, results: dict[str, list[Any]]) -> Any:
+def _response(b: EntityBuilder, results: dict[str, list[Any]]) -> Payload:
     return b.DeleteRecordsResponse(
         throttle_time=0,
         topics=tuple(

@@ -58,10 +58,12 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         )
     with_fenced = getattr(req, "include_fenced_brokers", False)
     brokers = []
+    listed = set()
     for broker in sorted(cache.brokers.values(), key=lambda b: b.id):
         endpoint = broker.endpoints.get(ctx.conn.listener)
         if endpoint is None or (broker.fenced and not with_fenced):
             continue
+        listed.add(broker.id)
         brokers.append(
             b.DescribeClusterBroker(
                 broker_id=broker.id,
@@ -79,7 +81,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         endpoint_type=BROKERS,
         cluster_id=cache.cluster_id,
         # Kafka's: a controller id that is not among the brokers is -1, not to confuse clients
-        controller_id=controller if any(br.broker_id == controller for br in brokers) else -1,
+        controller_id=controller if controller in listed else -1,
         brokers=tuple(brokers),
         cluster_authorized_operations=_cluster_operations(ctx, req),
     )

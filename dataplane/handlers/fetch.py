@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -101,12 +101,21 @@ class _SessionRead(_Read):
         self.entries: list[tuple[CachedPartition, FetchPartition, Partition | None]] = []
 
 
-def _budget(ctx: RequestContext, req: Any) -> int:
+class _Limits(Protocol):
+    """The size limits of a FetchRequest, the same in every version served."""
+
+    @property
+    def max_bytes(self) -> int: ...
+    @property
+    def min_bytes(self) -> int: ...
+
+
+def _budget(ctx: RequestContext, req: _Limits) -> int:
     """The bytes a fetch may answer (Kafka's fetchMaxBytes: quota.fetch_budget)."""
     return quota.fetch_budget(ctx, req.max_bytes)
 
 
-def _min_bytes(ctx: RequestContext, req: Any) -> int:
+def _min_bytes(ctx: RequestContext, req: _Limits) -> int:
     """The bytes a long poll waits for: min_bytes, never more than the budget (Kafka's
     fetchMinBytes), or it would wait out max_wait_ms for what it may not answer."""
     return min(req.min_bytes, _budget(ctx, req))

@@ -4,7 +4,7 @@ phase completes; see dataplane/coordinator/classic_group.py). READ on the group 
 
 from __future__ import annotations
 
-from typing import Any
+from kio.static.protocol import Payload
 
 from dataplane.coordinator.api import client_host, ms
 from dataplane.coordinator.base import JoinRequest, JoinResult, Reply
@@ -55,11 +55,11 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return _parked(b, version, reply)
 
 
-async def _parked(b: EntityBuilder, version: int, reply: Reply[JoinResult]) -> Any:
+async def _parked(b: EntityBuilder, version: int, reply: Reply[JoinResult]) -> Payload:
     return _response(b, version, await reply.wait())
 
 
-def _response(b: EntityBuilder, version: int, r: JoinResult) -> Any:
+def _response(b: EntityBuilder, version: int, r: JoinResult) -> Payload:
     protocol_name = r.protocol_name
     if version < 7:
         protocol_name = protocol_name or ""  # not nullable before v7

@@ -20,7 +20,9 @@ other here (and in OffsetFetch, DescribeGroups, DeleteGroups): pre-0.9 clients c
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+from kio.static.protocol import Payload
 
 from dataplane.coordinator.api import ms
 from dataplane.coordinator.base import Reply
@@ -125,7 +127,7 @@ async def _stored(
     results: dict[tuple[str, int], ErrorCode],
     errors: dict[tuple[str, int], ErrorCode],
     stored: Reply[ErrorCode],
-) -> Any:
+) -> Payload:
     code = await stored.wait()
     if code != ErrorCode.none:
         failed = map_commit_error(code)
@@ -135,7 +137,7 @@ async def _stored(
 
 def _response(
     b: EntityBuilder, order: list[Topic], results: dict[tuple[str, int], ErrorCode]
-) -> Any:
+) -> Payload:
     return b.OffsetCommitResponse(
         throttle_time=0,
         topics=tuple(

@@ -6,7 +6,8 @@ DELETE on the group (GROUP_AUTHORIZATION_FAILED) and READ on each topic
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any
+
+from kio.static.protocol import Payload
 
 from dataplane.coordinator.base import map_append_error
 from dataplane.handlers.context import Request, RequestContext, Response
@@ -71,7 +72,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
 
 async def _replicated(
     b: EntityBuilder, order: list[tuple[str, list[int]]], results: Results, waiter: Awaitable[None]
-) -> Any:
+) -> Payload:
     try:
         await waiter
     except KafkaError as e:
@@ -94,11 +95,11 @@ def _kafka_order(
     return list(order.items())
 
 
-def _error(b: EntityBuilder, code: ErrorCode) -> Any:
+def _error(b: EntityBuilder, code: ErrorCode) -> Payload:
     return b.OffsetDeleteResponse(error_code=code, throttle_time=0, topics=())
 
 
-def _response(b: EntityBuilder, order: list[tuple[str, list[int]]], results: Results) -> Any:
+def _response(b: EntityBuilder, order: list[tuple[str, list[int]]], results: Results) -> Payload:
     return b.OffsetDeleteResponse(
         error_code=ErrorCode.none,
         throttle_time=0,

@@ -15,6 +15,8 @@ import importlib
 import uuid
 from typing import Any
 
+from kio.static.protocol import Payload
+
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.share import handling
@@ -33,7 +35,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return _serve(ctx, req, group_id, member)
 
 
-async def _serve(ctx: RequestContext, req: Any, group_id: str, member: str) -> Any:
+async def _serve(ctx: RequestContext, req: Any, group_id: str, member: str) -> Payload:
     manager = ctx.services.share_partitions
     epoch = req.share_session_epoch
     try:
@@ -63,7 +65,7 @@ def _response(
     message: str | None,
     results: dict[handling.TopicPartition, handling.Result],
     topics: Topics | None,
-) -> Any:
+) -> Payload:
     version = ctx.header.api_version
     m = importlib.import_module(f"kio.schema.share_acknowledge.v{version}.response")
     by_topic: dict[bytes, list[Any]] = {}
@@ -86,7 +88,7 @@ def _response(
         if error == ErrorCode.none:
             lock_ms = ctx.services.share_partitions.settings(group_id).record_lock_duration_ms
         extra["acquisition_lock_timeout"] = datetime.timedelta(milliseconds=lock_ms)
-    return m.ShareAcknowledgeResponse(
+    response: Payload = m.ShareAcknowledgeResponse(  # m: the version's module, chosen at run time
         throttle_time=datetime.timedelta(0),
         error_code=error,
         error_message=message,
@@ -102,3 +104,4 @@ def _response(
         ),
         **extra,
     )
+    return response

@@ -10,7 +10,8 @@ Kafka's: READ on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on every subsc
 from __future__ import annotations
 
 import uuid
-from typing import Any
+
+from kio.static.protocol import Payload
 
 from dataplane.coordinator.api import client_host
 from dataplane.coordinator.base import Reply
@@ -49,11 +50,11 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return _replicated(b, reply)
 
 
-async def _replicated(b: EntityBuilder, reply: Reply[HeartbeatResponse]) -> Any:
+async def _replicated(b: EntityBuilder, reply: Reply[HeartbeatResponse]) -> Payload:
     return _kio(b, await reply.wait())
 
 
-def _kio(b: EntityBuilder, r: HeartbeatResponse) -> Any:
+def _kio(b: EntityBuilder, r: HeartbeatResponse) -> Payload:
     assignment = None
     if r.assignment is not None:
         assignment = b.Assignment(

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from kio.static.protocol import Payload
 
 from dataplane.coordinator.base import Reply, SyncResult
 from dataplane.handlers.context import Request, RequestContext, Response
@@ -52,11 +52,11 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return _parked(b, reply)
 
 
-async def _parked(b: EntityBuilder, reply: Reply[SyncResult]) -> Any:
+async def _parked(b: EntityBuilder, reply: Reply[SyncResult]) -> Payload:
     return _response(b, await reply.wait())
 
 
-def _response(b: EntityBuilder, r: SyncResult) -> Any:
+def _response(b: EntityBuilder, r: SyncResult) -> Payload:
     return b.SyncGroupResponse(
         throttle_time=0,
         error_code=r.error,

@@ -178,7 +178,8 @@ def encode_batch(
 
 def batch_size_at(buf: bytes | bytearray | memoryview, pos: int) -> int:
     """Whole size of the batch at ``pos`` read from its length field alone (needs 12 bytes)."""
-    return _INT32.unpack_from(buf, pos + _LENGTH_POS)[0] + LOG_OVERHEAD
+    length: int = _INT32.unpack_from(buf, pos + _LENGTH_POS)[0]
+    return length + LOG_OVERHEAD
 
 
 def _framed_size(buf: bytes | bytearray | memoryview, pos: int) -> int | None:

@@ -13,6 +13,7 @@ import io
 import struct
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pkgutil import resolve_name
@@ -21,7 +22,7 @@ from typing import Any
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
-from kio.static.protocol import Entity
+from kio.static.protocol import Entity, Payload
 
 from dataplane.protocol import primitives
 from dataplane.protocol.errors import ErrorCode
@@ -199,21 +200,27 @@ class EntityBuilder:
         self._api_key, self._kind = api_key, kind
         self._module = sys.modules[entity_class(api_key, version, kind).__module__]
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Callable[..., Payload]:
         known = _fields_in_any_version(self._api_key, self._kind, name)
         if known is None:
             raise AttributeError(f"no version of API {self._api_key} has a {name}")
-        cls = getattr(self._module, name, None)
+        cls: type[Payload] | None = getattr(self._module, name, None)
         if cls is None:  # a nested type this version lacks; its parent field is dropped too
-            return lambda **_values: None
+            return _absent
         types = _field_types(cls)
 
-        def build(**values: Any) -> Any:
+        def build(**values: Any) -> Payload:
             if unknown := values.keys() - known:
                 raise TypeError(f"no version of API {self._api_key}'s {name} has {unknown}")
             return cls(**{k: _coerce(types[k], v) for k, v in values.items() if k in types})
 
         return build
+
+
+def _absent(**_values: Any) -> Any:
+    """What `EntityBuilder` builds of a nested type the version lacks: nothing, never sent
+    (its parent's field is dropped too), so typed as any entity for the caller."""
+    return None
 
 
 def ResponseBuilder(api_key: int, version: int) -> EntityBuilder:
