@@ -10,12 +10,22 @@ needed, as in Kafka.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.transaction.coordinator import for_client_version
 from meta.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.add_offsets_to_txn import v0, v1, v2, v3, v4
+
+AddOffsetsToTxnRequest: TypeAlias = (
+    "v0.AddOffsetsToTxnRequest | v1.AddOffsetsToTxnRequest | v2.AddOffsetsToTxnRequest"
+    " | v3.AddOffsetsToTxnRequest | v4.AddOffsetsToTxnRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 25
 VERSIONS = (0, 4)
@@ -24,7 +34,7 @@ PRODUCER_FENCED_SINCE = 2
 log = logging.getLogger("rafka.add_offsets_to_txn")
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: AddOffsetsToTxnRequest) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
     code = await _add(ctx, req)
@@ -33,7 +43,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     )
 
 
-async def _add(ctx: RequestContext, req: Request) -> ErrorCode:
+async def _add(ctx: RequestContext, req: AddOffsetsToTxnRequest) -> ErrorCode:
     services = ctx.services
     authorizer = services.authorizer
     if not authorizer.authorize(

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from meta import quorum
@@ -28,11 +29,17 @@ from proto import meta_pb2
 
 log = logging.getLogger("rafka.meta_quorum")
 
+if TYPE_CHECKING:
+    from kio.schema.add_raft_voter import v0, v1
+
+AddRaftVoterRequest: TypeAlias = "v0.AddRaftVoterRequest | v1.AddRaftVoterRequest"
+"""The kio classes of the versions served."""
+
 API_KEY = 80
 VERSIONS = (0, 1)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: AddRaftVoterRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     refused = check(ctx, req)
     if refused is not None:
@@ -62,7 +69,14 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     )
 
 
-def check(ctx: RequestContext, req: Request) -> tuple[ErrorCode, str] | None:
+class VoterChange(Protocol):
+    """What `check` reads of an AddRaftVoter or RemoveRaftVoter request."""
+
+    @property
+    def cluster_id(self) -> str | None: ...
+
+
+def check(ctx: RequestContext, req: VoterChange) -> tuple[ErrorCode, str] | None:
     """Kafka's checks before a voter change: ALTER on the cluster, then the cluster id."""
     if not ctx.services.authorizer.authorize(
         ctx.conn, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME

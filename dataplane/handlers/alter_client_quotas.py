@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
 from meta.quotas import QuotaAlteration, QuotaEntity, entity_of
+
+if TYPE_CHECKING:
+    from kio.schema.alter_client_quotas import v0, v1
+
+AlterClientQuotasRequest: TypeAlias = "v0.AlterClientQuotasRequest | v1.AlterClientQuotasRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 49
 VERSIONS = (0, 1)
@@ -30,7 +37,7 @@ _PROPAGATION_WAIT_S = 2.0
 log = logging.getLogger("rafka.quotas")
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: AlterClientQuotasRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     alterations = [
         QuotaAlteration(

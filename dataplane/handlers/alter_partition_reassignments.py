@@ -18,13 +18,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
+
+if TYPE_CHECKING:
+    from kio.schema.alter_partition_reassignments import v0, v1
+
+AlterPartitionReassignmentsRequest: TypeAlias = (
+    "v0.AlterPartitionReassignmentsRequest | v1.AlterPartitionReassignmentsRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 45
 VERSIONS = (0, 1)
@@ -36,7 +45,7 @@ _PROPAGATION_S = 10.0  # how long to wait for our cache to show a change the met
 Change = tuple[str, int, Sequence[int] | None]  # topic, partition, target replicas (None: cancel)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: AlterPartitionReassignmentsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     allow_change = getattr(req, "allow_replication_factor_change", True)  # v1+
     changes: list[Change] = [

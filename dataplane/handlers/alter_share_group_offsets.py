@@ -11,13 +11,19 @@ Authorization as Kafka's: READ on the group (GROUP_AUTHORIZATION_FAILED), READ o
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from dataplane.coordinator import share_group_offsets as offsets
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.alter_share_group_offsets import v0
+
+AlterShareGroupOffsetsRequest: TypeAlias = "v0.AlterShareGroupOffsetsRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 91
 VERSIONS = (0, 0)
@@ -25,7 +31,7 @@ VERSIONS = (0, 0)
 log = logging.getLogger("rafka.coordinator.share_group")
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: AlterShareGroupOffsetsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     try:
         topics = await _alter(ctx, b, req)

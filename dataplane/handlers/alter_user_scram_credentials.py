@@ -7,14 +7,21 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.security.sasl.scram import MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_BY_TYPE
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
 from meta.model import ScramCredential
+
+if TYPE_CHECKING:
+    from kio.schema.alter_user_scram_credentials import v0
+
+AlterUserScramCredentialsRequest: TypeAlias = "v0.AlterUserScramCredentialsRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 51
 VERSIONS = (0, 0)
@@ -24,7 +31,7 @@ log = logging.getLogger("rafka.sasl")
 _PROPAGATION_S = 5.0  # wait this long for our own cache to show the change
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: AlterUserScramCredentialsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     users = list(dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions]))
     errors: dict[str, tuple[ErrorCode, str | None]] = {}
@@ -44,7 +51,9 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     )
 
 
-async def _alter(ctx: RequestContext, req: Request) -> dict[str, tuple[ErrorCode, str | None]]:
+async def _alter(
+    ctx: RequestContext, req: AlterUserScramCredentialsRequest
+) -> dict[str, tuple[ErrorCode, str | None]]:
     errors: dict[str, tuple[ErrorCode, str | None]] = {}
     counts = Counter([d.name for d in req.deletions] + [u.name for u in req.upsertions])
     for user, n in counts.items():

@@ -6,12 +6,21 @@ DESCRIBE on each group is needed (GROUP_AUTHORIZATION_FAILED)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, TypeAlias
 
 from dataplane.coordinator.consumer_group import DescribedGroup
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.consumer_group_describe import v0, v1
+
+ConsumerGroupDescribeRequest: TypeAlias = (
+    "v0.ConsumerGroupDescribeRequest | v1.ConsumerGroupDescribeRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 69
 VERSIONS = (0, 1)
@@ -21,7 +30,7 @@ def _failed(group_id: str, code: ErrorCode) -> DescribedGroup:
     return DescribedGroup(group_id, "", 0, 0, "", (), error_code=code)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     coordinator, authorizer = ctx.services.group_coordinator, ctx.services.authorizer
     described = []

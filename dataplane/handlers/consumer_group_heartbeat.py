@@ -10,6 +10,8 @@ subscribed topic name (TOPIC_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias
+
 from kio.static.protocol import Payload
 
 from dataplane.coordinator.api import client_host
@@ -19,16 +21,24 @@ from dataplane.coordinator.consumer_group import (
     HeartbeatResponse,
     validate_heartbeat_request,
 )
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.consumer_group_heartbeat import v0, v1
+
+ConsumerGroupHeartbeatRequest: TypeAlias = (
+    "v0.ConsumerGroupHeartbeatRequest | v1.ConsumerGroupHeartbeatRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 68
 VERSIONS = (0, 1)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
     coordinator = ctx.services.group_coordinator

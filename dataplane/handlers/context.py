@@ -95,8 +95,10 @@ class RequestContext:
 
 
 Request: TypeAlias = Any
-"""The kio request object of the version the header names. Its fields differ from version to
-version, so a handler reads them as the version allows (`getattr` for optional ones)."""
+"""The kio request object of the version the header names, untyped. A handler whose versions
+share the fields it reads names kio's classes instead (a union of one class per version served);
+one reading fields only some versions have (`x if version >= n`, `getattr` for optional ones)
+keeps this: mypy cannot narrow kio's union by the header's version."""
 
 Body: TypeAlias = bytes | list[Bytes] | Payload
 """A response body: encoded by a fast encoder (bytes, or buffers to send back to back), or a kio

@@ -6,13 +6,20 @@ succeeds."""
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.security.acl_requests import binding_from_wire, refusal, wait_until_cached
 from meta.acl import AclOperation
 from meta.client import MetaError
+
+if TYPE_CHECKING:
+    from kio.schema.create_acls import v1, v2, v3
+
+CreateAclsRequest: TypeAlias = "v1.CreateAclsRequest | v2.CreateAclsRequest | v3.CreateAclsRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 30
 VERSIONS = (1, 3)
@@ -20,7 +27,7 @@ VERSIONS = (1, 3)
 log = logging.getLogger("rafka.acls")
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: CreateAclsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     bindings = [binding_from_wire(c) for c in req.creations]
     results: list[tuple[int, str]]

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
@@ -32,12 +32,21 @@ from meta.topic_planning import too_many_new_partitions
 
 log = logging.getLogger("rafka.topics")
 
+if TYPE_CHECKING:
+    from kio.schema.create_partitions import v0, v1, v2, v3
+
+CreatePartitionsRequest: TypeAlias = (
+    "v0.CreatePartitionsRequest | v1.CreatePartitionsRequest | v2.CreatePartitionsRequest"
+    " | v3.CreatePartitionsRequest"
+)
+"""The kio classes of the versions served."""
+
 API_KEY = 37
 VERSIONS = (0, 3)
 _STRICT_QUOTA_VERSION = 3  # KIP-599: from v3 a mutation over the quota is refused
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     counts = Counter(t.name for t in req.topics)
     denied = ctx.services.authorizer.denied(
@@ -70,7 +79,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
                 b, t.name, ErrorCode.throttling_quota_exceeded, quota.THROTTLED
             )
         else:
-            assignments = (
+            assignments: list[list[int]] | None = (
                 None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
             )
             code, message = await _create(

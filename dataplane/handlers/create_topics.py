@@ -8,11 +8,11 @@ topic_config_error_code TOPIC_AUTHORIZATION_FAILED otherwise).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from dataplane.config_admin import topic_configs_problem
 from dataplane.config_catalog import ConfigLayers
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.quota import throttle as quota
@@ -22,13 +22,22 @@ from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.topic_config import unknown_topic_config
 from meta.topic_planning import validate_topic_name
 
+if TYPE_CHECKING:
+    from kio.schema.create_topics import v2, v3, v4, v5, v6, v7
+
+CreateTopicsRequest: TypeAlias = (
+    "v2.CreateTopicsRequest | v3.CreateTopicsRequest | v4.CreateTopicsRequest"
+    " | v5.CreateTopicsRequest | v6.CreateTopicsRequest | v7.CreateTopicsRequest"
+)
+"""The kio classes of the versions served."""
+
 API_KEY = 19
 VERSIONS = (2, 7)
 _STRICT_QUOTA_VERSION = 6  # KIP-599: from v6 a mutation over the quota is refused
 METADATA_TOPIC = "__cluster_metadata"  # KRaft's metadata log: never a topic clients create
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     counts = Counter(t.name for t in req.topics)
     results: dict[str, Any] = {}

@@ -5,13 +5,20 @@ removed, is not served). Filters are checked one by one: an invalid one fails al
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.security.acl_requests import filter_from_wire, refusal, wait_until_cached
 from meta.acl import AclBinding, AclOperation
 from meta.client import MetaError
+
+if TYPE_CHECKING:
+    from kio.schema.delete_acls import v1, v2, v3
+
+DeleteAclsRequest: TypeAlias = "v1.DeleteAclsRequest | v2.DeleteAclsRequest | v3.DeleteAclsRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 31
 VERSIONS = (1, 3)
@@ -19,7 +26,7 @@ VERSIONS = (1, 3)
 log = logging.getLogger("rafka.acls")
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DeleteAclsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     filters = [filter_from_wire(f) for f in req.filters]
     results: list[tuple[int, str, list[AclBinding]]]

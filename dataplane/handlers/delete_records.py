@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 from kio.static.protocol import Payload
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
@@ -29,6 +29,14 @@ from dataplane.replica.partition import Partition
 from meta.acl import AclOperation, ResourceType
 
 log = logging.getLogger("rafka.delete_records")
+
+if TYPE_CHECKING:
+    from kio.schema.delete_records import v0, v1, v2
+
+DeleteRecordsRequest: TypeAlias = (
+    "v0.DeleteRecordsRequest | v1.DeleteRecordsRequest | v2.DeleteRecordsRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 21
 VERSIONS = (0, 2)
@@ -40,7 +48,7 @@ Wait = tuple[Partition, int, int, list[Any], int]
 Alive = Callable[[int], bool]
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DeleteRecordsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     services = ctx.services
     cache = services.cache

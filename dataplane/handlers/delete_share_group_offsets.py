@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from dataplane.coordinator import share_group_offsets as offsets
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.delete_share_group_offsets import v0
+
+DeleteShareGroupOffsetsRequest: TypeAlias = "v0.DeleteShareGroupOffsetsRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 92
 VERSIONS = (0, 0)
@@ -25,7 +31,7 @@ VERSIONS = (0, 0)
 log = logging.getLogger("rafka.coordinator.share_group")
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     try:
         topics = await _delete(ctx, b, req)

@@ -7,20 +7,29 @@ id that the principal may not even DESCRIBE is refused without its name.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.quota import throttle as quota
 from meta.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.delete_topics import v1, v2, v3, v4, v5, v6
+
+DeleteTopicsRequest: TypeAlias = (
+    "v1.DeleteTopicsRequest | v2.DeleteTopicsRequest | v3.DeleteTopicsRequest"
+    " | v4.DeleteTopicsRequest | v5.DeleteTopicsRequest | v6.DeleteTopicsRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 20
 VERSIONS = (1, 6)
 _STRICT_QUOTA_VERSION = 5  # KIP-599: from v5 a mutation over the quota is refused
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     names, ids, refused = _named(ctx, b, req)
     if ctx.services.authorizer.enabled:

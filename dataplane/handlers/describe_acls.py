@@ -4,7 +4,9 @@ which Kafka 4 removed, is not served)."""
 
 from __future__ import annotations
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from typing import TYPE_CHECKING, TypeAlias
+
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.security.acl_requests import filter_from_wire, refusal
@@ -17,11 +19,19 @@ from meta.acl import (
     invalid_filter,
 )
 
+if TYPE_CHECKING:
+    from kio.schema.describe_acls import v1, v2, v3
+
+DescribeAclsRequest: TypeAlias = (
+    "v1.DescribeAclsRequest | v2.DescribeAclsRequest | v3.DescribeAclsRequest"
+)
+"""The kio classes of the versions served."""
+
 API_KEY = 29
 VERSIONS = (1, 3)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DescribeAclsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     f = filter_from_wire(req)
     refused = refusal(ctx, AclOperation.DESCRIBE)

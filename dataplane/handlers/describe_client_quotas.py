@@ -10,13 +10,21 @@ filter. DESCRIBE_CONFIGS on the cluster is required (CLUSTER_AUTHORIZATION_FAILE
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.quotas import CLIENT_ID, IP, USER, QuotaEntity
+
+if TYPE_CHECKING:
+    from kio.schema.describe_client_quotas import v0, v1
+
+DescribeClientQuotasRequest: TypeAlias = (
+    "v0.DescribeClientQuotasRequest | v1.DescribeClientQuotasRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 48
 VERSIONS = (0, 1)
@@ -24,7 +32,7 @@ VERSIONS = (0, 1)
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DescribeClientQuotasRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     try:
         if not ctx.services.authorizer.authorize(

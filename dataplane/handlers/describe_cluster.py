@@ -14,13 +14,22 @@ need DESCRIBE on the cluster (0 otherwise).
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.handlers.metadata import _cluster_operations
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 
 log = logging.getLogger("rafka.describe_cluster")
+
+if TYPE_CHECKING:
+    from kio.schema.describe_cluster import v0, v1, v2
+
+DescribeClusterRequest: TypeAlias = (
+    "v0.DescribeClusterRequest | v1.DescribeClusterRequest | v2.DescribeClusterRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 60
 VERSIONS = (0, 2)
@@ -28,7 +37,7 @@ VERSIONS = (0, 2)
 BROKERS, CONTROLLERS = 1, 2
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DescribeClusterRequest) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
     cache = ctx.services.cache

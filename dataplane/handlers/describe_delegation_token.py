@@ -5,19 +5,29 @@ DESCRIBE_TOKENS on its owner (Kafka's DelegationTokenManager.filterToken)."""
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.security.sasl import tokens
 from meta.acl import AclOperation, ResourceType
 from meta.model import DelegationToken
 
+if TYPE_CHECKING:
+    from kio.schema.describe_delegation_token import v1, v2, v3
+
+DescribeDelegationTokenRequest: TypeAlias = (
+    "v1.DescribeDelegationTokenRequest | v2.DescribeDelegationTokenRequest"
+    " | v3.DescribeDelegationTokenRequest"
+)
+"""The kio classes of the versions served."""
+
 API_KEY = 41
 VERSIONS = (1, 3)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DescribeDelegationTokenRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     conn, services = ctx.conn, ctx.services
     found: list[DelegationToken] = []

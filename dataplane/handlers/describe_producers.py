@@ -10,23 +10,28 @@ state (the Admin client asks the leader unless told a broker); NOT_LEADER_OR_FOL
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from meta.acl import AclOperation, ResourceType
 from meta.topic_planning import validate_topic_name
 
 if TYPE_CHECKING:
+    from kio.schema.describe_producers import v0
+
     from dataplane.replica.manager import ReplicaManager
     from dataplane.replica.producer_state import ProducerStateManager
+
+DescribeProducersRequest: TypeAlias = "v0.DescribeProducersRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 61
 VERSIONS = (0, 0)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DescribeProducersRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     denied = ctx.services.authorizer.denied(
         ctx.conn, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics)

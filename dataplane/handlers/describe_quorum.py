@@ -16,8 +16,9 @@ at the top level.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from meta import quorum
@@ -27,13 +28,21 @@ from proto import meta_pb2
 
 log = logging.getLogger("rafka.meta_quorum")
 
+if TYPE_CHECKING:
+    from kio.schema.describe_quorum import v0, v1, v2
+
+KioDescribeQuorumRequest: TypeAlias = (
+    "v0.DescribeQuorumRequest | v1.DescribeQuorumRequest | v2.DescribeQuorumRequest"
+)
+"""The kio classes of the versions served."""
+
 API_KEY = 55
 VERSIONS = (0, 2)
 
 METADATA_TOPIC = "__cluster_metadata"
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: KioDescribeQuorumRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     if not ctx.services.authorizer.authorize(
         ctx.conn, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME
@@ -105,7 +114,7 @@ def _top_level_error(b: EntityBuilder, code: ErrorCode, message: str) -> Respons
     return b.DescribeQuorumResponse(error_code=code, error_message=message, topics=(), nodes=())
 
 
-def _partition_errors(b: EntityBuilder, req: Request) -> Response:
+def _partition_errors(b: EntityBuilder, req: KioDescribeQuorumRequest) -> Response:
     """Kafka's DescribeQuorumRequest.getPartitionLevelErrorResponse."""
     return b.DescribeQuorumResponse(
         error_code=ErrorCode.none,

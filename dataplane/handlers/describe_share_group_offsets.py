@@ -13,14 +13,22 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from dataplane.coordinator import share_group_offsets as offsets
 from dataplane.coordinator.share_group_adapter import ShareGroupAdapter
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.describe_share_group_offsets import v0, v1
+
+DescribeShareGroupOffsetsRequest: TypeAlias = (
+    "v0.DescribeShareGroupOffsetsRequest | v1.DescribeShareGroupOffsetsRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 90
 VERSIONS = (0, 1)
@@ -29,7 +37,7 @@ log = logging.getLogger("rafka.share")
 UNKNOWN_SERVER_ERROR = "The server experienced an unexpected error when processing the request."
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DescribeShareGroupOffsetsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     groups = []
     for group in req.groups:

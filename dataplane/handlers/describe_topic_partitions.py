@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
@@ -28,13 +28,19 @@ from meta.acl import AclOperation, ResourceType
 
 log = logging.getLogger("rafka.describe_topic_partitions")
 
+if TYPE_CHECKING:
+    from kio.schema.describe_topic_partitions import v0
+
+DescribeTopicPartitionsRequest: TypeAlias = "v0.DescribeTopicPartitionsRequest"
+"""The kio classes of the versions served."""
+
 API_KEY = 75
 VERSIONS = (0, 0)
 
 _NO_ID = bytes(16)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     cache, authorizer = ctx.services.cache, ctx.services.authorizer
     all_topics = not req.topics

@@ -8,18 +8,25 @@ left out.
 from __future__ import annotations
 
 import datetime
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.transaction.state import TransactionDescription
 from meta.acl import AclOperation, ResourceType
 
+if TYPE_CHECKING:
+    from kio.schema.describe_transactions import v0
+
+DescribeTransactionsRequest: TypeAlias = "v0.DescribeTransactionsRequest"
+"""The kio classes of the versions served."""
+
 API_KEY = 65
 VERSIONS = (0, 0)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DescribeTransactionsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     authorizer = ctx.services.authorizer
     ids = list(req.transactional_ids)

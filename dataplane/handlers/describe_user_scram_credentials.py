@@ -5,18 +5,25 @@ cluster."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.security.sasl.scram import SCRAM_MECHANISMS
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
+if TYPE_CHECKING:
+    from kio.schema.describe_user_scram_credentials import v0
+
+DescribeUserScramCredentialsRequest: TypeAlias = "v0.DescribeUserScramCredentialsRequest"
+"""The kio classes of the versions served."""
+
 API_KEY = 50
 VERSIONS = (0, 0)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: DescribeUserScramCredentialsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     if not ctx.services.authorizer.authorize(
         ctx.conn, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME

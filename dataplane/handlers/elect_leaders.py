@@ -12,12 +12,21 @@ request right after sees them.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
+
+if TYPE_CHECKING:
+    from kio.schema.elect_leaders import v0, v1, v2
+
+KioElectLeadersRequest: TypeAlias = (
+    "v0.ElectLeadersRequest | v1.ElectLeadersRequest | v2.ElectLeadersRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 43
 VERSIONS = (0, 2)
@@ -28,7 +37,7 @@ _PREFERRED, _UNCLEAN = 0, 1
 _PROPAGATION_S = 10.0  # how long to wait for our cache to show the leaders the meta elected
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: KioElectLeadersRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     election = getattr(req, "election_type", _PREFERRED)
     wanted = _requested(req)
@@ -83,7 +92,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     )
 
 
-def _requested(req: Request) -> dict[str, list[int]] | None:
+def _requested(req: KioElectLeadersRequest) -> dict[str, list[int]] | None:
     """The partitions asked for, per topic in request order (None: every partition)."""
     if req.topic_partitions is None:
         return None

@@ -9,11 +9,22 @@ on the transactional id is needed (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from typing import TYPE_CHECKING, TypeAlias
+
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.transaction.coordinator import for_client_version
 from meta.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.end_txn import v0, v1, v2, v3, v4, v5
+
+EndTxnRequest: TypeAlias = (
+    "v0.EndTxnRequest | v1.EndTxnRequest | v2.EndTxnRequest | v3.EndTxnRequest"
+    " | v4.EndTxnRequest | v5.EndTxnRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 26
 VERSIONS = (0, 5)
@@ -21,7 +32,7 @@ PRODUCER_FENCED_SINCE = 2
 TV2_SINCE = 5
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: EndTxnRequest) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
     if not ctx.services.authorizer.authorize(

@@ -10,11 +10,18 @@ Prometheus counter takes.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.telemetry.otlp import ACCEPTED_COMPRESSION
+
+if TYPE_CHECKING:
+    from kio.schema.get_telemetry_subscriptions import v0
+
+GetTelemetrySubscriptionsRequest: TypeAlias = "v0.GetTelemetrySubscriptionsRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 71
 VERSIONS = (0, 0)
@@ -34,7 +41,7 @@ def client_attributes(ctx: RequestContext) -> Mapping[str, str]:
     }
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: GetTelemetrySubscriptionsRequest) -> Response:
     manager = ctx.services.telemetry
     answer = manager.get_subscriptions(req.client_instance_id, client_attributes(ctx))
     b = ResponseBuilder(API_KEY, ctx.header.api_version)

@@ -10,18 +10,29 @@ cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from typing import TYPE_CHECKING, TypeAlias
+
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.transaction.coordinator import for_client_version
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.init_producer_id import v0, v1, v2, v3, v4, v5
+
+InitProducerIdRequest: TypeAlias = (
+    "v0.InitProducerIdRequest | v1.InitProducerIdRequest | v2.InitProducerIdRequest"
+    " | v3.InitProducerIdRequest | v4.InitProducerIdRequest | v5.InitProducerIdRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 22
 VERSIONS = (0, 5)
 PRODUCER_FENCED_SINCE = 4  # older clients get INVALID_PRODUCER_EPOCH
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: InitProducerIdRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
 
     def answer(code: ErrorCode, producer_id: int = -1, epoch: int = -1) -> Response:

@@ -9,13 +9,22 @@ DESCRIBE_CONFIGS on the cluster (CLUSTER_AUTHORIZATION_FAILED otherwise).
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 log = logging.getLogger("rafka.list_config_resources")
+
+if TYPE_CHECKING:
+    from kio.schema.list_config_resources import v0, v1
+
+ListConfigResourcesRequest: TypeAlias = (
+    "v0.ListConfigResourcesRequest | v1.ListConfigResourcesRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 74
 VERSIONS = (0, 1)
@@ -24,7 +33,7 @@ TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 _V1_TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: ListConfigResourcesRequest) -> Response:
     version = ctx.header.api_version
     b = ResponseBuilder(API_KEY, version)
     if not ctx.services.authorizer.authorize(

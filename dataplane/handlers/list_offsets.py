@@ -17,15 +17,25 @@ A partition the request names twice is answered once, INVALID_REQUEST, and each 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
+    from kio.schema.list_offsets import v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11
+
     from dataplane.replica.partition import Partition
+
+KioListOffsetsRequest: TypeAlias = (
+    "v1.ListOffsetsRequest | v2.ListOffsetsRequest | v3.ListOffsetsRequest"
+    " | v4.ListOffsetsRequest | v5.ListOffsetsRequest | v6.ListOffsetsRequest"
+    " | v7.ListOffsetsRequest | v8.ListOffsetsRequest | v9.ListOffsetsRequest"
+    " | v10.ListOffsetsRequest | v11.ListOffsetsRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 2
 VERSIONS = (1, 11)
@@ -76,7 +86,7 @@ def lookup(partition: Partition, timestamp: int, isolation_level: int = 0) -> tu
     return found
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: KioListOffsetsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     denied = ctx.services.authorizer.denied(
         ctx.conn, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics)
@@ -107,7 +117,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return b.ListOffsetsResponse(throttle_time=0, topics=(*topics, *refused))
 
 
-def _duplicated(req: Request) -> set[tuple[str, int]]:
+def _duplicated(req: KioListOffsetsRequest) -> set[tuple[str, int]]:
     """The partitions the request names more than once (Kafka's
     ListOffsetsRequest.duplicatePartitions)."""
     seen: set[tuple[str, int]] = set()

@@ -9,6 +9,7 @@ exist) are left out.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, TypeAlias
 
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
@@ -16,13 +17,19 @@ from dataplane.protocol.errors import ErrorCode
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
 
+if TYPE_CHECKING:
+    from kio.schema.list_partition_reassignments import v0
+
+KioListPartitionReassignmentsRequest: TypeAlias = "v0.ListPartitionReassignmentsRequest"
+"""The kio classes of the versions served."""
+
 API_KEY = 46
 VERSIONS = (0, 0)
 
 log = logging.getLogger("rafka.reassignment")
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: KioListPartitionReassignmentsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     wanted = (
         None

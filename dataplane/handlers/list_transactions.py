@@ -8,18 +8,27 @@ in UnknownStateFilters. COORDINATOR_LOAD_IN_PROGRESS while a partition loads.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.transaction.state import TransactionState
 from meta.acl import AclOperation, ResourceType
 
+if TYPE_CHECKING:
+    from kio.schema.list_transactions import v0, v1, v2
+
+ListTransactionsRequest: TypeAlias = (
+    "v0.ListTransactionsRequest | v1.ListTransactionsRequest | v2.ListTransactionsRequest"
+)
+"""The kio classes of the versions served."""
+
 API_KEY = 66
 VERSIONS = (0, 2)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: ListTransactionsRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     coordinator = ctx.services.txn_coordinator
     unknown = tuple(s for s in req.state_filters if TransactionState.from_name(s) is None)

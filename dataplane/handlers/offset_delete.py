@@ -6,14 +6,21 @@ DELETE on the group (GROUP_AUTHORIZATION_FAILED) and READ on each topic
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import TYPE_CHECKING, TypeAlias
 
 from kio.static.protocol import Payload
 
 from dataplane.coordinator.base import map_append_error
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.offset_delete import v0
+
+OffsetDeleteRequest: TypeAlias = "v0.OffsetDeleteRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 47
 VERSIONS = (0, 0)
@@ -21,7 +28,7 @@ VERSIONS = (0, 0)
 Results = dict[tuple[str, int], ErrorCode]
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     authorizer = ctx.services.authorizer
     if not authorizer.authorize(ctx.conn, AclOperation.DELETE, ResourceType.GROUP, req.group_id):
@@ -33,7 +40,9 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         shard = coordinator.shard(req.group_id)
     except KafkaError as e:
         return _error(b, e.code)
-    requested = [(t.name, [p.partition_index for p in t.partitions]) for t in req.topics]
+    requested: list[tuple[str, list[int]]] = [
+        (t.name, [p.partition_index for p in t.partitions]) for t in req.topics
+    ]
     denied = authorizer.denied(
         ctx.conn, AclOperation.READ, ResourceType.TOPIC, (n for n, _ in requested)
     )

@@ -7,16 +7,27 @@ CLUSTER_ACTION on the cluster or DESCRIBE on each topic is needed (TOPIC_AUTHORI
 
 from __future__ import annotations
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from typing import TYPE_CHECKING, TypeAlias
+
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.offset_for_leader_epoch import v2, v3, v4
+
+OffsetForLeaderEpochRequest: TypeAlias = (
+    "v2.OffsetForLeaderEpochRequest | v3.OffsetForLeaderEpochRequest"
+    " | v4.OffsetForLeaderEpochRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 23
 VERSIONS = (2, 4)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     replicas = ctx.services.replicas
     authorizer = ctx.services.authorizer

@@ -7,15 +7,23 @@ the broker's Prometheus endpoint exports. No authorization, as in Kafka.
 
 from __future__ import annotations
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from typing import TYPE_CHECKING, TypeAlias
+
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.handlers.get_telemetry_subscriptions import client_attributes
 from dataplane.protocol.codec import ResponseBuilder
+
+if TYPE_CHECKING:
+    from kio.schema.push_telemetry import v0
+
+PushTelemetryRequest: TypeAlias = "v0.PushTelemetryRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 72
 VERSIONS = (0, 0)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: PushTelemetryRequest) -> Response:
     error = ctx.services.telemetry.push(
         req.client_instance_id,
         client_attributes(ctx),

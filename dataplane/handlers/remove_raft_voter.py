@@ -7,16 +7,24 @@ the authorization (ALTER on the cluster) are AddRaftVoter's.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias
+
 from dataplane.handlers.add_raft_voter import check, forward
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from meta import quorum
+
+if TYPE_CHECKING:
+    from kio.schema.remove_raft_voter import v0
+
+RemoveRaftVoterRequest: TypeAlias = "v0.RemoveRaftVoterRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 81
 VERSIONS = (0, 0)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: RemoveRaftVoterRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     refused = check(ctx, req)
     if refused is None:

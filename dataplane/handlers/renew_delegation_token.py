@@ -3,15 +3,25 @@ requested period, at most delegation.token.expiry.time.ms, never past its max li
 
 from __future__ import annotations
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from typing import TYPE_CHECKING, TypeAlias
+
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.security.sasl import tokens
+
+if TYPE_CHECKING:
+    from kio.schema.renew_delegation_token import v1, v2
+
+RenewDelegationTokenRequest: TypeAlias = (
+    "v1.RenewDelegationTokenRequest | v2.RenewDelegationTokenRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 39
 VERSIONS = (1, 2)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: RenewDelegationTokenRequest) -> Response:
     period = tokens.renew_period_ms(ctx.services.config, tokens.milliseconds(req.renew_period))
     error, expiry_ms = await tokens.update_expiry(ctx, True, req.hmac, period)
     b = ResponseBuilder(API_KEY, ctx.header.api_version)

@@ -3,14 +3,24 @@ answer carries the session lifetime (KIP-368), after which the client must re-au
 
 from __future__ import annotations
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from typing import TYPE_CHECKING, TypeAlias
+
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
+
+if TYPE_CHECKING:
+    from kio.schema.sasl_authenticate import v0, v1, v2
+
+SaslAuthenticateRequest: TypeAlias = (
+    "v0.SaslAuthenticateRequest | v1.SaslAuthenticateRequest | v2.SaslAuthenticateRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 36
 VERSIONS = (0, 2)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: SaslAuthenticateRequest) -> Response:
     result = await ctx.services.sasl.authenticate(ctx.conn, req.auth_bytes, ctx.header.api_version)
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     return b.SaslAuthenticateResponse(

@@ -13,21 +13,27 @@ from __future__ import annotations
 import datetime
 import importlib
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kio.static.protocol import Payload
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.share import handling
 from dataplane.share.handling import Topics
 from dataplane.share.sessions import FINAL_EPOCH
 
+if TYPE_CHECKING:
+    from kio.schema.share_acknowledge import v1, v2
+
+ShareAcknowledgeRequest: TypeAlias = "v1.ShareAcknowledgeRequest | v2.ShareAcknowledgeRequest"
+"""The kio classes of the versions served."""
+
 API_KEY = 79
 VERSIONS = (1, 2)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> Response:
     try:
         group_id, member = handling.identify(ctx, req)
     except KafkaError as e:

@@ -17,11 +17,11 @@ fetch.max.bytes and, under consumer_byte_rate, one quota window. Records go out 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.log import LogError
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.quota import throttle as quota
@@ -32,8 +32,13 @@ from dataplane.share.sessions import FINAL_EPOCH, INITIAL_EPOCH
 from dataplane.share.wire import ShareFetchTopic, SharePartitionData, encode_share_fetch_response
 
 if TYPE_CHECKING:
+    from kio.schema.share_fetch import v1, v2
+
     from dataplane.share.manager import SharePartition, SharePartitionManager
     from dataplane.share.model import ShareGroupSettings
+
+ShareFetchRequest: TypeAlias = "v1.ShareFetchRequest | v2.ShareFetchRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 78
 VERSIONS = (1, 2)
@@ -41,7 +46,7 @@ VERSIONS = (1, 2)
 RECORD_LIMIT = 1  # share_acquire_mode (v2)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: ShareFetchRequest) -> Response:
     try:
         group_id, member = handling.identify(ctx, req)
     except KafkaError as e:

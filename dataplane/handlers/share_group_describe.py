@@ -5,20 +5,26 @@ an empty id INVALID_GROUP_ID. DESCRIBE on each group is needed (GROUP_AUTHORIZAT
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from dataplane.coordinator.api import AUTHORIZED_OPERATIONS_OMITTED
 from dataplane.coordinator.share_group import DescribedGroup
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.share_group_describe import v1
+
+ShareGroupDescribeRequest: TypeAlias = "v1.ShareGroupDescribeRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 77
 VERSIONS = (1, 1)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     coordinator, authorizer = ctx.services.group_coordinator, ctx.services.authorizer
     described = []

@@ -10,6 +10,7 @@ Kafka's: READ on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on every subsc
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING, TypeAlias
 
 from kio.static.protocol import Payload
 
@@ -20,16 +21,22 @@ from dataplane.coordinator.share_group import (
     HeartbeatResponse,
     validate_heartbeat,
 )
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kio.schema.share_group_heartbeat import v1
+
+ShareGroupHeartbeatRequest: TypeAlias = "v1.ShareGroupHeartbeatRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 76
 VERSIONS = (1, 1)
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     request = HeartbeatRequest(
         req.group_id,

@@ -14,12 +14,19 @@ leading its offline partitions again and rejoining ISRs as it catches up.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
+
+if TYPE_CHECKING:
+    from kio.schema.unregister_broker import v0
+
+UnregisterBrokerRequest: TypeAlias = "v0.UnregisterBrokerRequest"
+"""The kio classes of the versions served."""
 
 API_KEY = 64
 VERSIONS = (0, 0)
@@ -29,7 +36,7 @@ log = logging.getLogger("rafka.cluster_admin")
 _PROPAGATION_S = 10.0  # how long to wait for our cache to show the broker gone
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: UnregisterBrokerRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     broker_id = req.broker_id
     if not ctx.services.authorizer.authorize(

@@ -13,13 +13,23 @@ only validate.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
 from dataplane import features
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
+
+if TYPE_CHECKING:
+    from kio.schema.update_features import v0, v1, v2
+
+KioUpdateFeaturesRequest: TypeAlias = (
+    "v0.UpdateFeaturesRequest | v1.UpdateFeaturesRequest | v2.UpdateFeaturesRequest"
+)
+"""The kio classes of the versions served."""
 
 API_KEY = 57
 VERSIONS = (0, 2)
@@ -31,7 +41,7 @@ _RESULTS_UP_TO = 1  # v2 answers without per-feature results
 _PROPAGATION_WAIT_S = 2.0  # for this broker's cache to show the new levels
 
 
-async def handle(ctx: RequestContext, req: Request) -> Response:
+async def handle(ctx: RequestContext, req: KioUpdateFeaturesRequest) -> Response:
     b = ResponseBuilder(API_KEY, ctx.header.api_version)
     version = ctx.header.api_version
 
@@ -85,7 +95,7 @@ def _upgrade_type(update: object) -> int:
     return _SAFE_DOWNGRADE if getattr(update, "allow_downgrade", False) else _UPGRADE
 
 
-async def _wait_until_cached(ctx: RequestContext, updates: list[tuple[str, int, int]]) -> None:
+async def _wait_until_cached(ctx: RequestContext, updates: Sequence[tuple[str, int, int]]) -> None:
     """So that this broker's next ApiVersions shows the new levels (gives up after a while:
     the change is made, only this broker's copy lags)."""
     cache = ctx.services.cache
