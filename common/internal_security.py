@@ -182,14 +182,17 @@ class InternalSecurity:
     def add_port(self, server: grpc.Server | aio.Server, address: str) -> int:
         """Bind ``address``: with TLS, requiring client certificates from the cluster CA.
         Returns the port (0 or RuntimeError, as gRPC does, when it cannot bind)."""
+        port: int  # grpc has no type annotations
         if not self.tls:
-            return server.add_insecure_port(address)
+            port = server.add_insecure_port(address)
+            return port
         credentials = grpc.ssl_server_credentials(
             [(self.private_key, self.certificate_chain)],
             root_certificates=self.trusted_cas,
             require_client_auth=True,
         )
-        return server.add_secure_port(address, credentials)
+        port = server.add_secure_port(address, credentials)
+        return port
 
     def warn_if_open(self, what: str, ports: str) -> None:
         """Log, for a manual setup without credentials, that its internal ports are open."""
@@ -347,12 +350,13 @@ _REFUSAL_DETAILS = (
 
 def _handler_kind(handler: grpc.RpcMethodHandler) -> Callable[..., grpc.RpcMethodHandler]:
     """The factory of handlers of the same kind (streaming or not each way) as ``handler``."""
-    return {
+    kinds: dict[tuple[bool, bool], Callable[..., grpc.RpcMethodHandler]] = {
         (False, False): grpc.unary_unary_rpc_method_handler,
         (False, True): grpc.unary_stream_rpc_method_handler,
         (True, False): grpc.stream_unary_rpc_method_handler,
         (True, True): grpc.stream_stream_rpc_method_handler,
-    }[(handler.request_streaming, handler.response_streaming)]
+    }
+    return kinds[(handler.request_streaming, handler.response_streaming)]
 
 
 class _TokenCheck(grpc.ServerInterceptor):

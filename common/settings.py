@@ -9,7 +9,7 @@ overrides (command-line flags, ``--override key=value``), ``RAFKA_*`` environmen
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -96,7 +96,9 @@ class KafkaSettings(BaseSettings):
         return (init_settings, env_settings, _PropertiesSource(settings_cls, cls._properties_path))
 
     @classmethod
-    def load(cls, properties_file: Path | None = None, overrides: dict[str, Any] | None = None):
+    def load(
+        cls, properties_file: Path | None = None, overrides: dict[str, Any] | None = None
+    ) -> Self:
         """Build settings from a properties file, the environment and Kafka-named overrides."""
         overrides = overrides or {}
         prefixed = _prefixed(cls, overrides)
