@@ -25,19 +25,20 @@ import logging
 import ssl
 import struct
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from functools import partial
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 import anyio
-from anyio.abc import ByteStream, SocketAttribute, SocketListener, SocketStream
+from anyio.abc import ByteStream, SocketAttribute, SocketListener, SocketStream, TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from kio.schema.index import api_key_map
 
 from dataplane import metrics
 from dataplane.connection_quotas import ConnectionQuotas, Live
 from dataplane.handlers import HANDLERS, SUPPORTED_VERSIONS
-from dataplane.handlers.context import BrokerServices, Connection, RequestContext
+from dataplane.handlers.context import Body, BrokerServices, Connection, RequestContext
 from dataplane.log.errors import out_of_resources, resource_advice
 from dataplane.metrics.requests import BY_API, RequestStamp
 from dataplane.metrics.requests import listener as listener_metrics
@@ -63,6 +64,10 @@ log = logging.getLogger("rafka.server")
 
 _SIZE = struct.Struct(">i")
 _WRITE_BATCH_BYTES = 1 << 20  # answers gathered for one write at most
+Queued: TypeAlias = tuple[int | None, bool, Body | Awaitable[Body], "RequestStamp | None", int]
+"""An answer waiting for the writer: correlation id (None: a bare SASL token), flexible
+response header, the handler's answer, its request's stamp, its size when ready (else 0)."""
+
 _MAX_IN_FLIGHT = 64  # queued responses per connection before the reader waits (back-pressure)
 _MAX_QUEUED_BYTES = 16 << 20  # bytes of ready answers per connection before the reader waits
 _ACCEPT_BACKOFF_S = 0.2  # pause after a failed accept (the pending connection stays queued)
@@ -125,7 +130,7 @@ async def serve(
     tls: Mapping[str, ServerTls],
     quotas: ConnectionQuotas,
     *,
-    task_status: Any = anyio.TASK_STATUS_IGNORED,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Accept Kafka connections on every listener until cancelled; handlers get `services`.
     `tls` holds the context of each TLS listener (by name); `quotas` the connection limits."""
@@ -158,7 +163,7 @@ async def _accept(
     sockets: SocketListener,
     listener: Listener,
     quotas: ConnectionQuotas,
-    handle: Any,
+    handle: Callable[[SocketStream], Coroutine[Any, Any, None]],
 ) -> None:
     """Kafka's acceptor: wait for a connection slot (max.connections), accept, hand the
     connection to its own task. A failed accept never ends the listener: out of descriptors,
@@ -254,7 +259,7 @@ async def _serve_connection(
         transport = wrapped
     if listener.sasl:
         conn.sasl = services.sasl.new_session(listener.name)
-    send, receive = anyio.create_memory_object_stream[Any](_MAX_IN_FLIGHT)
+    send, receive = anyio.create_memory_object_stream[Queued](_MAX_IN_FLIGHT)
     connections.inc()
     async with transport:
         try:
@@ -326,7 +331,11 @@ async def _tls_handshake(
 
 
 async def _reader(
-    services: BrokerServices, conn: Connection, stream: ByteStream, out: Any, live: Live
+    services: BrokerServices,
+    conn: Connection,
+    stream: ByteStream,
+    out: MemoryObjectSendStream[Queued],
+    live: Live,
 ) -> None:
     frames = FrameReader(stream, services.config.socket_request_max_bytes)
     sasl_max = services.config.sasl_server_max_receive_size
@@ -435,11 +444,11 @@ async def _read_frame(
 
 
 async def _queue(
-    out: Any,
+    out: MemoryObjectSendStream[Queued],
     live: Live,
     correlation_id: int | None,
     flexible: bool,
-    result: Any,
+    result: Body | Awaitable[Body],
     stamp: RequestStamp | None,
 ) -> None:
     """Queue an answer for the writer, counting the bytes of a ready one (an awaitable one is
@@ -516,7 +525,7 @@ def _sasl_outcome(conn: Connection) -> Iterator[None]:
         listener_metrics(conn.listener)[1].inc()
 
 
-async def _writer(stream: ByteStream, queue: Any, live: Live) -> None:
+async def _writer(stream: ByteStream, queue: MemoryObjectReceiveStream[Queued], live: Live) -> None:
     async with queue:
         try:
             await _write_all(stream, queue, live)
@@ -524,7 +533,7 @@ async def _writer(stream: ByteStream, queue: Any, live: Live) -> None:
             _discard_queued(queue)
 
 
-def _discard_queued(queue: Any) -> None:
+def _discard_queued(queue: MemoryObjectReceiveStream[Queued]) -> None:
     """The connection ended: close the deferred answers still queued (acks=all produces
     waiting for replicas), which nobody will await now."""
     while True:
@@ -536,7 +545,9 @@ def _discard_queued(queue: Any) -> None:
             result.close()
 
 
-async def _write_all(stream: ByteStream, queue: Any, live: Live) -> None:
+async def _write_all(
+    stream: ByteStream, queue: MemoryObjectReceiveStream[Queued], live: Live
+) -> None:
     """Send each queued answer in request order, awaiting the deferred ones. Answers that are
     ready together go out in one write: a client that pipelines (librdkafka sends a Produce per
     partition) gets one syscall and one wake-up for them instead of one per answer."""
@@ -559,7 +570,8 @@ async def _write_all(stream: ByteStream, queue: Any, live: Live) -> None:
         except Exception as e:
             raise _internal_error(None, e) from e
         if correlation_id is None:  # a bare SASL token (bytes): no response header
-            batch.add([_SIZE.pack(len(body)), bytes(body)], None)
+            token = body if isinstance(body, bytes) else b"".join(body)
+            batch.add([_SIZE.pack(len(token)), token], None)
         else:
             batch.add(frame_response(correlation_id, flexible, body), stamp)
         if batch.size >= _WRITE_BATCH_BYTES:
@@ -567,7 +579,9 @@ async def _write_all(stream: ByteStream, queue: Any, live: Live) -> None:
     await batch.send(stream)
 
 
-async def _next_answer(queue: Any, batch: _Batch, stream: ByteStream) -> Any:
+async def _next_answer(
+    queue: MemoryObjectReceiveStream[Queued], batch: _Batch, stream: ByteStream
+) -> Queued | None:
     """The next queued answer, None once the reader is done. The batch goes out before
     waiting for one, after the reader had a turn to queue the answers of requests it has
     read already."""

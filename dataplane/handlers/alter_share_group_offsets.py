@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from kio.static.protocol import Payload
+
 from dataplane.coordinator import share_group_offsets as offsets
 from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
@@ -44,7 +46,7 @@ async def handle(ctx: RequestContext, req: AlterShareGroupOffsetsRequest) -> Res
     )
 
 
-async def _alter(ctx: RequestContext, b: EntityBuilder, req: Any) -> tuple[Any, ...]:
+async def _alter(ctx: RequestContext, b: EntityBuilder, req: Any) -> tuple[Payload, ...]:
     services = ctx.services
     gid = req.group_id
     authorizer = services.authorizer

@@ -20,6 +20,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
+from kio.static.protocol import Payload
 
 from dataplane.handlers.context import RequestContext, Response
 from dataplane.metadata_cache import MetadataCache
@@ -156,5 +157,5 @@ def _has_leaders(cache: MetadataCache, topic: str, count: int) -> bool:
     )
 
 
-def _result(b: EntityBuilder, name: str, code: int, message: str | None) -> Any:
+def _result(b: EntityBuilder, name: str, code: int, message: str | None) -> Payload:
     return b.CreatePartitionsTopicResult(name=name, error_code=code, error_message=message)

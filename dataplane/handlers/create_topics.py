@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from kio.static.protocol import Payload
+
 from dataplane.config_admin import topic_configs_problem
 from dataplane.config_catalog import ConfigLayers
 from dataplane.handlers.context import RequestContext, Response
@@ -44,7 +46,7 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> Response:
     todo: list[NewTopic] = []
     denied, hidden_configs = _refusals(ctx, list(counts))
 
-    def refused(name: str, code: ErrorCode, message: str) -> Any:
+    def refused(name: str, code: ErrorCode, message: str) -> Payload:
         """A topic refused before creation (counts at Kafka's -1: none were decided)."""
         return b.CreatableTopicResult(
             name=name,

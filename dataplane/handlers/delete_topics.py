@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from kio.static.protocol import Payload
+
 from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
@@ -152,7 +154,7 @@ def _refused(
     topic_id: bytes | None,
     code: ErrorCode = ErrorCode.topic_authorization_failed,
     message: str | None = None,
-) -> Any:
+) -> Payload:
     """A topic's refusal: `message`, else the one of `code` (authorization or quota)."""
     if message is None:
         message = (

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.static.protocol import Payload
+
 from dataplane import log_levels
 from dataplane.config_catalog import ConfigEntry, ConfigLayers, ConfigSource, Synonym
 from dataplane.config_resources import CATALOGS
@@ -42,7 +44,9 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return b.DescribeConfigsResponse(throttle_time=0, results=tuple(results))
 
 
-def _result(b: EntityBuilder, resource: Any, code: int, message: str | None, configs: Any) -> Any:
+def _result(
+    b: EntityBuilder, resource: Any, code: int, message: str | None, configs: Any
+) -> Payload:
     """One resource's result; its error_message is "" unless there is one to give, as in
     Kafka (whose answers leave the field at its default)."""
     return b.DescribeConfigsResult(
@@ -56,7 +60,7 @@ def _result(b: EntityBuilder, resource: Any, code: int, message: str | None, con
 
 def _describe(
     ctx: RequestContext, b: EntityBuilder, resource: Any, synonyms: bool, docs: bool
-) -> tuple[Any, ...]:
+) -> tuple[Payload, ...]:
     kind, name = resource.resource_type, resource.resource_name
     wanted = set(resource.configuration_keys or ())
     services = ctx.services
@@ -168,7 +172,7 @@ def _entries(
     synonyms: bool,
     docs: bool,
     read_only: bool | None,
-) -> tuple[Any, ...]:
+) -> tuple[Payload, ...]:
     """The response entries (`read_only` None: each setting's own flag)."""
     return tuple(
         b.DescribeConfigsResourceResult(

@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, TypeAlias
 
+from kio.static.protocol import Payload
+
 from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
@@ -65,7 +67,7 @@ async def handle(ctx: RequestContext, req: DescribeDelegationTokenRequest) -> Re
     )
 
 
-def _described(b: EntityBuilder, token: DelegationToken) -> object:
+def _described(b: EntityBuilder, token: DelegationToken) -> Payload:
     owner_type, owner_name = tokens.split_principal(token.owner)
     requester_type, requester_name = tokens.split_principal(token.requester)
     return b.DescribedDelegationToken(

@@ -13,7 +13,9 @@ future log, the current log's end minus the copy's.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kio.static.protocol import Payload
 
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.log.log_dirs import LogDir
@@ -67,7 +69,7 @@ def _entries(
     return found
 
 
-def _describe(b: EntityBuilder, d: LogDir, entries: dict[str, list[Entry]]) -> Any:
+def _describe(b: EntityBuilder, d: LogDir, entries: dict[str, list[Entry]]) -> Payload:
     if not d.online:
         return b.DescribeLogDirsResult(
             error_code=ErrorCode.kafka_storage_error, log_dir=str(d.path), topics=()
@@ -83,7 +85,7 @@ def _describe(b: EntityBuilder, d: LogDir, entries: dict[str, list[Entry]]) -> A
     )
 
 
-def _topic(b: EntityBuilder, name: str, parts: Iterable[Entry]) -> Any:
+def _topic(b: EntityBuilder, name: str, parts: Iterable[Entry]) -> Payload:
     return b.DescribeLogDirsTopic(
         name=name,
         partitions=tuple(

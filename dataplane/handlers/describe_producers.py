@@ -10,7 +10,9 @@ state (the Admin client asks the leader unless told a broker); NOT_LEADER_OR_FOL
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
+
+from kio.static.protocol import Payload
 
 from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
@@ -71,7 +73,7 @@ def _topic_error(
     return None
 
 
-def _partition(b: EntityBuilder, replicas: ReplicaManager, topic: str, index: int) -> Any:
+def _partition(b: EntityBuilder, replicas: ReplicaManager, topic: str, index: int) -> Payload:
     partition = replicas.partitions.get((topic, index))
     if partition is None:
         info = replicas.cache.topics.get(topic)
@@ -85,7 +87,7 @@ def _partition(b: EntityBuilder, replicas: ReplicaManager, topic: str, index: in
     )
 
 
-def active_producers(b: EntityBuilder, producers: ProducerStateManager) -> tuple[Any, ...]:
+def active_producers(b: EntityBuilder, producers: ProducerStateManager) -> tuple[Payload, ...]:
     """Kafka's UnifiedLog.activeProducers: one entry per producer id the partition keeps."""
     return tuple(
         b.ProducerState(

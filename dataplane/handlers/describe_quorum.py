@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, TypeAlias
 
+from kio.static.protocol import Payload
+
 from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
@@ -87,7 +89,7 @@ async def handle(ctx: RequestContext, req: KioDescribeQuorumRequest) -> Response
     )
 
 
-def _replica(b: EntityBuilder, replica: meta_pb2.QuorumReplica) -> object:
+def _replica(b: EntityBuilder, replica: meta_pb2.QuorumReplica) -> Payload:
     return b.ReplicaState(
         replica_id=replica.node_id,
         replica_directory_id=quorum.parse_kafka_uuid(replica.directory_id),
@@ -97,7 +99,7 @@ def _replica(b: EntityBuilder, replica: meta_pb2.QuorumReplica) -> object:
     )
 
 
-def _listeners(b: EntityBuilder, voter: meta_pb2.QuorumReplica) -> tuple[object, ...]:
+def _listeners(b: EntityBuilder, voter: meta_pb2.QuorumReplica) -> tuple[Payload, ...]:
     endpoints = (
         (quorum.RAFT_LISTENER, voter.raft_address),
         (quorum.META_LISTENER, voter.grpc_address),

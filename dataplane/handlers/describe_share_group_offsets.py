@@ -15,6 +15,8 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from kio.static.protocol import Payload
+
 from dataplane.coordinator import share_group_offsets as offsets
 from dataplane.coordinator.share_group_adapter import ShareGroupAdapter
 from dataplane.handlers.context import RequestContext, Response
@@ -57,7 +59,7 @@ async def handle(ctx: RequestContext, req: DescribeShareGroupOffsetsRequest) -> 
     return b.DescribeShareGroupOffsetsResponse(throttle_time=0, groups=tuple(groups))
 
 
-async def _describe(ctx: RequestContext, b: EntityBuilder, request: Any) -> tuple[Any, ...]:
+async def _describe(ctx: RequestContext, b: EntityBuilder, request: Any) -> tuple[Payload, ...]:
     """As Kafka's describeShareGroupOffsets: the persister's summary of each named partition,
     whether the group exists or not (-1 where there is no state); unknown topics first, with
     a zero topic id, and topics the principal may not DESCRIBE last, refused."""
@@ -90,7 +92,7 @@ async def _describe(ctx: RequestContext, b: EntityBuilder, request: Any) -> tupl
     )
     read_committed = services.group_settings.share(gid).isolation_level == 1
 
-    def partition(name: str, p: int) -> Any:
+    def partition(name: str, p: int) -> Payload:
         # without state: start offset and lag unknown, leader epoch 0 (Kafka's defaults)
         start, epoch, lag, code, message = -1, 0, -1, ErrorCode.none, None
         state = next(states)
@@ -109,7 +111,7 @@ async def _describe(ctx: RequestContext, b: EntityBuilder, request: Any) -> tupl
             error_message=message,
         )
 
-    def refused(p: int, code: ErrorCode, message: str | None) -> Any:
+    def refused(p: int, code: ErrorCode, message: str | None) -> Payload:
         return b.DescribeShareGroupOffsetsResponsePartition(
             partition_index=p,
             start_offset=-1,

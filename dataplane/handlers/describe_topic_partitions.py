@@ -19,6 +19,8 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from kio.static.protocol import Payload
+
 from dataplane.handlers.context import RequestContext, Response
 from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
@@ -142,7 +144,7 @@ def _page(
     return out, None
 
 
-def _partition(b: EntityBuilder, cache: MetadataCache, p: PartitionInfo, listener: str) -> Any:
+def _partition(b: EntityBuilder, cache: MetadataCache, p: PartitionInfo, listener: str) -> Payload:
     def reachable(broker_id: int) -> bool:
         broker = cache.brokers.get(broker_id)
         return broker is not None and listener in broker.endpoints
@@ -172,7 +174,7 @@ def _topic(
     internal: bool,
     partitions: tuple[Any, ...],
     operations: int = -2147483648,
-) -> Any:
+) -> Payload:
     return b.DescribeTopicPartitionsResponseTopic(
         error_code=code,
         name=name,

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from kio.static.protocol import Payload
+
 from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
@@ -131,7 +133,7 @@ def _duplicated(req: KioListOffsetsRequest) -> set[tuple[str, int]]:
 
 def _answer(
     ctx: RequestContext, b: EntityBuilder, topic: str, p: Any, isolation_level: int
-) -> object:
+) -> Payload:
     """One partition's offset, or its error."""
     version = ctx.header.api_version
     try:
@@ -153,5 +155,5 @@ def _answer(
     )
 
 
-def _error(b: EntityBuilder, p: Any, code: ErrorCode) -> object:
+def _error(b: EntityBuilder, p: Any, code: ErrorCode) -> Payload:
     return b.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code)

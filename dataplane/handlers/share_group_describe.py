@@ -5,7 +5,9 @@ an empty id INVALID_GROUP_ID. DESCRIBE on each group is needed (GROUP_AUTHORIZAT
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
+
+from kio.static.protocol import Payload
 
 from dataplane.coordinator.api import AUTHORIZED_OPERATIONS_OMITTED
 from dataplane.coordinator.share_group import DescribedGroup
@@ -48,7 +50,7 @@ async def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> Respons
     return b.ShareGroupDescribeResponse(throttle_time=0, groups=tuple(described))
 
 
-def _failed(b: EntityBuilder, group_id: str, e: KafkaError) -> Any:
+def _failed(b: EntityBuilder, group_id: str, e: KafkaError) -> Payload:
     return b.DescribedGroup(
         error_code=e.code,
         error_message=e.message,
@@ -61,7 +63,7 @@ def _failed(b: EntityBuilder, group_id: str, e: KafkaError) -> Any:
     )
 
 
-def _described(b: EntityBuilder, d: DescribedGroup, operations: int) -> Any:
+def _described(b: EntityBuilder, d: DescribedGroup, operations: int) -> Payload:
     return b.DescribedGroup(
         error_code=ErrorCode.none,
         error_message=None,

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.static.protocol import Payload
+
 from dataplane.coordinator.streams_group import StreamsGroup
 from dataplane.coordinator.streams_group_member import Member, Tasks, TasksTuple
 from dataplane.coordinator.streams_group_requests import TaskOffsets
@@ -71,7 +73,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
     return b.StreamsGroupDescribeResponse(throttle_time=0, groups=groups)
 
 
-def _failed(b: EntityBuilder, group_id: str, e: KafkaError) -> Any:
+def _failed(b: EntityBuilder, group_id: str, e: KafkaError) -> Payload:
     return b.DescribedGroup(
         error_code=e.code,
         error_message=e.message,
@@ -84,7 +86,7 @@ def _failed(b: EntityBuilder, group_id: str, e: KafkaError) -> Any:
     )
 
 
-def _described(b: EntityBuilder, group: StreamsGroup, operations: int, status: int) -> Any:
+def _described(b: EntityBuilder, group: StreamsGroup, operations: int, status: int) -> Payload:
     return b.DescribedGroup(
         error_code=ErrorCode.none,
         group_id=group.group_id,
@@ -102,12 +104,12 @@ def _described(b: EntityBuilder, group: StreamsGroup, operations: int, status: i
     )
 
 
-def _topology(b: EntityBuilder, group: StreamsGroup) -> Any:
+def _topology(b: EntityBuilder, group: StreamsGroup) -> Payload | None:
     configured, topology = group.configured, group.topology
     if topology is None:
         return None
 
-    def info(name: str, partitions: int, rf: int, configs: Any) -> Any:
+    def info(name: str, partitions: int, rf: int, configs: Any) -> Payload:
         kvs = tuple(b.KeyValue(key=k, value=v) for k, v in configs)
         return b.TopicInfo(
             name=name, partitions=partitions, replication_factor=rf, topic_configs=kvs
@@ -133,7 +135,7 @@ def _topology(b: EntityBuilder, group: StreamsGroup) -> Any:
             )
     else:
 
-        def recorded(t: TopicInfo) -> Any:
+        def recorded(t: TopicInfo) -> Payload:
             configs = ((c.key, c.value) for c in t.topic_configs)
             return info(t.name, t.partitions, t.replication_factor, configs)
 
@@ -161,13 +163,13 @@ def _member(
     m: Member,
     target: TasksTuple | None,
     offsets: tuple[TaskOffsets, TaskOffsets] | None,
-) -> Any:
-    def ids(tasks: Tasks) -> tuple[Any, ...]:
+) -> Payload:
+    def ids(tasks: Tasks) -> tuple[Payload, ...]:
         return tuple(
             b.TaskIds(subtopology_id=s, partitions=tuple(sorted(tasks[s]))) for s in sorted(tasks)
         )
 
-    def assignment(tasks: TasksTuple | None) -> Any:
+    def assignment(tasks: TasksTuple | None) -> Payload:
         if tasks is None:
             return b.Assignment(active_tasks=(), standby_tasks=(), warmup_tasks=())
         return b.Assignment(
@@ -176,7 +178,7 @@ def _member(
             warmup_tasks=ids(tasks.warmup),
         )
 
-    def task_offsets(reported: TaskOffsets) -> tuple[Any, ...]:
+    def task_offsets(reported: TaskOffsets) -> tuple[Payload, ...]:
         return tuple(b.TaskOffset(subtopology_id=s, partition=p, offset=o) for s, p, o in reported)
 
     current = TasksTuple(m.assigned.active_tasks(), m.assigned.standby, m.assigned.warmup)

@@ -14,11 +14,10 @@ import datetime
 import inspect
 import struct
 import time
-from typing import Any
 
 import anyio
 
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import Connection, RequestContext, Response
 from dataplane.metrics import quotas as quota_metrics
 from dataplane.protocol.encoders import produce_throttle_position
 
@@ -122,7 +121,9 @@ def mutations(ctx: RequestContext, partitions: int, strict_since: int) -> bool:
     return accepted
 
 
-def with_throttle_time(result: Any, throttle_ms: float, api_key: int, version: int) -> Any:
+def with_throttle_time(
+    result: Response, throttle_ms: float, api_key: int, version: int
+) -> Response:
     """The response carrying the throttle time (the larger of its own and ``throttle_ms``):
     a kio response, or an encoded Produce, Metadata or Fetch body (a request_percentage
     throttle is known only once the handler has run); other encoded bodies and deferred
@@ -139,7 +140,7 @@ def with_throttle_time(result: Any, throttle_ms: float, api_key: int, version: i
         if _INT32.unpack_from(result, position)[0] >= throttle_ms:
             return result
         return result[:position] + _INT32.pack(int(throttle_ms)) + result[position + 4 :]
-    if isinstance(result, list) or inspect.isawaitable(result):
+    if result is None or isinstance(result, list) or inspect.isawaitable(result):
         return result
     current = getattr(result, "throttle_time", None)
     if not isinstance(current, datetime.timedelta):
