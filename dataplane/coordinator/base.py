@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 import anyio
 
 from dataplane.coordinator.assignors import TopicMetadata
-from dataplane.coordinator.consumer_group import ConsumerGroupConfig
-from dataplane.coordinator.share_group import ShareGroupConfig
-from dataplane.coordinator.streams_group import StreamsGroupConfig
+from dataplane.coordinator.consumer.group import ConsumerGroupConfig
+from dataplane.coordinator.share.group import ShareGroupConfig
+from dataplane.coordinator.streams.group import StreamsGroupConfig
 from dataplane.coordinator.timer import Timer
 from dataplane.protocol.errors import ErrorCode, KafkaError
 

@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from dataplane.coordinator.consumer_group_records import CONSUMER_GROUP_RECORD_TYPES
+from dataplane.coordinator.consumer.records import CONSUMER_GROUP_RECORD_TYPES
 from dataplane.coordinator.record_schemas import (
     GROUP_METADATA_KEY,
     GROUP_METADATA_VALUE,

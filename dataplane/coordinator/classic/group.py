@@ -35,7 +35,7 @@ from dataplane.coordinator.base import (
     SyncResult,
     map_append_error,
 )
-from dataplane.coordinator.classic_membership import (
+from dataplane.coordinator.classic.membership import (
     ClassicMember,
     ClassicMembership,
     GroupState,

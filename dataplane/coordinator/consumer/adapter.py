@@ -30,7 +30,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dataplane.coordinator import consumer_group_records as rec
 from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.base import DescribedGroup as ClassicDescribedGroup
 from dataplane.coordinator.base import (
@@ -40,15 +39,16 @@ from dataplane.coordinator.base import (
     ShardServices,
     map_append_error,
 )
-from dataplane.coordinator.classic_group import ClassicGroup
-from dataplane.coordinator.consumer_group import (
+from dataplane.coordinator.classic.group import ClassicGroup
+from dataplane.coordinator.consumer import records as rec
+from dataplane.coordinator.consumer.group import (
     ConsumerGroup,
     DescribedGroup,
     HeartbeatRequest,
     HeartbeatResponse,
     validate_heartbeat_request,
 )
-from dataplane.coordinator.consumer_group_state import IllegalStateError
+from dataplane.coordinator.consumer.state import IllegalStateError
 from dataplane.coordinator.records import CorruptRecord
 from dataplane.protocol.errors import ErrorCode, KafkaError
 

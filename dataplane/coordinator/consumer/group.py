@@ -58,9 +58,9 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
-from dataplane.coordinator import consumer_group_records as rec
 from dataplane.coordinator.assignors import TopicMetadata
-from dataplane.coordinator.consumer_group_member import (
+from dataplane.coordinator.consumer import records as rec
+from dataplane.coordinator.consumer.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     NO_PARTITIONS,
@@ -72,7 +72,8 @@ from dataplane.coordinator.consumer_group_member import (
     TopicPartitionsMap,
     record_key,
 )
-from dataplane.coordinator.consumer_group_requests import (
+from dataplane.coordinator.consumer.reconciliation import reconcile
+from dataplane.coordinator.consumer.requests import (
     DescribedGroup,
     DescribedMember,
     DescribedTopicPartitions,
@@ -83,15 +84,14 @@ from dataplane.coordinator.consumer_group_requests import (
     invalid_request,
     validate_heartbeat_request,
 )
-from dataplane.coordinator.consumer_group_state import ConsumerGroupState
-from dataplane.coordinator.reconciliation import reconcile
-from dataplane.coordinator.subscriptions import metadata_hash
-from dataplane.coordinator.target_assignment import (
+from dataplane.coordinator.consumer.state import ConsumerGroupState
+from dataplane.coordinator.consumer.target_assignment import (
     assignor_after,
     pick_assignor,
     update_regexes,
     update_target,
 )
+from dataplane.coordinator.subscriptions import metadata_hash
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.protocol.primitives import uuid_string
 

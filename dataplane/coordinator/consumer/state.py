@@ -8,8 +8,8 @@ import dataclasses
 from collections import Counter
 from typing import Any
 
-from dataplane.coordinator import consumer_group_records as rec
-from dataplane.coordinator.consumer_group_member import (
+from dataplane.coordinator.consumer import records as rec
+from dataplane.coordinator.consumer.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     ConsumerGroupConfig,
     GroupState,

@@ -20,12 +20,12 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dataplane.coordinator import share_group_records as rec
 from dataplane.coordinator.base import DescribedGroup as ClassicDescribedGroup
 from dataplane.coordinator.base import OffsetAndMetadata, Reply, map_append_error
-from dataplane.coordinator.consumer_group_adapter import ModernGroupAdapter
+from dataplane.coordinator.consumer.adapter import ModernGroupAdapter
 from dataplane.coordinator.records import CorruptRecord
-from dataplane.coordinator.share_group import (
+from dataplane.coordinator.share import records as rec
+from dataplane.coordinator.share.group import (
     DescribedGroup,
     HeartbeatRequest,
     HeartbeatResponse,

@@ -24,10 +24,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dataplane.coordinator import share_group_records as rec
 from dataplane.coordinator.assignors import TopicMetadata
-from dataplane.coordinator.consumer_group_member import LEAVE_GROUP_MEMBER_EPOCH
-from dataplane.coordinator.consumer_group_requests import Record
+from dataplane.coordinator.consumer.member import LEAVE_GROUP_MEMBER_EPOCH
+from dataplane.coordinator.consumer.requests import Record
+from dataplane.coordinator.share import records as rec
 from dataplane.coordinator.subscriptions import metadata_hash
 from dataplane.protocol.errors import ErrorCode, KafkaError
 

@@ -20,7 +20,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from dataplane.coordinator import share_group_schemas as schemas
+from dataplane.coordinator.share import schemas as schemas
 from dataplane.protocol.message_codec import CorruptRecord
 
 MEMBER_METADATA = 10

@@ -19,14 +19,14 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from dataplane.coordinator import streams_group_records as rec
 from dataplane.coordinator.base import DescribedGroup as ClassicDescribedGroup
 from dataplane.coordinator.base import OffsetAndMetadata, Reply, map_append_error
-from dataplane.coordinator.classic_group import ClassicGroup
-from dataplane.coordinator.consumer_group_adapter import ModernGroupAdapter
+from dataplane.coordinator.classic.group import ClassicGroup
+from dataplane.coordinator.consumer.adapter import ModernGroupAdapter
 from dataplane.coordinator.records import CorruptRecord
-from dataplane.coordinator.streams_group import GroupState, Settings, StreamsGroup
-from dataplane.coordinator.streams_group_requests import (
+from dataplane.coordinator.streams import records as rec
+from dataplane.coordinator.streams.group import GroupState, Settings, StreamsGroup
+from dataplane.coordinator.streams.requests import (
     HeartbeatRequest,
     HeartbeatResponse,
     HeartbeatResult,

@@ -27,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from dataplane.coordinator import streams_group_records as rec
-from dataplane.coordinator import streams_topology as topo
 from dataplane.coordinator.assignors import TopicMetadata
-from dataplane.coordinator.streams_assignor import MemberSpec, SubtopologySpec, assign
-from dataplane.coordinator.streams_group_member import (
+from dataplane.coordinator.streams import records as rec
+from dataplane.coordinator.streams import topology as topo
+from dataplane.coordinator.streams.assignor import MemberSpec, SubtopologySpec, assign
+from dataplane.coordinator.streams.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     NO_TASKS,
@@ -41,7 +41,7 @@ from dataplane.coordinator.streams_group_member import (
     TasksTuple,
     reconcile,
 )
-from dataplane.coordinator.streams_group_requests import (
+from dataplane.coordinator.streams.requests import (
     EndpointPartitions,
     HeartbeatRequest,
     HeartbeatResponse,

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dataplane.coordinator import streams_group_schemas as schemas
 from dataplane.coordinator.group_record_codec import Key, Record, RecordCodec
+from dataplane.coordinator.streams import schemas as schemas
 
 __all__ = ["Key", "Record"]
 

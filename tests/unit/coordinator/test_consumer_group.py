@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from dataplane.coordinator import consumer_group_records as rec
-from dataplane.coordinator.consumer_group import (
+from dataplane.coordinator.consumer import records as rec
+from dataplane.coordinator.consumer.group import (
     ConsumerGroup,
     ConsumerGroupConfig,
     GroupState,
@@ -801,7 +801,7 @@ def test_reconcile_unknown_state_forces_a_fresh_start() -> None:
 
 
 def test_replay_refuses_double_ownership() -> None:
-    from dataplane.coordinator.consumer_group_state import IllegalStateError
+    from dataplane.coordinator.consumer.state import IllegalStateError
 
     g = ConsumerGroup(GROUP)
     value = rec.CurrentMemberAssignmentValue(1, 0, 0, (rec.TopicPartitions(T, (0,)),), ())

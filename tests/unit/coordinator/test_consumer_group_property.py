@@ -11,7 +11,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from dataplane.coordinator.consumer_group import GroupState
+from dataplane.coordinator.consumer.group import GroupState
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 from .harness import Client, Harness, consumer_group, parts, tid, topic

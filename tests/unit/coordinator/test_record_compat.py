@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dataplane.coordinator import consumer_group_records as rec
+from dataplane.coordinator.consumer import records as rec
 from dataplane.coordinator.records import (
     GROUP_METADATA,
     OFFSET_COMMIT,
