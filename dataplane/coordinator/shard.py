@@ -15,10 +15,10 @@ Transactional offsets (TxnOffsetCommit) arrive in transactional batches and are 
 transaction markers: the runtime hands those to `replay_transactional` and
 `replay_end_transaction` (a `runtime.TransactionalShard`).
 
-Group types: classic groups (`classic_group.ClassicGroup`, record types 0-2), KIP-848
-consumer groups (`consumer_adapter.ConsumerGroupAdapter`, record types 3-8 and 16),
-KIP-932 share groups (`share_adapter.ShareGroupAdapter`, record types 10-15) and KIP-1071
-streams groups (`streams_adapter.StreamsGroupAdapter`, record types 17, 19-23) share
+Group types: classic groups (`classic.group.ClassicGroup`, record types 0-2), KIP-848
+consumer groups (`consumer.adapter.ConsumerGroupAdapter`, record types 3-8 and 16),
+KIP-932 share groups (`share.adapter.ShareGroupAdapter`, record types 10-15) and KIP-1071
+streams groups (`streams.adapter.StreamsGroupAdapter`, record types 17, 19-23) share
 `groups`, one group per id; the committed offsets are the shard's whatever the group's type.
 """
 

@@ -2,9 +2,9 @@
 
 Pure logic, no I/O, no clock of its own: callers pass `now_ms`. It follows Kafka 4.x's group
 coordinator: `GroupMetadataManager.consumerGroupHeartbeat` here, on the state its records
-build (`consumer_group_state`, Kafka's `ConsumerGroup`), with the target assignment of
+build (`state`, Kafka's `ConsumerGroup`), with the target assignment of
 `target_assignment` (`TargetAssignmentBuilder`), the reconciliation of `reconciliation`
-(`CurrentAssignmentBuilder`) and the records of `consumer_group_records`.
+(`CurrentAssignmentBuilder`) and the records of `records`.
 
 How the group coordinator drives it
 -----------------------------------
@@ -13,7 +13,7 @@ group; the caller appends the records to the group's `__consumer_offsets` partit
 them with `replay`, exactly as on load. Nothing else changes the hard state, so a group rebuilt
 from its records equals the original. Between computing records and replaying them there must
 be no other operation on the same group (`ShardServices.write` appends and replays at once, with
-no `await` in between). `consumer_group_adapter.ConsumerGroupAdapter` is that caller: it makes
+no `await` in between). `adapter.ConsumerGroupAdapter` is that caller: it makes
 a `ConsumerGroup` a `base.Group` of its `GroupShard`, routes the records of types 3-8 and 16 to
 it, runs the heartbeat and fences expired members on the shard's timer:
 

@@ -1,6 +1,6 @@
 """A KIP-848 consumer group's state as its records build it: Kafka's ConsumerGroup, changed
 only by replaying records (Kafka's `GroupMetadataManager.replay` methods), so a group rebuilt
-from its records equals the original. `consumer_group.ConsumerGroup` computes those records."""
+from its records equals the original. `group.ConsumerGroup` computes those records."""
 
 from __future__ import annotations
 

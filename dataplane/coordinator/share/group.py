@@ -1,9 +1,9 @@
 """Share groups (KIP-932): membership, the simple assignor and the group's records.
 
-Pure logic, no I/O, no clock of its own, like `consumer_group.py` (whose protocol it shares:
+Pure logic, no I/O, no clock of its own, like `consumer/group.py` (whose protocol it shares:
 group epoch, target assignment, member epochs, records written then replayed; see there). It
 follows Kafka 4.x's `GroupMetadataManager.shareGroupHeartbeat` and `ShareGroup`; the records
-are `share_group_records`' (types 10-15). What differs from a consumer group:
+are `records`' (types 10-15). What differs from a consumer group:
 
 - members subscribe by topic name only; the assignor is the server's `SimpleAssignor`: every
   subscribed partition goes to some member, and a partition is *shared* by several members when
@@ -14,7 +14,7 @@ are `share_group_records`' (types 10-15). What differs from a consumer group:
   (ShareGroupStatePartitionMetadata): every partition ever assigned, and those set by
   AlterShareGroupOffsets, until DeleteShareGroupOffsets or the group's deletion forgets them.
 
-`share_group_adapter.py` makes it a `base.Group` of its `GroupShard`.
+`adapter.py` makes it a `base.Group` of its `GroupShard`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The KIP-932 share group records of `__consumer_offsets`, in Kafka's coordinator record format
-(see consumer_group_records.py: int16 type + key message; int16 version + flexible value):
+(see consumer/records.py: int16 type + key message; int16 version + flexible value):
 
     10 ShareGroupMemberMetadata           key GroupId, MemberId   value rack, client, topics
     11 ShareGroupMetadata                 key GroupId             value Epoch; tag 0 MetadataHash
@@ -11,7 +11,7 @@
 
 Type 9 (ShareGroupPartitionMetadata, before Kafka 4.1) is not written; a record of it is
 skipped like any unknown type. The value classes and schemas are generated
-(`share_group_schemas`, by `python -m proto.generate_records`).
+(`schemas`, by `python -m proto.generate_records`).
 """
 
 from __future__ import annotations

@@ -2,20 +2,20 @@
 (`GroupMetadataManager.streamsGroupHeartbeat` on a `StreamsGroup`).
 
 Pure logic, no I/O and no clock of its own, driven like a KIP-848 consumer group (see
-consumer_group.py): an operation computes `(response, records)` without changing the group; the
+consumer/group.py): an operation computes `(response, records)` without changing the group; the
 caller appends the records to `__consumer_offsets` and applies them with `replay`, exactly as
-on load. `streams_group_adapter.StreamsGroupAdapter` is that caller.
+on load. `adapter.StreamsGroupAdapter` is that caller.
 
 A heartbeat: (1) creates or updates the member (a MemberMetadata record bumps the group
 epoch); (2) initializes the group's topology from the first member's (StreamsGroupTopology
 record; a different topology of the same epoch is INVALID_REQUEST, a member with an older one
 gets the STALE_TOPOLOGY status); (3) configures the topology against the cluster's topics
-(`streams_topology.configure`): a change of the required topics' metadata hash, of the
+(`topology.configure`): a change of the required topics' metadata hash, of the
 validated topology epoch or of the assignment configs (num.standby.replicas) bumps the group
 epoch; (4) when the group epoch is past the assignment epoch, computes a new target
 assignment with the sticky assignor (`streams_assignor`), unless the group's initial rebalance
 delay still runs (ASSIGNMENT_DELAYED); (5) reconciles the member towards its target
-(`streams_group_member.reconcile`). Tasks are sent back when the member joins or its tasks
+(`member.reconcile`). Tasks are sent back when the member joins or its tasks
 changed; the statuses say why there are none yet (missing source or internal topics,
 incorrectly partitioned topics, a requested shutdown).
 """

@@ -1,5 +1,5 @@
 """The KIP-1071 streams group records of `__consumer_offsets`, in Kafka's coordinator record
-format (see consumer_group_records.py: int16 type + key message; int16 version + flexible value):
+format (see consumer/records.py: int16 type + key message; int16 version + flexible value):
 
     17 StreamsGroupMetadata                 key GroupId            value Epoch, MetadataHash; tags
                                                                    0 ValidatedTopologyEpoch,

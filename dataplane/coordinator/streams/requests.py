@@ -229,4 +229,4 @@ class HeartbeatResponse:
 class HeartbeatResult:
     response: HeartbeatResponse
     records: list[tuple[bytes, bytes | None]]
-    to_create: Sequence[Any] = field(default_factory=tuple)  # streams_topology.InternalTopic
+    to_create: Sequence[Any] = field(default_factory=tuple)  # topology.InternalTopic
