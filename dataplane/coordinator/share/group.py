@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.consumer.member import LEAVE_GROUP_MEMBER_EPOCH
 from dataplane.coordinator.consumer.requests import Record
+from dataplane.coordinator.deadlines import MemberDeadlines
 from dataplane.coordinator.share import records as rec
 from dataplane.coordinator.subscriptions import metadata_hash
 from dataplane.protocol.errors import ErrorCode, KafkaError
@@ -172,7 +173,7 @@ class ShareGroup:
         self.target: dict[str, PartitionsMap] = {}
         # share-partitions whose state may exist: topic id -> (topic name, partitions)
         self.state_partitions: dict[bytes, tuple[str, frozenset[int]]] = {}
-        self._session_deadlines: dict[str, int] = {}
+        self.deadlines = MemberDeadlines()
 
     # -- views -------------------------------------------------------------------------------
 
@@ -372,7 +373,7 @@ class ShareGroup:
                     rec.current_value(target_epoch, previous, member_target),
                 )
             )
-        self._session_deadlines[req.member_id] = now_ms + session
+        self.deadlines.session(req.member_id, now_ms + session)
         sent = None
         if joining or updated.assigned != member.assigned:
             sent = tuple((t, tuple(sorted(ps))) for t, ps in sorted(updated.assigned.items()))
@@ -472,7 +473,7 @@ class ShareGroup:
                 )
             )
         for member in members:
-            self._session_deadlines.pop(member.member_id, None)
+            self.deadlines.forget(member.member_id)
         return records
 
     def validate_delete(self) -> None:
@@ -522,20 +523,13 @@ class ShareGroup:
     def on_loaded(self, now_ms: int) -> None:
         """After loading, every member gets a full session (Kafka's onLoaded)."""
         for member_id in self.members:
-            self._session_deadlines[member_id] = now_ms + self.config.session_timeout_ms
+            self.deadlines.session(member_id, now_ms + self.config.session_timeout_ms)
 
     def next_deadline_ms(self) -> int | None:
-        for member_id in [m for m in self._session_deadlines if m not in self.members]:
-            del self._session_deadlines[member_id]
-        return min(self._session_deadlines.values(), default=None)
+        return self.deadlines.next_ms(self.members)
 
     def expired_members(self, now_ms: int) -> list[str]:
-        self.next_deadline_ms()
-        return sorted(m for m, d in self._session_deadlines.items() if d <= now_ms)
+        return self.deadlines.expired(self.members, now_ms)
 
     def postpone_expiry(self, member_id: str, deadline_ms: int) -> None:
-        if member_id in self.members:
-            self._session_deadlines[member_id] = deadline_ms
-
-    def session_deadline_ms(self, member_id: str) -> int | None:
-        return self._session_deadlines.get(member_id)
+        self.deadlines.postpone(self.members, member_id, deadline_ms)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from dataplane.coordinator.assignors import TopicMetadata
+from dataplane.coordinator.deadlines import MemberDeadlines
 from dataplane.coordinator.streams import records as rec
 from dataplane.coordinator.streams import topology as topo
 from dataplane.coordinator.streams.assignor import MemberSpec, SubtopologySpec, assign
@@ -124,8 +125,7 @@ class StreamsGroup:
         self.shutdown_requested_by: str | None = None
         # member -> (task offsets, task end offsets) last reported (StreamsGroupDescribe's)
         self.task_offsets: dict[str, tuple[TaskOffsets, TaskOffsets]] = {}
-        self._session_deadlines: dict[str, int] = {}
-        self._rebalance_deadlines: dict[str, tuple[int, int]] = {}
+        self.deadlines = MemberDeadlines()
 
     # -- state --------------------------------------------------------------------------------
 
@@ -330,37 +330,27 @@ class StreamsGroup:
 
     def on_loaded(self, now_ms: int) -> None:
         for m in self.members.values():
-            self._session_deadlines[m.member_id] = now_ms + self.config.session_timeout_ms
+            self.deadlines.session(m.member_id, now_ms + self.config.session_timeout_ms)
             if m.state == MemberState.UNREVOKED_TASKS:
-                self._rebalance_deadlines[m.member_id] = (
-                    m.member_epoch,
-                    now_ms + m.rebalance_timeout_ms,
+                self.deadlines.revoking(
+                    m.member_id, m.member_epoch, now_ms + m.rebalance_timeout_ms
                 )
 
     def _prune_deadlines(self) -> None:
-        for m in [m for m in self._session_deadlines if m not in self.members]:
-            del self._session_deadlines[m]
+        """The task offsets of a member gone go with its deadlines."""
+        for m in self.deadlines.prune(self.members):
             self.task_offsets.pop(m, None)
-        for m, (epoch, _) in list(self._rebalance_deadlines.items()):
-            member = self.members.get(m)
-            if member is None or member.member_epoch != epoch:
-                del self._rebalance_deadlines[m]
 
     def next_deadline_ms(self) -> int | None:
         self._prune_deadlines()
-        times = [*self._session_deadlines.values()]
-        times += [d for _, d in self._rebalance_deadlines.values()]
-        return min(times, default=None)
+        return self.deadlines.next_ms(self.members)
 
     def expired_members(self, now_ms: int) -> list[str]:
         self._prune_deadlines()
-        out = {m for m, d in self._session_deadlines.items() if d <= now_ms}
-        out |= {m for m, (_, d) in self._rebalance_deadlines.items() if d <= now_ms}
-        return sorted(out)
+        return self.deadlines.expired(self.members, now_ms)
 
     def postpone_expiry(self, member_id: str, deadline_ms: int) -> None:
-        if member_id in self.members:
-            self._session_deadlines[member_id] = deadline_ms
+        self.deadlines.postpone(self.members, member_id, deadline_ms)
 
     # -- heartbeat ------------------------------------------------------------------------------
 
@@ -532,13 +522,12 @@ class StreamsGroup:
                     )
                 )
         if reconciled.state == MemberState.UNREVOKED_TASKS:
-            self._rebalance_deadlines[mid] = (
-                reconciled.member_epoch,
-                now_ms + reconciled.rebalance_timeout_ms,
+            self.deadlines.revoking(
+                mid, reconciled.member_epoch, now_ms + reconciled.rebalance_timeout_ms
             )
         else:
-            self._rebalance_deadlines.pop(mid, None)
-        self._session_deadlines[mid] = now_ms + settings.session_timeout_ms
+            self.deadlines.revoked(mid)
+        self.deadlines.session(mid, now_ms + settings.session_timeout_ms)
         if req.shutdown_application and self.shutdown_requested_by is None:
             self.shutdown_requested_by = mid
         if req.task_offsets is not None or req.task_end_offsets is not None:
@@ -819,8 +808,7 @@ class StreamsGroup:
         )
         records += self.compute_assignment(others, self.configured, settings, now_ms, epoch)[1]
         for member_id in leaving:
-            self._session_deadlines.pop(member_id, None)
-            self._rebalance_deadlines.pop(member_id, None)
+            self.deadlines.forget(member_id)
         return records
 
 

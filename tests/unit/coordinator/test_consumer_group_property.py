@@ -143,7 +143,7 @@ class GroupMachine(RuleBasedStateMachine):
             self.h.fence(member_id)
             # Everyone else heartbeated in the meantime (keep their sessions alive).
             for m in group.members:
-                group._session_deadlines[m] = self.h.now + 45_000
+                group.deadlines.session(m, self.h.now + 45_000)
 
     @rule(data=st.data())
     @precondition(lambda self: self.clients)
@@ -153,7 +153,8 @@ class GroupMachine(RuleBasedStateMachine):
         slow = sorted(
             n
             for n, c in self.clients.items()
-            if c.member_id in group.members and group.rebalance_deadline_ms(c.member_id) is not None
+            if c.member_id in group.members
+            and group.deadlines.rebalance_ms(c.member_id) is not None
         )
         if slow:
             self.lose(data.draw(st.sampled_from(slow)))
