@@ -15,7 +15,7 @@ import logging
 from functools import partial
 from typing import Any
 
-from dataplane.coordinator.share import offsets as offsets
+from dataplane.coordinator.share import offsets
 from dataplane.coordinator.share.adapter import ShareGroupAdapter
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder

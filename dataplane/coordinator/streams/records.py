@@ -16,7 +16,7 @@ format (see consumer/records.py: int16 type + key message; int16 version + flexi
 
 Type 18 (StreamsGroupPartitionMetadata, before Kafka 4.1) is not written; a record of it is
 skipped like any unknown type. The value classes and schemas are generated
-(`streams_group_schemas`, by `python -m proto.generate_records`). Tasks are written sorted
+(`schemas`, by `python -m proto.generate_records`). Tasks are written sorted
 (subtopologies by id, partitions ascending); Kafka writes them in hash order.
 """
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dataplane.coordinator.group_record_codec import Key, Record, RecordCodec
-from dataplane.coordinator.streams import schemas as schemas
+from dataplane.coordinator.streams import schemas
 
 __all__ = ["Key", "Record"]
 
