@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kio.static.protocol import Payload
 
-from dataplane.coordinator import share_group_offsets as offsets
+from dataplane.coordinator.share import offsets
 from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError

@@ -17,9 +17,9 @@ import logging
 from typing import TYPE_CHECKING, TypeAlias
 
 from dataplane.handlers.context import RequestContext, Response
-from dataplane.handlers.metadata import _cluster_operations
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.security.authorizer import cluster_operations
 
 log = logging.getLogger("rafka.describe_cluster")
 
@@ -92,5 +92,7 @@ async def handle(ctx: RequestContext, req: DescribeClusterRequest) -> Response:
         # Kafka's: a controller id that is not among the brokers is -1, not to confuse clients
         controller_id=controller if controller in listed else -1,
         brokers=tuple(brokers),
-        cluster_authorized_operations=_cluster_operations(ctx, req),
+        cluster_authorized_operations=cluster_operations(
+            ctx.services.authorizer, ctx.conn, req.include_cluster_authorized_operations
+        ),
     )

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kio.static.protocol import Payload
 
-from dataplane.coordinator import share_group_offsets as offsets
-from dataplane.coordinator.share_group_adapter import ShareGroupAdapter
+from dataplane.coordinator.share import offsets
+from dataplane.coordinator.share.adapter import ShareGroupAdapter
 from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from kio.static.protocol import Payload
 
 from dataplane.coordinator.api import AUTHORIZED_OPERATIONS_OMITTED
-from dataplane.coordinator.share_group import DescribedGroup
+from dataplane.coordinator.share.group import DescribedGroup
 from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError

@@ -17,7 +17,8 @@ import time
 
 import anyio
 
-from dataplane.handlers.context import Connection, RequestContext, Response
+from dataplane.connection import Connection
+from dataplane.handlers.context import RequestContext, Response
 from dataplane.metrics import quotas as quota_metrics
 from dataplane.protocol.encoders import produce_throttle_position
 
