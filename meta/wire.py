@@ -155,7 +155,8 @@ def scram_from_proto(c: meta_pb2.ScramCredential) -> ScramCredential:
 def token_to_proto(t: DelegationToken, message: type[_M] = meta_pb2.DelegationToken) -> _M:  # type: ignore[assignment]
     """A token as ``message``: the wire's DelegationToken, or the stored record's (meta.records),
     which has the same fields."""
-    return message(**{f.name: getattr(t, f.name) for f in fields(DelegationToken)})
+    token: _M = message(**{f.name: getattr(t, f.name) for f in fields(DelegationToken)})
+    return token
 
 
 def token_from_proto(t: Any) -> DelegationToken:

@@ -79,7 +79,8 @@ GROUP_METADATA = 2
 
 def record_type(key: bytes) -> int:
     """The record type (first int16) of a `__consumer_offsets` record key of 2+ bytes."""
-    return _I16.unpack_from(key, 0)[0]
+    kind: int = _I16.unpack_from(key, 0)[0]
+    return kind
 
 
 _SCHEMAS: dict[int, tuple[int, Message, Message]] = {

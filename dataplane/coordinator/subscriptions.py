@@ -130,7 +130,7 @@ def metadata_hash(names: Iterable[str], topics: Mapping[str, TopicMetadata]) -> 
         if topic is not None:
             h.update(_topic_digest(topic))
             found = True
-    return _I64.unpack(h.digest())[0] if found else 0
+    return _int64(h.digest()) if found else 0
 
 
 def names_version(names: Sequence[str]) -> int:
@@ -138,4 +138,10 @@ def names_version(names: Sequence[str]) -> int:
     for name in names:
         data = name.encode()
         h.update(len(data).to_bytes(4, "big") + data)
-    return _I64.unpack(h.digest())[0]
+    return _int64(h.digest())
+
+
+def _int64(digest: bytes) -> int:
+    """An 8-byte digest as a signed int64, as the versions are compared."""
+    value: int = _I64.unpack(digest)[0]
+    return value

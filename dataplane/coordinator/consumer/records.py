@@ -234,7 +234,8 @@ def record_type(key: bytes) -> int:
     """The record type (first int16) of any `__consumer_offsets` record key."""
     if len(key) < 2:
         raise RecordFormatError("key shorter than its type")
-    return _I16.unpack_from(key)[0]
+    kind: int = _I16.unpack_from(key)[0]
+    return kind
 
 
 def decode_key(data: bytes) -> Key | None:
@@ -272,6 +273,7 @@ def decode_value(kind: int, data: bytes) -> Value:
         raise RecordFormatError(f"record type {kind} is not a consumer group record")
     if len(data) < 2:
         raise RecordFormatError("value shorter than its version")
+    value: Value
     value, end = schemas.VALUES[kind].decode(data, _I16.unpack_from(data)[0], 2)
     _expect_end(data, end)
     return value

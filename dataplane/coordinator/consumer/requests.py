@@ -9,12 +9,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, NamedTuple
 
+from kio.static.protocol import Payload
+
 from dataplane.coordinator.consumer.member import (
     CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     OwnedPartitions,
 )
+from dataplane.protocol.codec import EntityBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 # -- requests and responses ------------------------------------------------------------------
@@ -91,7 +94,7 @@ class HeartbeatResponse:
         """The response Kafka sends for a failed heartbeat."""
         return cls(None, 0, 0, None, int(exc.code), exc.message)
 
-    def to_kio(self, b: Any) -> Any:
+    def to_kio(self, b: EntityBuilder) -> Payload:
         """The kio response, built with `dataplane.protocol.codec.ResponseBuilder(68, v)`."""
         assignment = None
         if self.assignment is not None:
@@ -156,10 +159,10 @@ class DescribedGroup:
     error_code: int = 0
     error_message: str | None = None
 
-    def to_kio(self, b: Any) -> Any:
+    def to_kio(self, b: EntityBuilder) -> Payload:
         """The kio DescribedGroup, built with `ResponseBuilder(69, v)` (v0 drops member_type)."""
 
-        def assignment(tps: tuple[DescribedTopicPartitions, ...]) -> Any:
+        def assignment(tps: tuple[DescribedTopicPartitions, ...]) -> Payload:
             return b.Assignment(
                 topic_partitions=tuple(
                     b.TopicPartitions(

@@ -10,11 +10,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from kio.static.protocol import Payload
+
 from dataplane.coordinator.streams.member import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     TasksTuple,
 )
 from dataplane.coordinator.streams.topology import validate_request_topology
+from dataplane.protocol.codec import EntityBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 
@@ -182,7 +185,7 @@ class HeartbeatResponse:
     def error(cls, exc: KafkaError) -> HeartbeatResponse:
         return cls(None, 0, error_code=int(exc.code), error_message=exc.message)
 
-    def to_kio(self, b: Any, version: int) -> Any:
+    def to_kio(self, b: EntityBuilder, version: int) -> Payload:
         """The kio response, built with `ResponseBuilder(88, version)`. v0's
         AcceptableRecoveryLag (int32, "Legacy" since v1 made it int64) is left 0, as Kafka 4.4
         leaves it."""
