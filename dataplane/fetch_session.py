@@ -27,7 +27,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from prometheus_client import Counter, Gauge
@@ -73,6 +73,18 @@ def now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
+class PartitionParams(Protocol):
+    """What a Fetch request says of a partition in every version (current_leader_epoch, v9+,
+    and last_fetched_epoch, v12+, are read where the version has them)."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def fetch_offset(self) -> int: ...
+    @property
+    def partition_max_bytes(self) -> int: ...
+
+
 class CachedPartition:
     """One partition of a session: the client's request data (under the kio request
     partition's attribute names, so the read path takes either) and what was last answered.
@@ -92,7 +104,7 @@ class CachedPartition:
         "watched",
     )
 
-    def __init__(self, session: FetchSession, key: Key, p: Any) -> None:
+    def __init__(self, session: FetchSession, key: Key, p: PartitionParams) -> None:
         self.session = session
         self.key = key
         self.partition: int = key[1]
@@ -102,7 +114,7 @@ class CachedPartition:
         self.watched: Partition | None = None
         self.update_request(p)
 
-    def update_request(self, p: Any) -> None:
+    def update_request(self, p: PartitionParams) -> None:
         """Kafka's updateRequestParams: what the client sent for this partition now."""
         self.fetch_offset: int = p.fetch_offset
         self.partition_max_bytes: int = p.partition_max_bytes
@@ -166,7 +178,7 @@ class FetchSession:
     def __len__(self) -> int:
         return len(self.partitions)
 
-    def add(self, key: Key, p: Any) -> CachedPartition:
+    def add(self, key: Key, p: PartitionParams) -> CachedPartition:
         """Add (or update) a partition from the request; it is read at the next fetch."""
         cached = self.partitions.get(key)
         if cached is None:

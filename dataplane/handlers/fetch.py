@@ -35,6 +35,7 @@ from dataplane.fetch_session import (
     INVALID_SESSION_ID,
     CachedPartition,
     FetchSession,
+    PartitionParams,
     next_epoch,
     now_ms,
 )
@@ -141,7 +142,7 @@ def _resolve(ctx: RequestContext, by_id: bool, topic_id: bytes, name: str | None
 
 
 def _read_partition(
-    ctx: RequestContext, req: Any, topic: _Topic, p: Any, budget: int, first: bool
+    ctx: RequestContext, req: Any, topic: _Topic, p: PartitionParams, budget: int, first: bool
 ) -> tuple[FetchPartition, Partition | None]:
     """One partition's answer (`p`: a request partition or a session's cached one)."""
     info, _, unknown = topic
@@ -194,7 +195,12 @@ def _read(ctx: RequestContext, req: Any) -> _Read:
 
 
 def _partition_data(
-    ctx: RequestContext, req: Any, partition: Partition, p: Any, budget: int, first: bool
+    ctx: RequestContext,
+    req: Any,
+    partition: Partition,
+    p: PartitionParams,
+    budget: int,
+    first: bool,
 ) -> FetchPartition:
     hw, lso, start = (
         partition.high_watermark,
@@ -220,7 +226,9 @@ def _partition_data(
     return FetchPartition(p.partition, ErrorCode.none, hw, lso, start, aborted, -1, records)
 
 
-def _diverging_epoch(partition: Partition, p: Any, log_start: int) -> EpochEndOffset | None:
+def _diverging_epoch(
+    partition: Partition, p: PartitionParams, log_start: int
+) -> EpochEndOffset | None:
     """Kafka's Partition.readRecords for a fetch that names its last fetched epoch (v12+, any
     fetcher): the end of that epoch here when the fetcher's log diverged from ours (its epoch
     ended earlier here, or is unknown before ours), else None. OFFSET_OUT_OF_RANGE when that

@@ -3,7 +3,7 @@ and filters off the wire, and the check Kafka's AclApis makes before any of them
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from dataplane.protocol.errors import ErrorCode
 from meta.acl import (
@@ -41,7 +41,45 @@ def refusal(ctx: RequestContext, operation: AclOperation) -> tuple[ErrorCode, st
     return None
 
 
-def binding_from_wire(c: Any) -> AclBinding:
+class AclCreation(Protocol):
+    """What `binding_from_wire` reads: CreateAcls' AclCreation, the same in every version."""
+
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+    @property
+    def resource_pattern_type(self) -> int: ...
+    @property
+    def principal(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def operation(self) -> int: ...
+    @property
+    def permission_type(self) -> int: ...
+
+
+class AclFilter(Protocol):
+    """What `filter_from_wire` reads: a DescribeAclsRequest or a DeleteAclsFilter."""
+
+    @property
+    def resource_type_filter(self) -> int: ...
+    @property
+    def resource_name_filter(self) -> str | None: ...
+    @property
+    def pattern_type_filter(self) -> int: ...
+    @property
+    def principal_filter(self) -> str | None: ...
+    @property
+    def host_filter(self) -> str | None: ...
+    @property
+    def operation(self) -> int: ...
+    @property
+    def permission_type(self) -> int: ...
+
+
+def binding_from_wire(c: AclCreation) -> AclBinding:
     """An AclCreation as a binding; codes Kafka does not define become UNKNOWN, which the
     meta service refuses with INVALID_REQUEST."""
     return AclBinding(
@@ -55,7 +93,7 @@ def binding_from_wire(c: Any) -> AclBinding:
     )
 
 
-def filter_from_wire(f: Any) -> AclBindingFilter:
+def filter_from_wire(f: AclFilter) -> AclBindingFilter:
     """A DescribeAclsRequest or DeleteAclsFilter (the same fields) as a filter."""
     return AclBindingFilter(
         resource_type=enum_code(ResourceType, f.resource_type_filter),

@@ -5,7 +5,7 @@ endpoints a client needs after NOT_LEADER_OR_FOLLOWER (KIP-951)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -46,7 +46,34 @@ class Topics:
 MAX_MEMBER_ID = 36  # Kafka's isMemberIdValid
 
 
-def identify(ctx: RequestContext, req: Any) -> tuple[str, str]:
+class ShareRequest(Protocol):
+    """What `identify` reads of a ShareFetch or ShareAcknowledge request."""
+
+    @property
+    def group_id(self) -> str | None: ...
+    @property
+    def member_id(self) -> str | None: ...
+
+
+class WireAckBatch(Protocol):
+    """An AcknowledgementBatch of ShareFetch or ShareAcknowledge."""
+
+    @property
+    def first_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def acknowledge_types(self) -> Sequence[int]: ...
+
+
+class AcknowledgedPartition(Protocol):
+    """A request's partition with the batches it acknowledges."""
+
+    @property
+    def acknowledgement_batches(self) -> Sequence[WireAckBatch]: ...
+
+
+def identify(ctx: RequestContext, req: ShareRequest) -> tuple[str, str]:
     """Kafka's first checks of both APIs, in its order: a group id, READ on the group, a
     member id of 1 to 36 characters; (group id, member id), else raises the KafkaError."""
     if req.group_id is None:
@@ -60,7 +87,7 @@ def identify(ctx: RequestContext, req: Any) -> tuple[str, str]:
     return req.group_id, req.member_id
 
 
-def ack_batches(partition: Any) -> list[AckBatch]:
+def ack_batches(partition: AcknowledgedPartition) -> list[AckBatch]:
     return [
         AckBatch(b.first_offset, b.last_offset, b.acknowledge_types)
         for b in partition.acknowledgement_batches
