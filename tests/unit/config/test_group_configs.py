@@ -24,8 +24,9 @@ from dataplane.protocol.errors import ErrorCode
 from dataplane.share.group_settings import GroupConfigs
 from meta import wire
 from meta.commands import Command
+from meta.dispatch import apply
 from meta.resource_configs import AlterResourceConfigs, ResourceConfigAlteration
-from meta.state import MetaState, apply
+from meta.state import MetaState
 
 CONFIG = BrokerConfig.load(overrides={"node.id": "1"})
 
