@@ -1,5 +1,5 @@
 """What a request is served with: its header, the connection it came on, and the broker's
-services.
+services; and what it is answered with (`Body`, `Response`).
 
 A handler sees the broker only through `BrokerServices`, the few components `dataplane.broker`
 wires once at start-up (as Kafka's BrokerServer hands its KafkaApis the managers it needs), so
@@ -12,12 +12,15 @@ requests) take it without importing the handlers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
+
+from kio.static.protocol import Payload
 
 from dataplane.connection import Connection
 from dataplane.protocol.codec import RequestHeader
+from dataplane.protocol.encoders import Bytes
 
 if TYPE_CHECKING:
     from dataplane.config import BrokerConfig
@@ -76,3 +79,14 @@ class RequestContext:
     # records it as the request's ThrottleTimeMs (dataplane/metrics/requests.py).
     throttle_ms: float = 0.0
     size: int = 0  # bytes of the request frame (producer_byte_rate counts them)
+
+
+Body: TypeAlias = bytes | list[Bytes] | Payload
+"""A response body: encoded by a fast encoder (bytes, or buffers to send back to back), or a kio
+response object the server encodes."""
+
+Response: TypeAlias = Body | Awaitable[Body] | None
+"""What a handler returns: the body; an awaitable of it when the answer must wait (acks=all,
+a fetch long poll), while the server goes on reading the connection and keeps answers in
+request order (an awaitable whose `ready` attribute is true would not wait: the server writes
+it with the answers beside it); None for no answer at all (acks=0)."""
