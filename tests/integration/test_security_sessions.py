@@ -164,7 +164,9 @@ def test_clients_keep_working_across_reauthentication(sessions: SecuredCluster) 
         res = run_driver("java-4.3.0", *argv, env=env, timeout=60)
         assert res.returncode == 0, res.stderr[-3000:]
         done = res.lines[-1]
-        assert done["event"] == "done" and done["failed"] == 0 and done["acked"] > 0, done
+        assert done["event"] == "done", done
+        assert done["failed"] == 0, done
+        assert done["acked"] > 0, done
         consumer.wait_records(done["acked"], 30)
         assert consumer.stop() == 0, consumer.describe()
     finally:
@@ -206,7 +208,8 @@ def still_serving(sessions: SecuredCluster) -> Iterator[None]:
     """After the test: the broker lives and a proper client still gets in and is answered."""
     yield
     for node in sessions.cluster.nodes.values():
-        assert node.proc is not None and node.proc.poll() is None, f"{node.name} died"
+        assert node.proc is not None, f"{node.name} died"
+        assert node.proc.poll() is None, f"{node.name} died"
     with WireClient(port(sessions), security=sessions.security("reader", "SCRAM-SHA-512")) as c:
         assert metadata(c).brokers
 

@@ -63,7 +63,8 @@ class GroupMachine(RuleBasedStateMachine):
         try:
             client.heartbeat()
         except KafkaError as e:
-            assert e.code == ErrorCode.unreleased_instance_id and static, e
+            assert e.code == ErrorCode.unreleased_instance_id, e
+            assert static, e
             return
         self.away.pop(name, None)
         self.clients[name] = client
@@ -211,7 +212,8 @@ class GroupMachine(RuleBasedStateMachine):
         for client in self.clients.values():
             assert parts(group.members[client.member_id].assigned_partitions) == client.owned
         rebuilt = self.h.replayed_consumer_group()
-        assert rebuilt is not None and rebuilt.snapshot() == group.snapshot()
+        assert rebuilt is not None
+        assert rebuilt.snapshot() == group.snapshot()
 
 
 GroupMachine.TestCase.settings = settings(max_examples=200, stateful_step_count=50, deadline=None)

@@ -47,12 +47,11 @@ def test_torn_tail_is_cut_with_a_warning(
     assert log.log_end_offset == 33
     assert read_all(log) == b"".join(written[:11])
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert (
-        "topic-0" in warning
-        and "offset 33" in warning
-        and f"cut {len(written[-1]) - 10}" in warning
-    )
-    assert append(log, 1) and log.log_end_offset == 36
+    assert "topic-0" in warning
+    assert "offset 33" in warning
+    assert f"cut {len(written[-1]) - 10}" in warning
+    assert append(log, 1)
+    assert log.log_end_offset == 36
 
 
 def test_corrupt_last_batch_is_cut(open_log: OpenLog) -> None:
@@ -97,7 +96,8 @@ def test_bad_index_is_rebuilt(open_log: OpenLog, damage: str, suffix: str) -> No
     log.close()
     first = log._segments[0]
     good = first.offset_index.path.read_bytes(), first.time_index.path.read_bytes()
-    assert good[0] and good[1]
+    assert good[0]
+    assert good[1]
     path = first.path.with_suffix(suffix)
     if damage == "missing":
         path.unlink()
@@ -240,7 +240,8 @@ def test_a_new_log_has_nothing_to_rebuild(
 ) -> None:
     with caplog.at_level(logging.WARNING):
         log = open_log(**CONFIG)
-    assert log._epochs.entries == [] and not caplog.text
+    assert log._epochs.entries == []
+    assert not caplog.text
 
 
 @pytest.mark.timeout(120)

@@ -65,7 +65,9 @@ def test_v1_by_type_and_all_types() -> None:
     response = _list(1, V1(resource_types=(i8(16), i8(2))))
     assert _names(response) == [(2, "audit"), (2, "orders"), (16, "subs-a"), (16, "subs-b")]
     everything = _names(_list(1, V1(resource_types=())))
-    assert (4, "1") in everything and (8, "2") in everything and (32, "g1") in everything
+    assert (4, "1") in everything
+    assert (8, "2") in everything
+    assert (32, "g1") in everything
 
 
 def test_unsupported_type_and_authorization() -> None:
