@@ -326,7 +326,7 @@ def test_offset_versions_kafka_4_removed_as_kafka_python_speaks_them(
     group, v1 with the member's generation; and kafka-python's consumer told it talks to a
     0.8.2 broker (OffsetCommit v1 and OffsetFetch v1 without ApiVersions)."""
     from kafka import KafkaConsumer
-    from kafka import TopicPartition as KTP
+    from kafka import TopicPartition as KafkaTopicPartition
     from kafka.protocol.consumer import (
         OffsetCommitRequest,
         OffsetCommitResponse,
@@ -397,7 +397,7 @@ def test_offset_versions_kafka_4_removed_as_kafka_python_speaks_them(
         enable_auto_commit=False,
     )
     try:
-        tp = KTP("conf", 1)
+        tp = KafkaTopicPartition("conf", 1)
         c.assign([tp])
         c.commit({tp: OffsetAndMetadata(7, "old client", -1)})
         assert c.committed(tp) == 7
@@ -680,7 +680,7 @@ def test_three_confluent_consumers_balance_six_partitions(cluster: LocalCluster)
 
 def test_kafka_python_commits_and_reads_back(cluster: LocalCluster) -> None:
     from kafka import KafkaConsumer
-    from kafka import TopicPartition as KTP
+    from kafka import TopicPartition as KafkaTopicPartition
 
     c = KafkaConsumer(
         "conf",
@@ -697,7 +697,7 @@ def test_kafka_python_commits_and_reads_back(cluster: LocalCluster) -> None:
                 break
         c.commit()
         positions = {tp.partition: c.position(tp) for tp in c.assignment()}
-        assert {p: c.committed(KTP("conf", p)) for p in positions} == positions
+        assert {p: c.committed(KafkaTopicPartition("conf", p)) for p in positions} == positions
     finally:
         c.close()
 
