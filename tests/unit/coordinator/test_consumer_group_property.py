@@ -47,7 +47,8 @@ class GroupMachine(RuleBasedStateMachine):
         try:
             fn()
         except KafkaError as e:
-            assert e.code in (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id), e
+            # a step of the model may or may not be refused: pytest.raises cannot say "maybe"
+            assert e.code in (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id), e  # noqa: PT017
             self.lose(name)
 
     # -- rules ----------------------------------------------------------------------------
@@ -62,9 +63,9 @@ class GroupMachine(RuleBasedStateMachine):
         )
         try:
             client.heartbeat()
-        except KafkaError as e:
-            assert e.code == ErrorCode.unreleased_instance_id, e
-            assert static, e
+        except KafkaError as e:  # only a static member's rejoin may be refused
+            assert e.code == ErrorCode.unreleased_instance_id, e  # noqa: PT017
+            assert static, e  # noqa: PT017
             return
         self.away.pop(name, None)
         self.clients[name] = client
@@ -116,8 +117,8 @@ class GroupMachine(RuleBasedStateMachine):
             self.h.consumer_group_heartbeat(
                 member_id=client.member_id, member_epoch=-2, instance_id=name
             )
-        except KafkaError as e:
-            assert e.code in (ErrorCode.fenced_instance_id, ErrorCode.unknown_member_id), e
+        except KafkaError as e:  # the leave may or may not be refused
+            assert e.code in (ErrorCode.fenced_instance_id, ErrorCode.unknown_member_id), e  # noqa: PT017
         del self.clients[name]
         self.away[name] = client.member_id
 

@@ -6,6 +6,7 @@ loading."""
 from __future__ import annotations
 
 import struct
+from functools import partial
 
 import anyio
 import pytest
@@ -198,11 +199,12 @@ def test_a_classic_group_with_members_is_not_a_consumer_group() -> None:
         "disabled."
     )
     for epoch in (0, 3, -1):
+        if epoch == 0:
+            call = partial(h.consumer_join, "a")
+        else:
+            call = partial(h.consumer_group_heartbeat, member_id="a", member_epoch=epoch)
         with pytest.raises(KafkaError) as info:
-            if epoch == 0:
-                h.consumer_join("a")
-            else:
-                h.consumer_group_heartbeat(member_id="a", member_epoch=epoch)
+            call()
         expected = no_upgrade if epoch == 0 else message
         assert (info.value.code, info.value.message) == (E.group_id_not_found, expected), epoch
     (described,) = h.shard.consumer_group_describe([GROUP])
@@ -394,7 +396,7 @@ def test_group_consumer_settings() -> None:
     assert (defaults.session_timeout_ms, defaults.heartbeat_interval_ms) == (45_000, 5_000)
     assert defaults.assignors == ("uniform", "range")
     assert defaults.max_size == 2**31 - 1
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown assignor 'sticky'"):
         consumer_assignors("uniform,sticky")
 
 

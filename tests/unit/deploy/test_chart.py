@@ -403,7 +403,7 @@ def test_non_default_values_reach_the_objects(tools: tuple[str, str], tmp_path: 
 
 
 @pytest.mark.parametrize(
-    "sets, message",
+    ("sets", "message"),
     [
         (["meta.replicas=2"], "meta.replicas must be 1, 3 or 5"),
         (["broker.replicas=0"], "broker.replicas must be at least 1"),

@@ -427,5 +427,5 @@ def test_log_config_reads_the_compaction_settings() -> None:
     assert (defaults.min_cleanable_dirty_ratio, defaults.delete_retention_ms) == (0.5, 86400000)
     assert defaults.compact
     assert not defaults.delete
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"min\.cleanable\.dirty\.ratio"):
         LogConfig(min_cleanable_dirty_ratio=1.5)

@@ -50,7 +50,7 @@ def test_a_dir_that_cannot_be_created_is_offline_unless_it_is_the_first(tmp_path
     dirs = LogDirs.from_config(f"{tmp_path / 'a'},{blocker / 'b'}")
     dirs.create_all()
     assert [d.online for d in dirs.dirs] == [True, False]
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="Not a directory"):
         LogDirs.from_config(f"{blocker / 'a'}").create_all()
 
 

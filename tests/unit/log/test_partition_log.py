@@ -436,7 +436,7 @@ def test_log_config_from_broker_and_topic() -> None:
     assert config.max_message_bytes == 99
     assert config.log_append_time
     assert config.flush_messages == 2**63 - 1
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"message\.timestamp\.type"):
         LogConfig.from_configs(broker, {"message.timestamp.type": "Never"})
 
 
@@ -512,10 +512,14 @@ def test_an_append_out_of_descriptors_fails_and_leaves_the_log_usable(open_log: 
     written = append(log, 5)
     failures: list[OSError] = []
     log.on_failure = lambda _log, error: failures.append(error)
+
+    def fill_until_roll() -> None:
+        for _ in range(100):  # the active segment fills up, then must roll
+            written.extend(append(log, 1))
+
     with descriptors_left():
         with pytest.raises(LogError) as refused:
-            for _ in range(100):  # the active segment fills up, then must roll
-                written += append(log, 1)
+            fill_until_roll()
         assert refused.value.code == ErrorCode.unknown_server_error
         assert "Too many open files" in str(refused.value)
     assert log.failure is None

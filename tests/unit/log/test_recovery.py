@@ -131,7 +131,10 @@ def test_segments_opened_before_descriptors_ran_out_are_closed(
     segments = len(log._segments)
     assert segments > 5
     before = open_descriptors()
-    with descriptors_left(3 if opening else segments), pytest.raises(OSError) as refused:
+    with (
+        descriptors_left(3 if opening else segments),
+        pytest.raises(OSError, match="Too many open files") as refused,
+    ):
         load_segments(log.directory, 300, 0, clean, "topic-0", 10_000)
     assert refused.value.errno == errno.EMFILE
     assert open_descriptors() == before

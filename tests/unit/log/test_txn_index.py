@@ -40,7 +40,7 @@ def test_entries_are_kafkas_34_bytes_and_read_back(tmp_path: Path) -> None:
 def test_entries_must_come_in_marker_order(tmp_path: Path) -> None:
     index = TransactionIndex(tmp_path / "x.txnindex")
     index.append(AbortedTxn(1, 0, 10, 11))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="does not follow"):
         index.append(AbortedTxn(2, 0, 10, 11))
 
 

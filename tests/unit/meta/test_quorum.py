@@ -33,7 +33,7 @@ def test_kafka_uuid_text_round_trips_and_zero_is_none() -> None:
     assert quorum.parse_kafka_uuid(text) == value
     assert quorum.kafka_uuid(None) == quorum.kafka_uuid(uuid.UUID(int=0)) == ""
     assert quorum.parse_kafka_uuid("") is None
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="is not a Kafka Uuid"):
         quorum.parse_kafka_uuid("AAAA")
 
 

@@ -319,7 +319,7 @@ def test_only_the_newest_snapshots_are_kept(leader: Replica, store: StateStore) 
     assert len(keys) == 3
     leader.producers.snapshot()  # same offset: nothing new
     assert leader.producers.snapshot_offsets == [4, 5, 6]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="the state is as of 6"):
         leader.producers.snapshot(3)
 
 

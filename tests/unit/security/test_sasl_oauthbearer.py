@@ -98,7 +98,7 @@ def test_unsecured_validator_options() -> None:
     with pytest.raises(TokenInvalid) as e:
         v.validate(unsecured({"user": "bob", "exp": now + 60, "scope": "x"}), now * 1000)
     assert e.value.scope == "kafka"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="must be a non-negative integer"):
         UnsecuredValidator({"unsecuredValidatorAllowableClockSkewMs": "-1"})
 
 

@@ -77,7 +77,7 @@ def test_value_v0_bytes_are_kafkas() -> None:
 def test_empty_state_has_null_partitions() -> None:
     value = encode_value(transit(S.EMPTY), TV_0)
     assert struct.pack(">i", -1) in value
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="an Empty transaction has no partitions"):
         encode_value(transit(S.EMPTY, {("a", 0)}), TV_0)
 
 
