@@ -194,6 +194,7 @@ def test_transactions_list_and_describe(cluster: LocalCluster) -> None:
     described = {r[0]: r for r in rows(ok(cluster, "transactions", "describe", "cli-txn"))}
     row = described["cli-txn"]
     assert row[1:5] == [coordinator, producer_id, row[3], "Ongoing"]
+    # start time and age of an open transaction
     assert row[6].endswith("Z")
     assert row[7] != "-"
     assert sorted(row[8].split(",")) == ["txn-out-0", "txn-out-1"]

@@ -177,10 +177,10 @@ def test_every_version_of_heartbeat_and_describe(cluster: LocalCluster) -> None:
             b = WireMember(w, group, "" if version == 0 else None, version)
             b.join((topic,))
             assert b.epoch == 3
-            assert b.owned == ()
+            assert b.owned == ()  # its partitions are still a's
             a.take(a.heartbeat())
             assert len(a.owned[0][1]) == 2
-            assert a.epoch == 2
+            assert a.epoch == 2  # revoke first, at the old epoch
             for _ in range(3):
                 a.take(a.heartbeat())
                 b.take(b.heartbeat())

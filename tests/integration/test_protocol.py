@@ -398,6 +398,7 @@ def test_create_and_delete_topics_every_version(cluster: LocalCluster) -> None:
             ok = create_topic(w, v, name, configs={"retention.ms": "1234"})
             assert ok.error_code == ErrorCode.none
             if v >= 5:
+                # the defaults
                 assert ok.num_partitions == 2
                 assert ok.replication_factor == 2
                 assert {c.name: c.value for c in ok.configs}["retention.ms"] == "1234"

@@ -309,7 +309,7 @@ def test_static_leader_restart_skips_the_assignment_from_v9() -> None:
     h.settle()
     r = rejoin.value
     assert r.leader == r.member_id
-    assert r.skip_assignment
+    assert r.skip_assignment  # KIP-814
     assert [m.member_id for m in r.members] == [r.member_id]
     old_style = h.join(instance="i-a", version=5)
     h.settle()

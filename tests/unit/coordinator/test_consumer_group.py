@@ -269,7 +269,7 @@ def test_heartbeat_without_changes_writes_nothing() -> None:
     n = len(h.log)
     r = a.heartbeat()
     assert len(h.log) == n
-    assert r.assignment is None
+    assert r.assignment is None  # nothing changed, nothing sent
     # A full request (all the optional fields) gets the assignment again.
     r = a.heartbeat(rebalance_timeout_ms=30_000, subscribed_topic_names=("t",))
     assert parts(r.assignment) == all_parts(2)
@@ -470,7 +470,7 @@ def test_validation(fields, code, message) -> None:
 def test_v0_generates_the_member_id() -> None:
     h = Harness([topic("t", 1)])
     r = h.consumer_join("", api_version=0)
-    assert len(r.member_id) == 22
+    assert len(r.member_id) == 22  # a base64 Uuid
     assert r.member_id in h.consumer_group().members
     with raises(ErrorCode.invalid_request, "MemberId can't be empty."):
         h.consumer_join("", api_version=1)

@@ -326,7 +326,7 @@ def test_failed_writes_answer_with_the_error_and_create_nothing() -> None:
     h.services.run_pending()
     assert reply.value.error_code == E.coordinator_not_available
     assert h.shard.groups[GROUP] is classic
-    assert h.services.created == [GROUP]
+    assert h.services.created == [GROUP]  # by the commit
     h.services.fail_with = E.not_leader_or_follower
     reply = h.shard.consumer_group_heartbeat(joining("a"), 1, "cli", "/h")
     h.services.run_pending()

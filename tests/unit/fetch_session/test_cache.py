@@ -71,8 +71,8 @@ def test_full_cache_keeps_young_sessions_from_an_unprivileged_newcomer() -> None
     a, b = create(c, 5), create(c, 5)
     clock.ms += 500  # used recently, and younger than eviction_ms
     assert create(c, 50) is None
-    assert c.get(a.id) is a
-    assert c.get(b.id) is b
+    assert c.get(a.id) is a  # type: ignore[union-attr]
+    assert c.get(b.id) is b  # type: ignore[union-attr]
 
 
 def test_stale_session_is_evicted_first() -> None:
@@ -83,9 +83,9 @@ def test_stale_session_is_evicted_first() -> None:
     clock.ms += 500  # a unused for 1,100 ms, b for 500
     new = create(c, 1)
     assert new is not None
-    assert c.get(a.id) is None
-    assert c.get(b.id) is b
-    assert a.closed
+    assert c.get(a.id) is None  # type: ignore[union-attr]
+    assert c.get(b.id) is b  # type: ignore[union-attr]
+    assert a.closed  # type: ignore[union-attr]
     assert c.evictions == 1
 
 
@@ -98,8 +98,8 @@ def test_settled_session_with_fewer_partitions_is_evicted_by_a_larger_one() -> N
     assert create(c, 2) is None  # smaller than both
     newcomer = create(c, 10)
     assert newcomer is not None
-    assert c.get(small.id) is None
-    assert c.get(large.id) is large
+    assert c.get(small.id) is None  # type: ignore[union-attr]
+    assert c.get(large.id) is large  # type: ignore[union-attr]
 
 
 def test_privileged_newcomer_evicts_a_young_unprivileged_session() -> None:
@@ -108,7 +108,7 @@ def test_privileged_newcomer_evicts_a_young_unprivileged_session() -> None:
     clock.ms += 10
     follower = create(c, 1, privileged=True)
     assert follower is not None
-    assert c.get(consumer.id) is None
+    assert c.get(consumer.id) is None  # type: ignore[union-attr]
     clock.ms += 10
     assert create(c, 1000) is None  # an unprivileged one cannot evict it back
 
@@ -124,8 +124,8 @@ def test_touch_counts_partitions_and_orders_by_last_use() -> None:
     clock.ms += 1500  # both stale now: the least recently used (b) goes first
     create(c, 1)
     create(c, 1)
-    assert c.get(b.id) is None
-    assert c.get(a.id) is a
+    assert c.get(b.id) is None  # type: ignore[union-attr]
+    assert c.get(a.id) is a  # type: ignore[union-attr]
     c.remove(a)  # type: ignore[arg-type]
     assert c.num_partitions == 2
     assert len(c) == 2

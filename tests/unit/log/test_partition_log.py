@@ -53,7 +53,7 @@ def test_compressed_batches_stored_as_received(open_log: OpenLog, codec: Compres
     log.append_as_leader(batch, 0, 1)
     data = log.read(0, 1 << 20, 1 << 62, True)
     assert data == batch
-    assert data[61:] == payload
+    assert data[61:] == payload  # records never recompressed
 
 
 def test_bytes_input_is_not_modified(open_log: OpenLog) -> None:

@@ -25,7 +25,7 @@ def test_entries_are_kafkas_34_bytes_and_read_back(tmp_path: Path) -> None:
     path = tmp_path / f"{0:020d}.txnindex"
     index = TransactionIndex(path)
     assert len(index) == 0
-    assert not path.exists()
+    assert not path.exists()  # no file until the first entry
     index.append(AbortedTxn(7, 10, 20, 21))
     index.append(AbortedTxn(8, 15, 30, 40))
     raw = path.read_bytes()

@@ -221,6 +221,7 @@ def test_controlled_shutdown_moves_leaders_and_shrinks_isrs(caplog) -> None:
         assert new.partition_epoch == old.partition_epoch + 1
         assert new.leader == next(b for b in old.replicas if b != 2)  # next ISR replica
     broker = machine.state.brokers[2]
+    # let go: may exit
     assert broker.in_controlled_shutdown
     assert broker.fenced
     assert [(c.kind, c.key) for c in machine.changes if c.offset > offset] == [
@@ -232,7 +233,7 @@ def test_controlled_shutdown_moves_leaders_and_shrinks_isrs(caplog) -> None:
 
     offset = machine.state.offset
     assert machine.shutdown(2) == outcome
-    assert machine.state.offset == offset
+    assert machine.state.offset == offset  # polling again
 
 
 def test_controlled_shutdown_of_the_last_isr_member_takes_its_partition_offline() -> None:
@@ -304,8 +305,8 @@ def test_controlled_shutdown_with_a_stale_epoch() -> None:
     old_epoch = machine.epoch(1)
     machine.register(1)
     outcome = machine.run(ControlledShutdown(1, old_epoch, False))
-    assert outcome.error_code == ErrorCode.STALE_BROKER_EPOCH
-    assert not outcome.may_exit
+    assert outcome.error_code == ErrorCode.STALE_BROKER_EPOCH  # type: ignore[attr-defined]
+    assert not outcome.may_exit  # type: ignore[attr-defined]
     assert not machine.state.brokers[1].in_controlled_shutdown
 
 
@@ -454,8 +455,8 @@ def test_producer_id_blocks_are_monotonic_and_unique() -> None:
     assert after == ProducerIdBlock(5000, 1000)
 
     stale = machine.run(AllocateProducerIds(3, machine.epoch(3) - 1))
-    assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH
-    assert stale.first == -1
+    assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH  # type: ignore[attr-defined]
+    assert stale.first == -1  # type: ignore[attr-defined]
     assert machine.state.next_producer_id == 5000
 
 

@@ -71,7 +71,7 @@ def test_strict_mutations_are_refused_while_in_debt_permissive_ones_throttled() 
     assert m.mutation.record("u", "admin", 30, strict=True, now=T0) == (True, 0)  # burst 22
     accepted, throttle = m.mutation.record("u", "admin", 1, strict=True, now=T0)
     assert not accepted
-    assert throttle == 4000
+    assert throttle == 4000  # 8 in debt at 2/s
     assert m.mutation.record("u", "admin", 1, strict=False, now=T0) == (True, 4500)
     assert m.mutation.record("u", "other", 100, strict=True, now=T0) == (True, 0)  # no quota
 

@@ -41,7 +41,7 @@ def test_set_change_and_remove_quotas() -> None:
     assert state.client_quotas == {ALICE: {"request_percentage": 50.5}}
     _, changes = run(state, QuotaAlteration(ALICE, (("request_percentage", None),)))
     assert state.client_quotas == {}
-    assert len(changes) == 1
+    assert len(changes) == 1  # the entity is gone
 
 
 def test_removing_what_is_not_there_changes_nothing() -> None:

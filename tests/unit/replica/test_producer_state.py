@@ -94,7 +94,7 @@ def test_new_epoch_must_start_at_sequence_zero(leader: Replica) -> None:
     entry = leader.producers.last_entry(1)
     assert entry is not None
     assert entry.epoch == 3
-    assert len(entry.batches) == 1
+    assert len(entry.batches) == 1  # old ones dropped
 
 
 def test_retry_of_each_of_the_last_five_batches_gets_its_original_offsets(leader: Replica) -> None:
