@@ -168,7 +168,7 @@ class MetadataCache:
 
     # -- writes (from the watch stream) --------------------------------------------------------
 
-    def apply(self, event: meta_pb2.WatchEvent) -> None:
+    def apply(self, event: meta_pb2.WatchEvent) -> None:  # noqa: C901 - one branch per WatchEvent kind
         kind = event.WhichOneof("kind")
         if kind == "snapshot":
             self._apply_snapshot(event.snapshot, event.offset)

@@ -326,7 +326,7 @@ async def _tls_handshake(
     return wrapped
 
 
-async def _reader(
+async def _reader(  # noqa: C901 - a request's way through a connection, in order
     services: BrokerServices, conn: Connection, stream: ByteStream, out: Any, live: Live
 ) -> None:
     frames = FrameReader(stream, services.config.socket_request_max_bytes)

@@ -186,7 +186,9 @@ def test_every_command_kind_and_its_result_round_trip() -> None:
     for command in commands:
         assert decode_command(encode_command(command)) == command
     assert decode_state(encode_state(state)) == state  # remembered results included
-    assert state.acls and state.scram_credentials and list(state.delegation_tokens) == ["t1"]
+    assert state.acls
+    assert state.scram_credentials
+    assert list(state.delegation_tokens) == ["t1"]
     assert state.broker_configs == {
         -1: {"log.retention.ms": "1", "a": "b"},
         2: {"message.max.bytes": "10"},
