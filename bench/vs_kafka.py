@@ -29,7 +29,10 @@ the 2 cores: a profiled run's figures are not the table's. Rows 8 and 11 kill or
 brokers: their profiles end with the process that was running at the row's start.
 
 --quick: 200 MB per throughput run, one round, 20 transactions, 5 s latency windows, 10 s of
-idle producers, 3 kills, no top-up for row 11 (about N minutes). MB = 10^6 bytes.
+idle producers, 3 kills, no top-up for row 11: about 10 minutes with the machine to itself,
+15-17 with other test runs beside it (load 15-20). The full run (1,000 MB, three rounds, 200
+transactions, 15 s windows, 30 s of idle producers, 9 kills, 10 GB): about 35 minutes with the
+machine to itself, an hour under that load. MB = 10^6 bytes.
 """
 
 from __future__ import annotations
