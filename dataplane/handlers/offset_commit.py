@@ -25,9 +25,8 @@ from typing import NamedTuple
 from kio.static.protocol import Payload
 
 from dataplane.coordinator.api import ms
-from dataplane.coordinator.base import Reply
+from dataplane.coordinator.base import Reply, map_append_error
 from dataplane.coordinator.offsets import CommitPartition
-from dataplane.coordinator.service import map_commit_error
 from dataplane.coordinator.timer import wall_ms
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
@@ -130,7 +129,7 @@ async def _stored(
 ) -> Payload:
     code = await stored.wait()
     if code != ErrorCode.none:
-        failed = map_commit_error(code)
+        failed = map_append_error(code)
         results = results | {tp: failed for tp, e in errors.items() if e == ErrorCode.none}
     return _response(b, order, results)
 
