@@ -29,6 +29,7 @@ from dataplane.coordinator.records import (
     offset_commit_record,
     subscribed_topics,
 )
+from tests.expect import present
 
 
 def s16(text: str | None) -> bytes:
@@ -199,7 +200,7 @@ def test_group_metadata_older_versions_decode() -> None:
     )
     decoded = decode_record(i16(2) + s16("g"), v0)
     assert decoded is not None
-    value = decoded.value
+    value = present(decoded.value)
     assert value.generation == 1 and value.current_state_timestamp == -1
     (member,) = value.members
     assert member.rebalance_timeout == -1  # absent in v0: the session timeout applies
