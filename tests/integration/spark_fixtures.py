@@ -99,7 +99,8 @@ def produce(bootstrap: str, topic: str, records: list[dict[str, Any]]) -> None:
     for r in records:
         kwargs = {k: r[k] for k in ("key", "partition", "timestamp", "headers") if k in r}
         p.produce(topic, value=r["value"], on_delivery=report, **kwargs)
-    assert p.flush(30) == 0 and not errors, errors
+    assert p.flush(30) == 0, errors
+    assert not errors, errors
 
 
 def consume_all(bootstrap: str, topic: str, timeout: float = 30.0) -> list[Any]:

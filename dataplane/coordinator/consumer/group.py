@@ -272,7 +272,7 @@ class ConsumerGroup(ConsumerGroupState):
 
     # -- heartbeat --------------------------------------------------------------------------
 
-    def heartbeat(
+    def heartbeat(  # noqa: C901 - Kafka's consumerGroupHeartbeat, step by step
         self,
         req: HeartbeatRequest,
         now_ms: int,

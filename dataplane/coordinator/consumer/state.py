@@ -193,7 +193,7 @@ class ConsumerGroupState:
                     ),
                 )
 
-    def _set_member(self, old: Member | None, new: Member | None) -> None:
+    def _set_member(self, old: Member | None, new: Member | None) -> None:  # noqa: C901 - one step per derived index
         """Replace `old` by `new` (None: remove), keeping the derived indexes in step."""
         if old is not None:
             self.name_counts.subtract(old.subscribed_topic_names)

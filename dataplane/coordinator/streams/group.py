@@ -363,7 +363,7 @@ class StreamsGroup:
             )
         return member
 
-    def heartbeat(
+    def heartbeat(  # noqa: C901 - Kafka's streamsGroupHeartbeat, step by step
         self,
         req: HeartbeatRequest,
         now_ms: int,

@@ -128,7 +128,8 @@ def located(msg: Message) -> tuple[int, int]:
     """A confluent-kafka record's (partition, offset): its stub makes both optional, as an
     error event has neither; every record has both."""
     p, o = msg.partition(), msg.offset()
-    assert p is not None and o is not None, f"a record without partition/offset: {msg.error()}"
+    assert p is not None, f"a record without a partition: {msg.error()}"
+    assert o is not None, f"a record without an offset: {msg.error()}"
     return p, o
 
 

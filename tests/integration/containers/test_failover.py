@@ -45,7 +45,8 @@ def test_failover(
     figures: dict[str, Any] = report.figures  # of several types: counts, fault lists
     assert report.ok, report.text()
     assert figures["acknowledged"] >= 1000, report.text()
-    assert figures["lost"] == 0 and figures["duplicated"] == 0, report.text()
+    assert figures["lost"] == 0, report.text()
+    assert figures["duplicated"] == 0, report.text()
     assert checks["recovered"], f"the cluster was not whole again after {scenario}: {checks}"
     if scenario in ("pause-leader", "isolate-leader"):
         # The fault must have lasted long enough for the meta service to move leadership.

@@ -47,7 +47,8 @@ class GroupMachine(RuleBasedStateMachine):
         try:
             fn()
         except KafkaError as e:
-            assert e.code in (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id), e
+            # a step of the model may or may not be refused: pytest.raises cannot say "maybe"
+            assert e.code in (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id), e  # noqa: PT017
             self.lose(name)
 
     # -- rules ----------------------------------------------------------------------------
@@ -62,8 +63,9 @@ class GroupMachine(RuleBasedStateMachine):
         )
         try:
             client.heartbeat()
-        except KafkaError as e:
-            assert e.code == ErrorCode.unreleased_instance_id and static, e
+        except KafkaError as e:  # only a static member's rejoin may be refused
+            assert e.code == ErrorCode.unreleased_instance_id, e  # noqa: PT017
+            assert static, e  # noqa: PT017
             return
         self.away.pop(name, None)
         self.clients[name] = client
@@ -115,8 +117,8 @@ class GroupMachine(RuleBasedStateMachine):
             self.h.consumer_group_heartbeat(
                 member_id=client.member_id, member_epoch=-2, instance_id=name
             )
-        except KafkaError as e:
-            assert e.code in (ErrorCode.fenced_instance_id, ErrorCode.unknown_member_id), e
+        except KafkaError as e:  # the leave may or may not be refused
+            assert e.code in (ErrorCode.fenced_instance_id, ErrorCode.unknown_member_id), e  # noqa: PT017
         del self.clients[name]
         self.away[name] = client.member_id
 
@@ -212,7 +214,8 @@ class GroupMachine(RuleBasedStateMachine):
         for client in self.clients.values():
             assert parts(group.members[client.member_id].assigned_partitions) == client.owned
         rebuilt = self.h.replayed_consumer_group()
-        assert rebuilt is not None and rebuilt.snapshot() == group.snapshot()
+        assert rebuilt is not None
+        assert rebuilt.snapshot() == group.snapshot()
 
 
 GroupMachine.TestCase.settings = settings(max_examples=200, stateful_step_count=50, deadline=None)

@@ -212,7 +212,7 @@ def test_malformed_values_are_refused(kind: int, data: bytes) -> None:
 def test_value_must_match_key_type() -> None:
     with pytest.raises(ValueError, match="does not go with"):
         rec.encode(rec.GroupKey(rec.GROUP_METADATA, "g"), rec.TargetAssignmentMetadataValue(1))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="has no group key"):
         rec.encode_key(rec.GroupKey(rec.MEMBER_METADATA, "g"))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from dataplane.handlers.context import Body, Response
+from dataplane.request_context import Body, Response
 
 
 def encoded(response: Response) -> bytes:

@@ -83,10 +83,14 @@ def test_an_internal_name_creates_the_internal_topic(name: str) -> None:
     brokers = Brokers(live=3)
     answers = _ask(brokers, name, "plain")
     by_name = {t.name: t for t in brokers.created}
-    assert by_name[name].num_partitions == 50 and by_name[name].replication_factor == 3
-    assert by_name[name].internal and by_name[name].configs["cleanup.policy"] == "compact"
-    assert by_name["plain"].num_partitions == -1 and not by_name["plain"].internal
-    assert answers[name].error_code == ErrorCode.none and answers[name].is_internal
+    assert by_name[name].num_partitions == 50
+    assert by_name[name].replication_factor == 3
+    assert by_name[name].internal
+    assert by_name[name].configs["cleanup.policy"] == "compact"
+    assert by_name["plain"].num_partitions == -1
+    assert not by_name["plain"].internal
+    assert answers[name].error_code == ErrorCode.none
+    assert answers[name].is_internal
     assert len(answers[name].partitions) == 50
 
 

@@ -89,7 +89,8 @@ def test_produce_is_listed_from_v0_as_kafka_lists_it() -> None:
 
 def test_api_versions_before_v5_ignore_the_target() -> None:
     answer, _ = ask_api_versions(4)
-    assert answer.error_code == ErrorCode.none and answer.api_keys
+    assert answer.error_code == ErrorCode.none
+    assert answer.api_keys
     answer, _ = ask_api_versions(3, client_software_name="bad name")
     assert answer.error_code == ErrorCode.invalid_request
 

@@ -221,5 +221,7 @@ def test_denials_are_logged_once_a_minute(caplog: pytest.LogCaptureFixture) -> N
         auth.authorize(ALICE, Op.READ, T, "hidden", log_denied=False)
     denials = [r.getMessage() for r in caplog.records if "Denied" in r.getMessage()]
     assert len(denials) == 1
-    assert "User:alice" in denials[0] and "WRITE" in denials[0] and "TOPIC:orders" in denials[0]
+    assert "User:alice" in denials[0]
+    assert "WRITE" in denials[0]
+    assert "TOPIC:orders" in denials[0]
     assert "10.0.0.1" in denials[0]
