@@ -22,7 +22,7 @@ from cluster.verify.history import ABORTED, COMMITTED, INFO, History, ProducerIn
 from cluster.verify.workload.produce import LiveConsumer, PyProducer, Workload, ck_version
 
 READ_COMMITTED = "live-rc"
-_TIMEOUT_S = 10.0  # each transactional call; a fault may stall the coordinator longer
+TIMEOUT_S = 10.0  # each transactional call; a fault may stall the coordinator longer
 
 
 class TxnProducer(PyProducer):
@@ -70,7 +70,7 @@ class TxnProducer(PyProducer):
         """Stop after the transaction in progress (whose calls time out by themselves)."""
         self._stop.set()
         if self._thread.is_alive() or self._producer is not None:
-            self._thread.join(drain_s + 3 * _TIMEOUT_S)
+            self._thread.join(drain_s + 3 * TIMEOUT_S)
         self._close()
 
     def _close(self) -> None:
@@ -86,7 +86,7 @@ class TxnProducer(PyProducer):
         while not self._stop.is_set():
             producer = Producer(self.conf)
             try:
-                producer.init_transactions(_TIMEOUT_S)
+                producer.init_transactions(TIMEOUT_S)
             except KafkaException as e:
                 self.errors[f"init: {e.args[0].name()}"] += 1
                 producer.purge()
@@ -133,10 +133,10 @@ class TxnProducer(PyProducer):
                 )
             txn.intent, txn.t_commit = want, time.time()
             if want == COMMITTED:
-                producer.commit_transaction(_TIMEOUT_S)
+                producer.commit_transaction(TIMEOUT_S)
             else:
-                producer.flush(_TIMEOUT_S)  # the aborted records are in the log, then aborted
-                producer.abort_transaction(_TIMEOUT_S)
+                producer.flush(TIMEOUT_S)  # the aborted records are in the log, then aborted
+                producer.abort_transaction(TIMEOUT_S)
             self.history.end(txn, want)
         except (KafkaException, BufferError) as e:
             self._failed(txn, e)
@@ -157,7 +157,7 @@ class TxnProducer(PyProducer):
         if not asked_commit:
             txn.intent = ABORTED  # nothing asked a commit: it can only abort
         try:
-            self._producer.abort_transaction(_TIMEOUT_S)
+            self._producer.abort_transaction(TIMEOUT_S)
         except KafkaException as abort_error:
             self.errors[f"abort: {abort_error.args[0].name()}"] += 1
             self.history.end(txn, INFO if asked_commit else ABORTED, f"{name}; abort failed")
