@@ -327,31 +327,51 @@ def build_config(
     )
 
 
+# The workload-specific columns of `table`: (figure that marks such a run, header, cell).
+_COLUMNS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
+    (
+        "txns",
+        "txns committed / aborted / indeterminate",
+        lambda f: f"{f['txns_committed']} / {f['txns_aborted']} / {f['txns_indeterminate']}",
+    ),
+    ("ctp_transformed", "transformed", lambda f: str(f["ctp_transformed"])),
+    (
+        "ctp_transformed",
+        "offsets without writes / writes without offsets / transformed twice",
+        lambda f: (
+            f"{f['ctp_offsets_without_writes']} / {f['ctp_writes_without_offsets']} / "
+            f"{f['ctp_duplicated']}"
+        ),
+    ),
+    ("ctp_transformed", "cycles G0 / G1c", lambda f: f"{f['cycles_g0']} / {f['cycles_g1c']}"),
+    (
+        "group_members",
+        "members (killed)",
+        lambda f: f"{f['group_members']} ({f['group_killed']})",
+    ),
+    ("group_members", "commits", lambda f: str(f["group_commits"])),
+    ("group_members", "never consumed", lambda f: str(f["group_unconsumed"])),
+    ("group_members", "commits ahead", lambda f: str(f["group_commit_ahead"])),
+    ("group_members", "two owners", lambda f: str(f["group_double_owner"])),
+]
+
+
 def table(rows: list[tuple[str, Report]]) -> str:
     """One row per run: nemesis, minutes, operations, acknowledged, lost, duplicated, longest
-    ack gap during a fault, anomalies (a Markdown table, as in the README); for transactional
-    runs also the transactions committed / aborted / indeterminate."""
-    txn = any("txns" in r.figures for _, r in rows)
-    out = [
-        "| nemesis | minutes | faults | operations | acknowledged | lost | duplicated "
-        "| worst ack gap |"
-        + (" txns committed / aborted / indeterminate |" if txn else "")
-        + " anomalies |",
-        "|---|---|---|---|---|---|---|---|" + ("---|" if txn else "") + "---|",
-    ]
+    ack gap during a fault, anomalies (a Markdown table, as in the README); plus the columns of
+    the workload's own checks (transactions, the pipeline, the group) when the runs have them."""
+    columns = [c for c in _COLUMNS if any(c[0] in r.figures for _, r in rows)]
+    head = ["nemesis", "minutes", "faults", "operations", "acknowledged", "lost", "duplicated"]
+    head += ["worst ack gap", *(c[1] for c in columns), "anomalies"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in rows:
         f = _figures(r)
-        txns = (
-            f" {f.get('txns_committed', 0)} / {f.get('txns_aborted', 0)} / "
-            f"{f.get('txns_indeterminate', 0)} |"
-            if txn
-            else ""
-        )
-        out.append(
-            f"| {name} | {f.get('seconds', 0) / 60:.1f} | {f['fault_count']} "
-            f"| {f.get('attempted', 0)} | {f.get('acknowledged', 0)} | {f.get('lost', 0)} "
-            f"| {f.get('duplicated', 0)} | {f['worst_gap_s']:.1f}s |{txns} {len(r.failures)} |"
-        )
+        cells = [name, f"{f.get('seconds', 0) / 60:.1f}", str(f["fault_count"])]
+        cells += [str(f.get(k, 0)) for k in ("attempted", "acknowledged", "lost", "duplicated")]
+        cells.append(f"{f['worst_gap_s']:.1f}s")
+        cells += [cell(f) if key in f else "-" for key, _, cell in columns]
+        cells.append(str(len(r.failures)))
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 

@@ -122,6 +122,7 @@ def check_group(history: History, final: FinalRead, group: str) -> Verdict:
             kinds[e.kind] += 1
     v.figures.update(
         group_members=len(members),
+        group_killed=kinds["killed"],
         group_consumed=len(first_read),
         group_unconsumed=len(unconsumed),
         group_commits=commits,
