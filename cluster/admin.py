@@ -21,8 +21,8 @@ import anyio
 from kio.schema.errors import ErrorCode
 
 from cluster.client_security import ClientSecurity, salted_password
-from cluster.internal_security import InternalSecurity
 from cluster.kafka_client import PLAINTEXT, KafkaConnection, builder
+from common.internal_security import InternalSecurity
 from dataplane.security.sasl.scram import SCRAM_BY_TYPE, SCRAM_MECHANISMS
 from meta.acl import (
     AclBinding,

@@ -49,7 +49,7 @@ def admin_errors() -> Iterator[None]:
     """What the cluster refused or could not answer, said in one line; exit status 1."""
     from cluster.admin import AdminError
     from cluster.client_security import SecurityConfigError
-    from cluster.internal_security import InternalSecurityError
+    from common.internal_security import InternalSecurityError
     from meta.client import MetaError
 
     try:
@@ -80,7 +80,7 @@ def brokers(bootstrap: str, command_config: Path | None) -> Brokers:
 def meta_service(servers: str, command_config: Path | None) -> Meta:
     """The meta service, with the `internal.*` credentials of `--command-config`."""
     from cluster.admin import Meta
-    from cluster.internal_security import InternalSecurity
+    from common.internal_security import InternalSecurity
 
     if command_config is None:
         return Meta(servers)

@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster.settings import parse_properties
+from common.settings import parse_properties
 from dataplane.security.sasl.jaas import JaasConfigError, parse_jaas_config
 from dataplane.security.sasl.scram import SCRAM_MECHANISMS
 

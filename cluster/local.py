@@ -10,7 +10,7 @@ Each node gets a properties file under <data-dir>/config and a log under <data-d
 `security_protocol` sets the protocol of the brokers' listener, also its listener name (so
 ``listener.name.sasl_ssl.*`` settings apply to it, as in Kafka). SSL and SASL_SSL without a
 keystore setting use a development CA and broker certificates under <data-dir>/tls
-(cluster/dev_ca.py); clients trust `ca_path`.
+(common/dev_ca.py); clients trust `ca_path`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cluster import dev_ca
-from cluster.internal_security import InternalSecurity, local_cluster_credentials
+from common import dev_ca
+from common.internal_security import InternalSecurity, local_cluster_credentials
 from dataplane.config import BrokerConfig
 from dataplane.security.listeners import SECURITY_PROTOCOLS, TLS_PROTOCOLS
 from meta.client import MetaClient

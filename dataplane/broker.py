@@ -14,7 +14,7 @@ from functools import partial
 
 import anyio
 
-from cluster.internal_security import InternalSecurity, InternalSecurityError
+from common.internal_security import InternalSecurity, InternalSecurityError
 from dataplane import metrics, server
 from dataplane.config import BrokerConfig
 from dataplane.connection_quotas import ConnectionQuotas

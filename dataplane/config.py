@@ -1,4 +1,4 @@
-"""Broker settings, under Kafka's own names (see cluster/settings.py for where values come from)."""
+"""Broker settings, under Kafka's own names (see common/settings.py for where values come from)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from cluster.internal_security import InternalSecurityConfig
-from cluster.settings import field_name
+from common.internal_security import InternalSecurityConfig
+from common.settings import field_name
 
 
 class BrokerConfig(InternalSecurityConfig):

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import SecretStr, TypeAdapter, ValidationError
 
-from cluster.settings import kafka_name
+from common.settings import kafka_name
 from dataplane.config import BrokerConfig
 from dataplane.config_docs import TOPIC_DOCS
 from meta.topic_config import TOPIC_CONFIGS as TOPIC_CHECKS

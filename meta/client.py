@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 import grpc
 from grpc import aio
 
-from cluster.grpc_cancellation import rpc
-from cluster.internal_security import InternalSecurity
+from common.grpc_cancellation import rpc
+from common.internal_security import InternalSecurity
 from meta import wire
 from meta.acl import AclBinding, AclBindingFilter
 from meta.model import ConfigAlteration, DelegationToken, ReassignmentInfo, ScramCredential
@@ -97,7 +97,7 @@ class MetaClient:
         security: InternalSecurity | None = None,
     ) -> None:
         """``addresses``: meta gRPC host:port list (or a comma-separated string), tried in order.
-        ``security``: the cluster's internal credentials (cluster.internal_security); None for
+        ``security``: the cluster's internal credentials (common.internal_security); None for
         a meta service that has none.
 
         A call gives up after ``timeout_s``; one attempt on one node after ``attempt_timeout_s``

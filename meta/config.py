@@ -1,4 +1,4 @@
-"""Meta node settings, under Kafka-style names (see cluster/settings.py for where values come from).
+"""Meta node settings, under Kafka-style names (see common/settings.py for where values come from).
 
 A meta node has two endpoints: the Raft endpoint its peers replicate through
 (``meta.quorum.voters``, like Kafka's ``controller.quorum.voters``) and the gRPC endpoint brokers
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from cluster.internal_security import InternalSecurityConfig
+from common.internal_security import InternalSecurityConfig
 
 
 def parse_node_addresses(value: str, setting: str) -> dict[int, str]:
@@ -29,7 +29,7 @@ def parse_node_addresses(value: str, setting: str) -> dict[int, str]:
 
 
 class MetaConfig(InternalSecurityConfig):
-    """Settings of one meta node (with the internal.* credentials of cluster.internal_security)."""
+    """Settings of one meta node (with the internal.* credentials of common.internal_security)."""
 
     node_id: int = Field(1, description="node.id: this meta node's id; must be in the voters.")
     meta_listener: str = Field(

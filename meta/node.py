@@ -12,7 +12,7 @@ from pathlib import Path
 
 import grpc
 
-from cluster.internal_security import InternalSecurity, InternalSecurityError
+from common.internal_security import InternalSecurity, InternalSecurityError
 from meta import metrics, quorum
 from meta.config import MetaConfig
 from meta.feed import ChangeFeed

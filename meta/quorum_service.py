@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from pysyncobj import FAIL_REASON
 
-from cluster.internal_security import InternalSecurity
+from common.internal_security import InternalSecurity
 from meta import quorum
 from meta.client import MetaClient, MetaError
 from meta.protocol import ErrorCode

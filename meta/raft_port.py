@@ -46,7 +46,7 @@ from pysyncobj.tcp_connection import CONNECTION_STATE, TcpConnection
 from pysyncobj.tcp_server import TcpServer
 from pysyncobj.transport import TCPTransport
 
-from cluster.internal_security import RefusalLimiter
+from common.internal_security import RefusalLimiter
 
 log = logging.getLogger("rafka.meta.raft")
 

@@ -22,8 +22,8 @@ from collections.abc import Callable
 import anyio
 import grpc
 
-from cluster.grpc_cancellation import rpc
-from cluster.internal_security import InternalSecurity
+from common.grpc_cancellation import rpc
+from common.internal_security import InternalSecurity
 from dataplane.log import LogError, UnexpectedAppendOffsetError
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode

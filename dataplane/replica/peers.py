@@ -16,7 +16,7 @@ from dataplane.replica import wire
 if TYPE_CHECKING:
     import grpc
 
-    from cluster.internal_security import InternalSecurity
+    from common.internal_security import InternalSecurity
     from dataplane.metadata_cache import MetadataCache
 
 log = logging.getLogger("rafka.replication.peers")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import anyio
 import grpc
 
-from cluster.internal_security import InternalSecurity
+from common.internal_security import InternalSecurity
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica import wire

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 import grpc
 
-from cluster.grpc_cancellation import rpc
+from common.grpc_cancellation import rpc
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.share.model import SharePartitionKey, ShareState
 from dataplane.share.state_coordinator import NO_LEADER_EPOCH

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 import grpc
 
-from cluster.grpc_cancellation import rpc
+from common.grpc_cancellation import rpc
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.partition import now_ms
 from dataplane.replica.peers import PeerChannels
 from proto import replication_pb2, replication_pb2_grpc
 
 if TYPE_CHECKING:
-    from cluster.internal_security import InternalSecurity
+    from common.internal_security import InternalSecurity
     from dataplane.coordinator.service import GroupCoordinator
     from dataplane.metadata_cache import MetadataCache
     from dataplane.replica.manager import ReplicaManager

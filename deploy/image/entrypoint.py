@@ -39,12 +39,12 @@ _PLACEHOLDER = re.compile(r"\{(ordinal|node_id|hostname|fqdn)(?:\+(\d+))?\}")
 
 
 def env_name(setting: str) -> str:
-    """``advertised.listeners`` -> ``RAFKA_ADVERTISED_LISTENERS`` (cluster/settings.py)."""
+    """``advertised.listeners`` -> ``RAFKA_ADVERTISED_LISTENERS`` (common/settings.py)."""
     return "RAFKA_" + setting.replace(".", "_").replace("-", "_").upper()
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """The same format as cluster.settings.parse_properties (kept stdlib-only here so the
+    """The same format as common.settings.parse_properties (kept stdlib-only here so the
     entry point runs even if the package is broken; tests check both agree)."""
     out: dict[str, str] = {}
     pending = ""

@@ -26,12 +26,13 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from cluster import admin, dev_ca
+from cluster import admin
 from cluster.admin_transactions import _DESCRIBE_TRANSACTIONS_RESPONSE
 from cluster.client_security import ClientSecurity, ScramClient
 from cluster.kafka_client import AuthenticationError, KafkaConnection, builder
 from cluster.local import free_base_port
 from cluster.polling import wait_for
+from common import dev_ca
 from dataplane.protocol.message_codec import Field, Message, Struct
 from meta.acl import AclOperation as Op
 from meta.acl import AclPermissionType as Permission

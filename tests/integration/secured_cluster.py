@@ -21,11 +21,12 @@ from pathlib import Path
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from cluster import admin, dev_ca
+from cluster import admin
 from cluster.client_security import ClientSecurity
 from cluster.kafka_client import AuthenticationError, KafkaConnection
 from cluster.local import LocalCluster, free_base_port
 from cluster.polling import wait_for
+from common import dev_ca
 from meta.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from tests.integration.clients.drivers import security_env
 

@@ -21,8 +21,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
-from cluster.internal_security import InternalSecurity
 from cluster.local import LocalCluster
+from common.internal_security import InternalSecurity
 from dataplane.log.batch import Compression
 from meta.client import MetaClient
 from tests.integration.clients.drivers import DRIVERS, ensure_setup, run_driver

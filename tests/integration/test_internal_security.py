@@ -20,8 +20,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pysyncobj.utility import TcpUtility, UtilityException
 
-from cluster.internal_security import InternalSecurity, local_cluster_credentials
 from cluster.local import LocalCluster
+from common.internal_security import InternalSecurity, local_cluster_credentials
 from dataplane.replica import wire
 from meta.client import MetaClient, MetaError
 from proto import meta_pb2, replication_pb2

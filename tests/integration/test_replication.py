@@ -14,8 +14,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
-from cluster.internal_security import InternalSecurity
 from cluster.local import LocalCluster
+from common.internal_security import InternalSecurity
 from dataplane.replica import wire
 from proto import replication_pb2
 from tests.integration.conftest import running_cluster, start_cluster, wait_for

@@ -23,8 +23,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
-from cluster import dev_ca
 from cluster.client_security import ClientSecurity, OAuthBearerClient, ScramClient
+from common import dev_ca
 from meta.acl import AclOperation, PatternType, ResourceType
 from tests.integration.clients.drivers import ensure_setup, run_driver, security_env
 from tests.integration.clients.group_member import Member

@@ -23,8 +23,8 @@ from functools import partial
 import anyio
 import pytest
 
-from cluster.internal_security import InternalSecurity
 from cluster.local import LocalCluster
+from common.internal_security import InternalSecurity
 from dataplane.coordinator.runtime import InternalTopic
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode, KafkaError

@@ -19,9 +19,9 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, BrokerMetadata
 from cryptography import x509
 
-from cluster import dev_ca
 from cluster.kafka_client import request_bytes
 from cluster.local import LocalCluster, free_base_port
+from common import dev_ca
 from tests.integration.conftest import wait_for
 
 MTLS_OFFSET, PLAIN_OFFSET = 50, 60  # extra listeners beside the SSL one at the base port

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
 
-from cluster.internal_security import InternalSecurity
 from cluster.local import LocalCluster
 from cluster.verify.history import Fault, History
+from common.internal_security import InternalSecurity
 from meta.client import MetaClient
 
 Heal = Callable[[], None]

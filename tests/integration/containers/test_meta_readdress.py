@@ -23,7 +23,7 @@ pytestmark = pytest.mark.containers
 
 
 async def _leader(address: str, internal: dict[str, str]) -> int:
-    from cluster.internal_security import InternalSecurity
+    from common.internal_security import InternalSecurity
     from meta.client import MetaClient
 
     security = InternalSecurity.from_properties(internal)

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from cluster.internal_security import InternalSecurity
+from common.internal_security import InternalSecurity
 from meta.client import MetaClient
 from proto import meta_pb2
 

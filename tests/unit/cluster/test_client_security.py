@@ -153,7 +153,7 @@ def test_unusable_settings_say_which(props: dict[str, str], message: str) -> Non
 def test_inline_pem_from_properties_loads(tmp_path: Path) -> None:
     """ssl.keystore.certificate.chain / ssl.keystore.key / ssl.truststore.certificates inline:
     a .properties file joins the continued lines, the PEM line breaks are gone."""
-    from cluster import dev_ca
+    from common import dev_ca
 
     ca = dev_ca.ensure_ca(tmp_path).read_text()
     keystore = dev_ca.issue_certificate(tmp_path, "c.pem", "client", server=False).read_text()

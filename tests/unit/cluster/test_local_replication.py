@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cluster.local import LocalCluster
-from cluster.settings import parse_properties
+from common.settings import parse_properties
 
 INTERNAL = (
     "offsets.topic.replication.factor",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.settings import parse_properties
+from common.settings import parse_properties
 from dataplane.config import BrokerConfig
 from meta.config import MetaConfig
 

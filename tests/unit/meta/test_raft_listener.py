@@ -22,7 +22,7 @@ from pysyncobj.tcp_connection import CONNECTION_STATE
 
 import meta.raft  # pysyncobj builds the guarded connections and listener from here on
 import meta.raft_port
-from cluster.internal_security import RefusalLimiter
+from common.internal_security import RefusalLimiter
 from meta.raft_port import GuardedConnection, GuardedServer, GuardedTransport
 from tests.integration.conftest import wait_for
 from tests.integration.meta.harness import free_ports

@@ -9,7 +9,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509.oid import NameOID
 
-from cluster import dev_ca
+from common import dev_ca
 from dataplane.security.ssl_principal import NoMatchingRule, SslPrincipalMapper
 
 

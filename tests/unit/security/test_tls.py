@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from cluster import dev_ca
+from common import dev_ca
 from dataplane.config import BrokerConfig
 from dataplane.security.tls import (
     ServerTls,

@@ -13,7 +13,7 @@ import anyio
 import grpc
 import pytest
 
-from cluster.internal_security import InternalSecurity
+from common.internal_security import InternalSecurity
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.transaction import markers
 from dataplane.transaction.markers import TxnMarkerSender, TxnRpcHandlers

@@ -13,7 +13,7 @@ import anyio
 import grpc
 import pytest
 
-from cluster.internal_security import InternalSecurity
+from common.internal_security import InternalSecurity
 from dataplane.coordinator.runtime import partition_for
 from dataplane.protocol.errors import ErrorCode
 from dataplane.transaction import verification

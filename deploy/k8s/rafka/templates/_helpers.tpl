@@ -108,7 +108,7 @@ manifests work in any namespace (Kubernetes expands $(VAR) in env values).
 {{- end -}}
 
 {{/*
-The internal credentials (cluster/internal_security.py) from the Secrets named in
+The internal credentials (common/internal_security.py) from the Secrets named in
 internalSecurity; no value of them is ever in the chart.
 */}}
 {{- define "rafka.internalEnv" -}}

@@ -1,4 +1,4 @@
-"""Loading the internal credentials (cluster.internal_security): what is derived from the
+"""Loading the internal credentials (common.internal_security): what is derived from the
 secret, what is refused with a message, the files a local cluster gets."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from cluster.internal_security import (
+from common.internal_security import (
     InternalSecurity,
     InternalSecurityError,
     local_cluster_credentials,

@@ -12,7 +12,7 @@ import anyio
 import grpc
 import pytest
 
-from cluster.grpc_cancellation import rpc
+from common.grpc_cancellation import rpc
 
 Scenario = Callable[[grpc.aio.Channel], Awaitable[None]]
 

@@ -39,8 +39,8 @@ from cryptography.hazmat.primitives import serialization
 from grpc import aio
 from pydantic import Field, SecretStr
 
-from cluster import dev_ca
-from cluster.settings import KafkaSettings, field_name, parse_properties
+from common import dev_ca
+from common.settings import KafkaSettings, field_name, parse_properties
 
 log = logging.getLogger("rafka.internal_security")
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from cluster import dev_ca
 from cluster.local import LocalCluster
-from cluster.settings import parse_properties
+from common import dev_ca
+from common.settings import parse_properties
 
 
 def _certificates(path: Path) -> list[x509.Certificate]:
