@@ -16,6 +16,7 @@ offsets. Everything is recorded: each batch is a `Txn` with its reads, writes an
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from confluent_kafka import (
@@ -82,7 +83,7 @@ class CtpWorker(TxnProducer):
     def stop(self, drain_s: float = 30.0) -> None:
         super().stop(drain_s)
         consumer, self._consumer = self._consumer, None
-        if consumer is not None:
+        if consumer is not None and not self._thread.is_alive():
             consumer.close()
 
     def _transaction(self) -> int:
@@ -150,7 +151,8 @@ class CtpWorker(TxnProducer):
                 consumer.seek(tp)
         except KafkaException as e:
             self.errors[f"rewind: {e.args[0].name()}"] += 1
-            consumer.close()
+            with contextlib.suppress(KafkaException):
+                consumer.close()
             self._consumer = Consumer(self.consumer_conf)
             self._consumer.subscribe([self.topic])
 

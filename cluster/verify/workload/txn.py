@@ -71,13 +71,25 @@ class TxnProducer(PyProducer):
         self._stop.set()
         if self._thread.is_alive() or self._producer is not None:
             self._thread.join(drain_s + 3 * TIMEOUT_S)
-        self._close()
+        if self._thread.is_alive():  # its producer is its own until it ends (then it closes it)
+            self.history.note(f"{self.name}: still in a transaction {drain_s + 30:.0f}s after stop")
+            return
+        self._close(drain=True)
 
-    def _close(self) -> None:
+    def _close(self, drain: bool = False) -> None:
+        """Drop the producer: what it still holds is purged. ``drain``: the delivery reports of
+        the purged records are served (a normal stop). After a failure they are not: a
+        producer in a fatal state raises from flush, in the middle of serving them; what they
+        would have said stays unanswered, i.e. indeterminate."""
         producer, self._producer = self._producer, None
-        if producer is not None:
-            producer.purge()
-            producer.flush(5)
+        if producer is None:
+            return
+        producer.purge()
+        if drain:
+            try:
+                producer.flush(5)
+            except KafkaException as e:
+                self.errors[f"close: {e.args[0].name()}"] += 1
 
     def _init(self) -> bool:
         """A fresh producer with this transactional.id, initialised (fencing any earlier one);
@@ -90,7 +102,6 @@ class TxnProducer(PyProducer):
             except KafkaException as e:
                 self.errors[f"init: {e.args[0].name()}"] += 1
                 producer.purge()
-                producer.flush(1)
                 time.sleep(0.5)
                 continue
             self._producer = producer
@@ -106,7 +117,7 @@ class TxnProducer(PyProducer):
             left = written / self.rate - (time.monotonic() - started)
             if left > 0:
                 self._stop.wait(left)
-        self._close()
+        self._close(drain=True)
 
     def _transaction(self) -> int:
         """One transaction, recorded; returns how many records it wrote."""
