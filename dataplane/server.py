@@ -35,9 +35,9 @@ from anyio.abc import ByteStream, SocketAttribute, SocketListener, SocketStream
 from kio.schema.index import api_key_map
 
 from dataplane import metrics
+from dataplane.connection import Connection
 from dataplane.connection_quotas import ConnectionQuotas, Live
 from dataplane.handlers import HANDLERS, SUPPORTED_VERSIONS
-from dataplane.handlers.context import BrokerServices, Connection, RequestContext
 from dataplane.log.errors import out_of_resources, resource_advice
 from dataplane.metrics.requests import BY_API, RequestStamp
 from dataplane.metrics.requests import listener as listener_metrics
@@ -53,6 +53,7 @@ from dataplane.protocol.codec import (
 )
 from dataplane.protocol.errors import ConnectionClosed
 from dataplane.quota import throttle as quota
+from dataplane.request_context import BrokerServices, RequestContext
 from dataplane.security.listeners import Listener
 from dataplane.security.sasl.session import SaslState
 from dataplane.security.ssl_principal import NoMatchingRule
@@ -325,7 +326,7 @@ async def _tls_handshake(
     return wrapped
 
 
-async def _reader(
+async def _reader(  # noqa: C901 - a request's way through a connection, in order
     services: BrokerServices, conn: Connection, stream: ByteStream, out: Any, live: Live
 ) -> None:
     frames = FrameReader(stream, services.config.socket_request_max_bytes)

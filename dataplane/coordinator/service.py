@@ -28,12 +28,12 @@ import anyio
 
 from dataplane.coordinator.assignors import ASSIGNORS, TopicMetadata
 from dataplane.coordinator.base import GroupConfig, Records, ShardServices, map_append_error
-from dataplane.coordinator.consumer_group import ConsumerGroupConfig
+from dataplane.coordinator.consumer.group import ConsumerGroupConfig
 from dataplane.coordinator.offsets import CommitPartition
 from dataplane.coordinator.runtime import CoordinatorRuntime, InternalTopic, next_sequence
 from dataplane.coordinator.shard import GroupShard
-from dataplane.coordinator.share_group import ShareGroupConfig
-from dataplane.coordinator.streams_group import StreamsGroupConfig
+from dataplane.coordinator.share.group import ShareGroupConfig
+from dataplane.coordinator.streams.group import StreamsGroupConfig
 from dataplane.coordinator.timer import monotonic_ms, wall_ms
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.client import MetaError
@@ -472,23 +472,3 @@ async def _guarded(fn: Callable[[], Awaitable[None]]) -> None:
         await fn()
     except Exception:
         log.exception("group coordinator background work failed")
-
-
-def map_commit_error(error: ErrorCode) -> ErrorCode:
-    """What an OffsetCommit partition gets when its write fails (Kafka's storeOffsets)."""
-    if error in (
-        ErrorCode.unknown_topic_or_partition,
-        ErrorCode.not_enough_replicas,
-        ErrorCode.not_enough_replicas_after_append,
-        ErrorCode.request_timed_out,
-    ):
-        return ErrorCode.coordinator_not_available
-    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
-        return ErrorCode.not_coordinator
-    if error in (
-        ErrorCode.message_too_large,
-        ErrorCode.record_list_too_large,
-        ErrorCode.invalid_fetch_size,
-    ):
-        return ErrorCode.invalid_commit_offset_size
-    return error

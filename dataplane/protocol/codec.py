@@ -216,6 +216,6 @@ class EntityBuilder:
         return build
 
 
-def ResponseBuilder(api_key: int, version: int) -> EntityBuilder:
+def ResponseBuilder(api_key: int, version: int) -> EntityBuilder:  # noqa: N802 - reads as a class
     """An EntityBuilder for responses: what handlers use."""
     return EntityBuilder(api_key, version, EntityType.response)

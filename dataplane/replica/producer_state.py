@@ -315,39 +315,7 @@ class ProducerStateManager:
                     f"epoch of producer {pid} in {self._name} is {epoch}, "
                     f"older than the last seen epoch {updated_epoch}"
                 )
-            # ProducerAppendInfo.checkSequence
-            if first_seq != 0 and (entry is None or not entry.batches):
-                verifying = self._verifying.get(pid)
-                if verifying is not None and verifying.supports_epoch_bump:
-                    raise ProducerStateError(
-                        ErrorCode.out_of_order_sequence_number,
-                        f"producer {pid} in {self._name}: sequence {first_seq}, but a "
-                        "transaction version 2 producer with no state here starts at 0",
-                    )
-            if epoch != updated_epoch:
-                if first_seq != 0 and updated_epoch != NO_PRODUCER_EPOCH:
-                    raise ProducerStateError(
-                        ErrorCode.out_of_order_sequence_number,
-                        f"producer {pid} in {self._name}: new epoch {epoch} (from "
-                        f"{updated_epoch}) must start at sequence 0, not {first_seq}",
-                    )
-            else:
-                if updated_last_seq is not None:
-                    current_last_seq = updated_last_seq
-                elif entry is not None and epoch == entry.epoch:
-                    current_last_seq = entry.last_seq
-                else:
-                    current_last_seq = NO_SEQUENCE
-                # No known epoch: the producer's data is gone (retention, DeleteRecords, expiry),
-                # so any sequence is accepted.
-                if not (
-                    current_epoch == NO_PRODUCER_EPOCH or in_sequence(current_last_seq, first_seq)
-                ):
-                    raise ProducerStateError(
-                        ErrorCode.out_of_order_sequence_number,
-                        f"producer {pid} in {self._name}: sequence {first_seq} does not follow "
-                        f"{current_last_seq} (epoch {epoch})",
-                    )
+            self._check_sequence(info, entry, updated_epoch, updated_last_seq)
             if info.attributes & ATTR_TRANSACTIONAL:
                 if self._verifying or require_verification:
                     first_of_pid = pending is None or pid not in pending
@@ -365,6 +333,51 @@ class ProducerStateManager:
                     pending = {}
                 pending[pid] = (epoch, last_seq)
         return None
+
+    def _check_sequence(
+        self,
+        info: BatchInfo,
+        entry: ProducerStateEntry | None,
+        updated_epoch: int,
+        updated_last_seq: int | None,
+    ) -> None:
+        """Kafka's ProducerAppendInfo.checkSequence of one batch (`check`): ``updated_epoch``
+        and ``updated_last_seq`` are the producer's as the request's earlier batches leave it
+        (``updated_last_seq`` None: no earlier batch of this producer)."""
+        pid = info.producer_id
+        epoch = info.producer_epoch
+        first_seq = info.base_sequence
+        if first_seq != 0 and (entry is None or not entry.batches):
+            verifying = self._verifying.get(pid)
+            if verifying is not None and verifying.supports_epoch_bump:
+                raise ProducerStateError(
+                    ErrorCode.out_of_order_sequence_number,
+                    f"producer {pid} in {self._name}: sequence {first_seq}, but a "
+                    "transaction version 2 producer with no state here starts at 0",
+                )
+        if epoch != updated_epoch:
+            if first_seq != 0 and updated_epoch != NO_PRODUCER_EPOCH:
+                raise ProducerStateError(
+                    ErrorCode.out_of_order_sequence_number,
+                    f"producer {pid} in {self._name}: new epoch {epoch} (from "
+                    f"{updated_epoch}) must start at sequence 0, not {first_seq}",
+                )
+            return
+        if updated_last_seq is not None:
+            current_last_seq = updated_last_seq
+        elif entry is not None and epoch == entry.epoch:
+            current_last_seq = entry.last_seq
+        else:
+            current_last_seq = NO_SEQUENCE
+        # No known epoch: the producer's data is gone (retention, DeleteRecords, expiry),
+        # so any sequence is accepted.
+        current_epoch = entry.epoch if entry is not None else NO_PRODUCER_EPOCH
+        if current_epoch != NO_PRODUCER_EPOCH and not in_sequence(current_last_seq, first_seq):
+            raise ProducerStateError(
+                ErrorCode.out_of_order_sequence_number,
+                f"producer {pid} in {self._name}: sequence {first_seq} does not follow "
+                f"{current_last_seq} (epoch {epoch})",
+            )
 
     def _check_verified(
         self,

@@ -545,7 +545,7 @@ class TransactionCoordinator:
             return prepared
         return (ErrorCode.concurrent_transactions, *_FAILED)
 
-    def _prepare_end(
+    def _prepare_end(  # noqa: C901 - Kafka's endTransaction, branch by branch
         self,
         meta: TransactionMetadata,
         producer_id: int,

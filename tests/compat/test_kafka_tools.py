@@ -213,7 +213,8 @@ def test_topics_create_describe_alter_delete(cluster: LocalCluster) -> None:
     ]
     assert [r[3] for r in described[1:]] == ["0", "1", "2"]
     for r in described[1:]:
-        assert r[4:10:2] == ["Leader:", "Replicas:", "Isr:"] and r[10:] == ["Elr:", "LastKnownElr:"]
+        assert r[4:10:2] == ["Leader:", "Replicas:", "Isr:"]
+        assert r[10:] == ["Elr:", "LastKnownElr:"]
         assert r[5] == r[7].split(",")[0]  # the preferred replica leads
         assert sorted(r[7].split(",")) == sorted(r[9].split(",")) == ["1", "2", "3"]
     assert {r[5] for r in described[1:]} == {"1", "2", "3"}  # leaders spread over brokers
@@ -517,8 +518,10 @@ def test_consumer_groups(sides: Sides, cluster: LocalCluster) -> None:
             "TARGET-ASSIGNMENT",
         ]
         row = members[1]
-        assert row[0] == "cg2" and row[2:5] == ["/127.0.0.1", "console-1", "3"]
-        assert row[6] == row[8] == "cg:0,1,2" and row[5] == row[7]
+        assert row[0] == "cg2"
+        assert row[2:5] == ["/127.0.0.1", "console-1", "3"]
+        assert row[6] == row[8] == "cg:0,1,2"
+        assert row[5] == row[7]
         offsets = rows(ok(b, f"{groups} --describe --group cg2"))
         assert [(r[2], r[-1]) for r in offsets[1:]] == [(p, "console-1") for p in "012"]
         refused = ok(b, f"{groups} --reset-offsets --group cg2 --topic cg --to-earliest --execute")
@@ -626,7 +629,8 @@ def test_cluster_id_and_broker_api_versions(cluster: LocalCluster) -> None:
         "ListConfigResources(74)",
     ):
         served = re.findall(rf"^\t{re.escape(api)}: (.*?),?$", listed, re.M)
-        assert len(served) == 3 and "UNSUPPORTED" not in served, (api, served)
+        assert len(served) == 3, (api, served)
+        assert "UNSUPPORTED" not in served, (api, served)
 
 
 # -- kafka-share-groups, kafka-console-share-consumer -------------------------------------------
@@ -840,7 +844,8 @@ def test_transactions_list_describe_abort(cluster: LocalCluster) -> None:
             return {r[0]: r for r in out[1:]}
 
         found = producers()[pid]
-        assert found[1:4] == ["0", "-1", "2"] and found[5] == "2"
+        assert found[1:4] == ["0", "-1", "2"]
+        assert found[5] == "2"
         # Its coordinator knows the partition is in it: not hanging.
         hanging = [
             "Topic",
@@ -865,7 +870,8 @@ def test_transactions_list_describe_abort(cluster: LocalCluster) -> None:
         abort = "kafka-transactions abort --topic txn --partition 0 --start-offset 2"
         assert ok(b, abort) == ""
         found = producers()[pid]
-        assert found[1:4] == ["0", "0", "2"] and found[5] == "None"
+        assert found[1:4] == ["0", "0", "2"]
+        assert found[5] == "None"
         produce(b, "txn", ["plain-6"])  # after the abort marker at offset 5
         after = read_committed("--max-messages 3 --timeout-ms 30000")
         assert after == ["plain-0", "plain-1", "plain-6"]
@@ -895,7 +901,8 @@ def test_reassign_partitions_with_throttle(cluster: LocalCluster, tmp_path: Path
     assert [Path(d).name for d in current[0]["log_dirs"]] == ["broker-1", "broker-2"]
     assert generated[3] == "Proposed partition reassignment configuration"
     for p in json.loads(generated[4])["partitions"]:
-        assert len(set(p["replicas"])) == 2 and set(p["replicas"]) <= {1, 2, 3}
+        assert len(set(p["replicas"])) == 2
+        assert set(p["replicas"]) <= {1, 2, 3}
 
     plan = tmp_path / "plan.json"
     moves = [(0, [3, 2]), (1, [2, 1])]
@@ -1036,7 +1043,8 @@ def test_metadata_quorum(cluster: LocalCluster) -> None:
         "CurrentVoters",
         "CurrentObservers",
     ]
-    assert int(fields["LeaderEpoch"]) >= 0 and int(fields["HighWatermark"]) >= 0
+    assert int(fields["LeaderEpoch"]) >= 0
+    assert int(fields["HighWatermark"]) >= 0
     voters = json.loads(fields["CurrentVoters"])
     assert int(fields["LeaderId"]) in {v["id"] for v in voters}
     replication = rows(ok(b, "kafka-metadata-quorum describe --replication"))
@@ -1082,7 +1090,8 @@ def test_features(cluster: LocalCluster) -> None:
     )
     try:
         after = described()["transaction.version"]
-        assert after[5] == "1" and int(after[7]) > int(before["transaction.version"][7])
+        assert after[5] == "1"
+        assert int(after[7]) > int(before["transaction.version"][7])
     finally:
         assert ok(b, "kafka-features upgrade --feature transaction.version=2") == (
             "transaction.version was upgraded to 2.\n"
@@ -1151,7 +1160,8 @@ def test_producer_and_consumer_perf(cluster: LocalCluster) -> None:
         r"[\d.]+ ms max latency, \d+ ms 50th, \d+ ms 95th, \d+ ms 99th, \d+ ms 99.9th\.",
         sent.splitlines()[-1],
     )
-    assert summary is not None and summary[1] == "20000", sent
+    assert summary is not None, sent
+    assert summary[1] == "20000", sent
     transactional = ok(
         b, f"{perf} --num-records 2000 --transactional-id perf-tx --transaction-duration-ms 100"
     )
@@ -1182,8 +1192,10 @@ def test_verifiable_producer_and_consumer(cluster: LocalCluster) -> None:
         for e in events
         if e["name"] == "producer_send_success"
     }
-    assert len(acked) == 500 and not [e for e in events if e["name"] == "producer_send_error"]
-    assert events[-1]["name"] == "tool_data" and events[-1]["sent"] == events[-1]["acked"] == 500
+    assert len(acked) == 500
+    assert not [e for e in events if e["name"] == "producer_send_error"]
+    assert events[-1]["name"] == "tool_data"
+    assert events[-1]["sent"] == events[-1]["acked"] == 500
 
     consumed = ok(
         b,
@@ -1196,7 +1208,8 @@ def test_verifiable_producer_and_consumer(cluster: LocalCluster) -> None:
     }
     assert records == acked
     commits = [c for c in read if c["name"] == "offsets_committed"]
-    assert commits and all(c["success"] for c in commits)
+    assert commits
+    assert all(c["success"] for c in commits)
     ends = {o["partition"]: o["offset"] for c in commits for o in c["offsets"]}
     assert ends == {p: max(o for q, o in acked if q == p) + 1 for p, _ in acked}
 
@@ -1364,7 +1377,8 @@ def test_delegation_tokens(secured: SecuredCluster, tmp_path: Path) -> None:
     ]
     assert rows("\n".join(created[2:]))[0] == header
     token = rows("\n".join(created[2:]))[1]
-    assert token[0] == token_id and token[2:5] == ["User:admin", "User:admin", "[User:writer]"]
+    assert token[0] == token_id
+    assert token[2:5] == ["User:admin", "User:admin", "[User:writer]"]
     hmac = token[1]
 
     def described() -> list[list[str]]:

@@ -388,7 +388,8 @@ def test_api_versions_v5_naming_the_broker(pair: Pair) -> None:
             finally:
                 conn.sock.close()
         k, r = answers
-        assert bool(k.api_keys) is same and bool(r.api_keys) is same
+        assert bool(k.api_keys) is same
+        assert bool(r.api_keys) is same
         pair.compare(
             f"ApiVersions v5: {what}",
             {"error_code": k.error_code, "serves": bool(k.api_keys)},

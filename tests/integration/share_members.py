@@ -164,7 +164,11 @@ def alter_group(client: str, bootstrap: str, group: str, **configs: object) -> N
     r = drivers.run_driver(
         client, "admin", "alter-configs", "--bootstrap", bootstrap, "--group", group, *sets
     )
-    assert r.returncode == 0 and r.lines == [{"resource": "group", "name": group, "error": None}], (
+    assert r.returncode == 0, (
+        r.lines,
+        r.stderr[-3000:],
+    )
+    assert r.lines == [{"resource": "group", "name": group, "error": None}], (
         r.lines,
         r.stderr[-3000:],
     )
@@ -207,7 +211,8 @@ def produce(bootstrap: str, topic: str, first: int, count: int) -> None:
             on_delivery=lambda err, _m: failed.append(err) if err else None,
         )
         p.poll(0)
-    assert p.flush(60) == 0 and not failed, failed[:3]
+    assert p.flush(60) == 0, failed[:3]
+    assert not failed, failed[:3]
 
 
 def assigned_members(bootstrap: str, group: str) -> int:

@@ -95,7 +95,8 @@ def produce(bootstrap: str, topic: str, records: list[dict[str, Any]]) -> None:
         p.produce(
             topic, value=r["value"], on_delivery=lambda e, _m: e and errors.append(e), **kwargs
         )
-    assert p.flush(30) == 0 and not errors, errors
+    assert p.flush(30) == 0, errors
+    assert not errors, errors
 
 
 def consume_all(bootstrap: str, topic: str, timeout: float = 30.0) -> list[Any]:

@@ -136,7 +136,8 @@ def test_metadata_hides_what_may_not_be_described(cluster: LocalCluster) -> None
             include_topic_authorized_operations=False,
         )
         names = {t.name for t in everything.topics}
-        assert "app-orders" in names and "hidden" not in names
+        assert "app-orders" in names
+        assert "hidden" not in names
         named = w.call(
             METADATA,
             12,

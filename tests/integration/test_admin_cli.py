@@ -64,15 +64,19 @@ def test_topics_create_describe_delete(cluster: LocalCluster) -> None:
     partitions = [r for r in described if r[0].isdigit()]
     assert [int(r[0]) for r in partitions] == [0, 1, 2, 3]
     for _p, leader, epoch, replicas, isr in (r[:5] for r in partitions):
-        assert leader in replicas.split(",") and sorted(isr.split(",")) == ["1", "2", "3"]
+        assert leader in replicas.split(",")
+        assert sorted(isr.split(",")) == ["1", "2", "3"]
         assert int(epoch) >= 0
 
     again = rafka(cluster, "topics", "create", "events")
-    assert again.returncode == 1 and "TOPIC_ALREADY_EXISTS" in again.stderr
+    assert again.returncode == 1
+    assert "TOPIC_ALREADY_EXISTS" in again.stderr
     bad = rafka(cluster, "topics", "create", "bad", "-r", "9")
-    assert bad.returncode == 1 and "INVALID_REPLICATION_FACTOR" in bad.stderr
+    assert bad.returncode == 1
+    assert "INVALID_REPLICATION_FACTOR" in bad.stderr
     unknown = rafka(cluster, "topics", "describe", "nope")
-    assert unknown.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in unknown.stderr
+    assert unknown.returncode == 1
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in unknown.stderr
 
     assert "Deleted topic events." in ok(cluster, "topics", "delete", "events")
     wait_for(lambda: "events" not in ok(cluster, "topics", "list"), what="the topic to go")
@@ -137,7 +141,8 @@ def test_groups_list_describe_delete(cluster: LocalCluster) -> None:
         assert listed[4].startswith("__consumer_offsets-")
 
         busy = rafka(cluster, "groups", "delete", "readers")
-        assert busy.returncode == 1 and "NON_EMPTY_GROUP" in busy.stderr
+        assert busy.returncode == 1
+        assert "NON_EMPTY_GROUP" in busy.stderr
     finally:
         consumer.close()
     assert "Deleted group readers." in ok(cluster, "groups", "delete", "readers")
@@ -146,7 +151,8 @@ def test_groups_list_describe_delete(cluster: LocalCluster) -> None:
         what="the group to leave the registry",
     )
     gone = rafka(cluster, "groups", "describe", "readers")
-    assert gone.returncode == 1 and "GROUP_ID_NOT_FOUND" in gone.stderr
+    assert gone.returncode == 1
+    assert "GROUP_ID_NOT_FOUND" in gone.stderr
 
 
 def test_command_config_is_read_and_checked(cluster: LocalCluster, tmp_path) -> None:
@@ -158,7 +164,8 @@ def test_command_config_is_read_and_checked(cluster: LocalCluster, tmp_path) -> 
     gssapi.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n")
     for config, says in ((gssapi, "GSSAPI"), (tmp_path / "missing", "cannot read")):
         r = rafka(cluster, "topics", "list", "--command-config", str(config))
-        assert r.returncode == 1 and says in r.stderr, r.stderr
+        assert r.returncode == 1, r.stderr
+        assert says in r.stderr, r.stderr
 
 
 def test_transactions_list_and_describe(cluster: LocalCluster) -> None:
@@ -177,7 +184,8 @@ def test_transactions_list_and_describe(cluster: LocalCluster) -> None:
         what="the transactional id in the list",
     )
     _tid, coordinator, producer_id, state = listed
-    assert state == "Ongoing" and coordinator in ("1", "2", "3")
+    assert state == "Ongoing"
+    assert coordinator in ("1", "2", "3")
     assert "cli-txn" in ok(cluster, "transactions", "list", "--state", "Ongoing")
     assert "cli-txn" in ok(cluster, "transactions", "list", "--producer-id", producer_id)
     assert "cli-txn" not in ok(cluster, "transactions", "list", "--state", "CompleteCommit")
@@ -186,7 +194,9 @@ def test_transactions_list_and_describe(cluster: LocalCluster) -> None:
     described = {r[0]: r for r in rows(ok(cluster, "transactions", "describe", "cli-txn"))}
     row = described["cli-txn"]
     assert row[1:5] == [coordinator, producer_id, row[3], "Ongoing"]
-    assert row[6].endswith("Z") and row[7] != "-"  # start time and age of an open transaction
+    # start time and age of an open transaction
+    assert row[6].endswith("Z")
+    assert row[7] != "-"
     assert sorted(row[8].split(",")) == ["txn-out-0", "txn-out-1"]
 
     producer.commit_transaction(30)
@@ -200,4 +210,5 @@ def test_transactions_list_and_describe(cluster: LocalCluster) -> None:
     assert "cli-txn" in ok(cluster, "transactions", "list", "--state", row[4])
 
     unknown = rafka(cluster, "transactions", "describe", "no-such-txn")
-    assert unknown.returncode == 1 and "TRANSACTIONAL_ID_NOT_FOUND" in unknown.stderr
+    assert unknown.returncode == 1
+    assert "TRANSACTIONAL_ID_NOT_FOUND" in unknown.stderr

@@ -131,7 +131,8 @@ def test_describe_cluster(cluster: LocalCluster, driver: str) -> None:
     ]
     assert all(b["rack"] is None for b in out["brokers"])
     metadata_id = AdminClient(cluster.client_config).list_topics(timeout=10).cluster_id
-    assert out["cluster_id"] == metadata_id and out["cluster_id"]
+    assert out["cluster_id"] == metadata_id
+    assert out["cluster_id"]
     assert out["controller"] in BROKER_IDS
 
 
@@ -143,11 +144,13 @@ def test_describe_topics(cluster: LocalCluster, driver: str) -> None:
     topic = new_topic(cluster, "dt", 5, 3)
     paging = ("--page-size", "2") if driver in [*JAVA, "kafka-python"] else ()
     out = describe_topic(driver, cluster, topic, *paging)
-    assert out["error"] is None and out["internal"] is False
+    assert out["error"] is None
+    assert out["internal"] is False
     assert [p["partition"] for p in out["partitions"]] == [0, 1, 2, 3, 4]
     for p in out["partitions"]:
         assert sorted(p["replicas"]) == BROKER_IDS, p
-        assert p["leader"] in p["isr"] and set(p["isr"]) <= set(p["replicas"]), p
+        assert p["leader"] in p["isr"], p
+        assert set(p["isr"]) <= set(p["replicas"]), p
     if out["topic_id"] is not None:  # KafkaJS 2.2.4's Metadata has no topic ids
         assert out["topic_id"] == describe_topic("confluent", cluster, topic)["topic_id"]
     if driver != "kafkajs":  # KafkaJS's Metadata request may create a topic it asks about
@@ -169,7 +172,8 @@ def test_create_partitions(cluster: LocalCluster, driver: str) -> None:
     assert create("--count", "4") is None
     parts = wait_for(lambda: len(p := partitions()) == 4 and p, 30, "4 partitions in metadata")
     for p in parts:
-        assert len(p["replicas"]) == 2 and p["leader"] in p["replicas"], p
+        assert len(p["replicas"]) == 2, p
+        assert p["leader"] in p["replicas"], p
     # Explicit assignment of the fifth partition.
     assert create("--count", "5", "--assignments", "3,1") is None
     parts = wait_for(lambda: len(p := partitions()) == 5 and p, 30, "5 partitions in metadata")
@@ -224,7 +228,8 @@ def test_describe_configs_topic(cluster: LocalCluster, driver: str) -> None:
     got = configs(driver, cluster, "topic", topic)
     retention = got["retention.ms"]
     assert (retention["value"], retention["source"]) == ("3600000", "DYNAMIC_TOPIC_CONFIG")
-    assert not retention["read_only"] and not retention["sensitive"]
+    assert not retention["read_only"]
+    assert not retention["sensitive"]
     # Synonyms, most specific first: the topic's own, then the broker's (a default here); as
     # in Kafka, retention.ms has none at the broker while log.retention.ms is not set
     assert retention["synonyms"] == [["retention.ms", "3600000", "DYNAMIC_TOPIC_CONFIG"]]
@@ -259,7 +264,8 @@ def test_describe_configs_broker(cluster: LocalCluster, driver: str) -> None:
     )
     assert got["node.id"]["value"] == "1"
     if driver in CAN["read-only"]:
-        assert got["node.id"]["read_only"] and got["message.max.bytes"]["read_only"] is False
+        assert got["node.id"]["read_only"]
+        assert got["message.max.bytes"]["read_only"] is False
     for key, entry in got.items():
         if entry["sensitive"]:
             assert entry["value"] is None, key
@@ -413,7 +419,8 @@ def test_list_groups(cluster: LocalCluster, driver: str) -> None:
     group = f"lg-{uuid.uuid4().hex[:8]}"
     args = ("--bootstrap", cluster.bootstrap, "--topic", topic, "--group", group)
     res = run_driver(driver, "commit", *args, "--offsets", "0:0")
-    assert res.returncode == 0 and res.lines == [{"error": None, "partitions": {"0": None}}], res
+    assert res.returncode == 0, res
+    assert res.lines == [{"error": None, "partitions": {"0": None}}], res
     listed = {g["group"]: g for g in one(driver, cluster, "list-groups")["groups"]}
     want = {"group": group, "state": "Empty", "type": "classic", "protocol_type": ""}
     if driver == "sarama":
@@ -508,7 +515,8 @@ def test_reassign(cluster: LocalCluster, driver: str) -> None:
     res = run_driver(
         "confluent", "consume", "--bootstrap", cluster.bootstrap, "--topic", topic, "--expect", "20"
     )
-    assert res.returncode == 0 and len(res.lines) == 20, res.stderr
+    assert res.returncode == 0, res.stderr
+    assert len(res.lines) == 20, res.stderr
     for bad in ("1,99", "1,1"):
         err = _reassign(driver, cluster, topic, 0, "--replicas", bad)
         assert err == "INVALID_REPLICA_ASSIGNMENT", (bad, err)
@@ -530,11 +538,13 @@ def test_describe_log_dirs(cluster: LocalCluster, driver: str) -> None:
 
     def replicas() -> dict | None:
         out = one(driver, cluster, "describe-log-dirs")
-        assert out["error"] is None and sorted(out["brokers"]) == ["1", "2", "3"], out
+        assert out["error"] is None, out
+        assert sorted(out["brokers"]) == ["1", "2", "3"], out
         found = {}
         for broker, dirs in out["brokers"].items():
             for d in dirs:
-                assert d["error"] is None and d["path"].startswith("/"), d
+                assert d["error"] is None, d
+                assert d["path"].startswith("/"), d
                 if d["total_bytes"] is not None:
                     assert 0 <= d["usable_bytes"] <= d["total_bytes"], d
                 for r in d["replicas"]:
@@ -547,7 +557,11 @@ def test_describe_log_dirs(cluster: LocalCluster, driver: str) -> None:
 
     found = wait_for(replicas, 30, "the topic's replicas on every broker with data")
     for broker, (path, r) in found.items():
-        assert r["future"] is False and path.rstrip("/").endswith(f"broker-{broker}"), (
+        assert r["future"] is False, (
+            broker,
+            path,
+        )
+        assert path.rstrip("/").endswith(f"broker-{broker}"), (
             broker,
             path,
         )

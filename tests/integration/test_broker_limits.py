@@ -70,7 +70,8 @@ def produce(cluster: LocalCluster, topic: str, partitions: int = 1) -> None:
 
     for partition in range(partitions):
         producer.produce(topic, b"v", partition=partition, on_delivery=delivered)
-    assert producer.flush(60) == 0 and not failed
+    assert producer.flush(60) == 0
+    assert not failed
 
 
 def produce_one(cluster: LocalCluster, topic: str) -> None:
@@ -93,7 +94,8 @@ def test_a_huge_create_topics_is_refused_and_the_broker_keeps_serving(
         with pytest.raises(KafkaException) as refused:
             a.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
         error = refused.value.args[0]
-        assert error.code() == POLICY_VIOLATION and error.str() == message
+        assert error.code() == POLICY_VIOLATION
+        assert error.str() == message
         assert topic not in a.list_topics(timeout=10).topics
     assert cluster.nodes["broker-1"].proc.poll() is None  # type: ignore[union-attr]
     produce_one(cluster, unique("after"))
@@ -113,7 +115,8 @@ def test_create_partitions_counts_its_records_over_the_whole_request(
     with pytest.raises(KafkaException) as refused:
         results[second].result(30)  # 12,000 in the request: over it
     error = refused.value.args[0]
-    assert error.code() == POLICY_VIOLATION and "excessively large batch" in error.str()
+    assert error.code() == POLICY_VIOLATION
+    assert "excessively large batch" in error.str()
     assert "refused" in broker_log(cluster)
 
 
@@ -140,7 +143,8 @@ def test_a_broker_out_of_descriptors_keeps_serving_and_hosts_the_rest_later(
         # the replicas the broker could not open are offline, the broker runs on.
         a.create_topics([NewTopic(topic, 300, 1)])[topic].result(60)
         wait_for(lambda: -1 in leaders(), what="replicas reported offline")
-        assert "ulimit -n" in broker_log(cluster) and proc.poll() is None
+        assert "ulimit -n" in broker_log(cluster)
+        assert proc.poll() is None
     finally:
         resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (soft, hard))
     assert "its partitions are offline on this broker" not in broker_log(cluster)  # no dir failed
@@ -293,7 +297,8 @@ def test_max_connections_blocks_accepts_and_lowering_it_closes_the_least_recent(
     old, new = connect(cluster), connect(cluster)
     waiting: socket.socket | None = None
     try:
-        assert served(old) and served(new)
+        assert served(old)
+        assert served(new)
         set_broker_configs(cluster, max_connections="1")
         # Over the limit: the least recently used close until one is left (`new`, used last).
         wait_for(lambda: closed_by_broker(old), what="the least recent connection closed")

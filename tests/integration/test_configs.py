@@ -111,7 +111,8 @@ def test_describe_topic_configs_with_sources_and_synonyms(cluster: LocalCluster)
         "123456",
         ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
     )
-    assert not retention.is_read_only and not retention.is_sensitive
+    assert not retention.is_read_only
+    assert not retention.is_sensitive
     # Kafka lists a topic config's broker synonyms from its first (log.retention.ms) on: the
     # static log.retention.hours gives the default but is not a synonym of retention.ms
     assert list(retention.synonyms) == ["retention.ms"]
@@ -151,12 +152,14 @@ def test_describe_configs_v0(cluster: LocalCluster) -> None:
 
 def test_describe_broker_configs(cluster: LocalCluster) -> None:
     configs = describe(cluster, ResourceType.BROKER, "2")
-    assert configs["node.id"].value == "2" and configs["node.id"].is_read_only
+    assert configs["node.id"].value == "2"
+    assert configs["node.id"].is_read_only
     assert configs["log.retention.hours"].source == ConfigSource.STATIC_BROKER_CONFIG.value
     assert configs["message.max.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
     assert not configs["message.max.bytes"].is_read_only
     secret = configs["delegation.token.secret.key"]
-    assert secret.is_sensitive and secret.value is None
+    assert secret.is_sensitive
+    assert secret.value is None
     # a broker answers for itself or the cluster default only (the admin client routes)
     with KafkaConnection(cluster.nodes["broker-1"].port) as c:
         r = c.call(32, 4, resources=(_describe_resource(c, "3"),), include_synonyms=False)
@@ -224,7 +227,8 @@ def _assert_max_enforced(cluster: LocalCluster, topic: str) -> None:
     """Every partition (their leaders are on every broker) refuses a BIG record, takes a small."""
     for partition in leaders(cluster, topic):
         error = produce(cluster, topic, partition, BIG)
-        assert error is not None and error.code() == KafkaError.MSG_SIZE_TOO_LARGE, error
+        assert error is not None, error
+        assert error.code() == KafkaError.MSG_SIZE_TOO_LARGE, error
         assert produce(cluster, topic, partition, 100) is None
 
 
@@ -268,7 +272,9 @@ def test_rafka_configs_and_broker_logger(cluster: LocalCluster) -> None:
         "cleanup.policy=[compact,delete],retention.ms=5000",
     )
     out = rafka(cluster, "describe", "--topic", "cli")
-    assert "compact,delete" in out and "retention.ms" in out and "segment.bytes" not in out
+    assert "compact,delete" in out
+    assert "retention.ms" in out
+    assert "segment.bytes" not in out
     rafka(cluster, "alter", "--topic", "cli", "--delete-config", "retention.ms")
     assert "retention.ms" not in rafka(cluster, "describe", "--topic", "cli")
     rafka(cluster, "alter", "--broker-logger", "2", "--add-config", "rafka.replicas=DEBUG")
@@ -299,7 +305,9 @@ def test_rafka_configs_and_broker_logger(cluster: LocalCluster) -> None:
         text=True,
         timeout=60,
     )
-    assert r.returncode == 1 and "INVALID_REQUEST" in r.stderr and "node.id" in r.stderr
+    assert r.returncode == 1
+    assert "INVALID_REQUEST" in r.stderr
+    assert "node.id" in r.stderr
 
 
 def test_dynamic_configs_survive_a_full_restart(cluster: LocalCluster) -> None:

@@ -102,7 +102,8 @@ def test_rest_api_creates_pauses_resumes_restarts_and_deletes(
 
     # Any worker takes the request; one that is not the leader forwards it.
     created = w2.create("rest-source", config | {"tasks.max": "1"})
-    assert created["name"] == "rest-source" and created["type"] == "source"
+    assert created["name"] == "rest-source"
+    assert created["type"] == "source"
     # The leader answers once it has read its write back; the other worker lists the
     # connector when it has read the config topic that far.
     wait_for(

@@ -187,6 +187,8 @@ def test_recovery_scans_only_segments_after_the_recovery_point(tmp_path: Path) -
         # may trail the log end by a few segments at the kill; the scan starts at the segment
         # that holds it, and the segments before it are not read.
         first = bases.index(start)
-        assert scanned == total - first and first > 0, (scanned, total, start, recovery_point)
-        assert start <= recovery_point and (first + 1 == total or recovery_point < bases[first + 1])
+        assert scanned == total - first, (scanned, total, start, recovery_point)
+        assert first > 0, (scanned, total, start, recovery_point)
+        assert start <= recovery_point
+        assert first + 1 == total or recovery_point < bases[first + 1]
         assert "torn or corrupt batch" in log_text, "recovery did not report the torn tail"

@@ -99,12 +99,14 @@ def test_update_features_rules_validate_only_and_all_or_nothing(cluster: LocalCl
         )
         assert r.results == ()
     r = update(cluster, {TV: (1, SAFE_DOWNGRADE)}, validate_only=True)
-    assert r.error_code == NONE and [x.feature for x in r.results] == [TV]
+    assert r.error_code == NONE
+    assert [x.feature for x in r.results] == [TV]
     assert finalized(cluster)[TV] == 2
     assert api_versions(cluster, 1).finalized_features_epoch == epoch
     # v2 answers without per-feature results; v0's allow_downgrade is a safe downgrade
     r = update(cluster, {TV: (2, UPGRADE)}, version=2, validate_only=True)
-    assert r.error_code == NONE and not hasattr(r, "results")
+    assert r.error_code == NONE
+    assert not hasattr(r, "results")
     r = update(cluster, {TV: (1, SAFE_DOWNGRADE)}, version=0)
     assert r.error_code == NONE
     wait_for(lambda: finalized(cluster).get(TV) == 1, what="the v0 downgrade")
@@ -152,7 +154,8 @@ def test_rafka_features_command(cluster: LocalCluster) -> None:
         text=True,
         timeout=60,
     )
-    assert bad.returncode == 1 and "INVALID_UPDATE_VERSION" in bad.stderr, bad.stderr
+    assert bad.returncode == 1, bad.stderr
+    assert "INVALID_UPDATE_VERSION" in bad.stderr, bad.stderr
 
 
 def java_txn_versions(cluster: LocalCluster) -> dict[str, int]:
@@ -203,7 +206,8 @@ def test_downgraded_transaction_version_makes_kafka_4_clients_use_tv1(
     try:
         versions = java_txn_versions(cluster)
         assert versions["ADD_PARTITIONS_TO_TXN"] <= 4, versions
-        assert versions["PRODUCE"] <= 11 and versions["END_TXN"] <= 4, versions
+        assert versions["PRODUCE"] <= 11, versions
+        assert versions["END_TXN"] <= 4, versions
     finally:
         set_level(cluster, 2, UPGRADE)
     versions = java_txn_versions(cluster)

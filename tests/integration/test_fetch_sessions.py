@@ -99,7 +99,8 @@ def produce(cluster: LocalCluster, topic: str, partitions: int, wave: int) -> li
     values = [f"{topic}/{wave}/{i}" for i in range(partitions)]
     for i, value in enumerate(values):
         p.produce(topic, value.encode(), partition=i, on_delivery=report)
-    assert p.flush(60) == 0 and not failed, failed
+    assert p.flush(60) == 0, failed
+    assert not failed, failed
     return values
 
 

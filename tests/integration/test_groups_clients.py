@@ -214,7 +214,8 @@ def test_group_survives_coordinator_kill(cluster: object, driver: str) -> None:
         )
         coordinator = describe(cluster.bootstrap, group).coordinator.id
         offsets_topic = topic_replicas(cluster.bootstrap, "__consumer_offsets")
-        assert offsets_topic and all(len(r) == 3 for r in offsets_topic.values()), offsets_topic
+        assert offsets_topic, offsets_topic
+        assert all(len(r) == 3 for r in offsets_topic.values()), offsets_topic
         killed_at = int(time.time() * 1000)
         cluster.kill(f"broker-{coordinator}")
 
@@ -506,7 +507,8 @@ def test_seek_forward_and_back(cluster: object, flow_topic: tuple, driver: str) 
     topic, ends = flow_topic
     _, group = names(f"seek-{driver}")
     back = ends[4] // 2
-    assert ends[2] > 5 and back > 2, ends
+    assert ends[2] > 5, ends
+    assert back > 2, ends
     want = {p: list(range(end)) for p, end in ends.items() if end}
     want[2] = list(range(5, ends[2]))
     want[4] = [*range(back), *range(2, ends[4])]
@@ -563,7 +565,8 @@ def test_manual_commit_is_what_offset_fetch_returns(
 
     try:
         commits = m.wait_for(manual, 60, f"{count} manual commits")
-        assert len(commits) == count and all(e["error"] is None for e in commits), commits
+        assert len(commits) == count, commits
+        assert all(e["error"] is None for e in commits), commits
         want = {p: -1 for p in range(PARTITIONS)}
         for e in commits:
             for p, o in e["offsets"].items():
@@ -594,7 +597,8 @@ def test_describe_group_and_committed(cluster: object, driver: str) -> None:
         got = run_driver(driver, "describe-group", *args, timeout=90)
         assert got.returncode == 0, got.stderr[-2000:]
         d = got.lines[0]
-        assert d["error"] is None and d["state"] == "Stable", d
+        assert d["error"] is None, d
+        assert d["state"] == "Stable", d
         assert d["coordinator"] == describe(cluster.bootstrap, group).coordinator.id
         assert [x["partitions"] for x in d["members"]] == [[[topic, p] for p in range(6)]], d
         got = run_driver(driver, "committed", *args, "--topic", topic, timeout=90)

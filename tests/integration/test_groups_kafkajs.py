@@ -77,7 +77,8 @@ def test_each_message_and_each_batch(cluster: object, each: str) -> None:
         assert_read_once(m, ends)
         if each == "batch":
             batches = m.of("batch")
-            assert batches and sum(b["size"] for b in batches) == COUNT, batches
+            assert batches, batches
+            assert sum(b["size"] for b in batches) == COUNT, batches
         assert m.stop() == 0
         assert committed(cluster.bootstrap, topic, group) == ends
     finally:
@@ -99,7 +100,8 @@ def test_auto_commit_interval(cluster: object) -> None:
         gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(commits[:-1])]
         assert all(g >= 250 for g in gaps), gaps
         offsets = [e["offsets"]["0"] for e in commits]
-        assert offsets == sorted(offsets) and offsets[-1] == 100, offsets
+        assert offsets == sorted(offsets), offsets
+        assert offsets[-1] == 100, offsets
     finally:
         m.close()
 
@@ -113,7 +115,8 @@ def test_auto_commit_threshold(cluster: object) -> None:
         wait_committed(cluster.bootstrap, topic, group, {0: 95}, 30, [m])
         offsets = [e["offsets"]["0"] for e in callback_commits(m)]
         steps = [b - a for a, b in zip([0, *offsets], offsets, strict=False)]
-        assert offsets[-1] == 95 and all(0 < s <= 10 for s in steps), offsets
+        assert offsets[-1] == 95, offsets
+        assert all(0 < s <= 10 for s in steps), offsets
         assert steps.count(10) >= 8, offsets  # batch ends may add a shorter step
     finally:
         m.close()

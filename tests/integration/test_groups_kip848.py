@@ -161,9 +161,11 @@ def test_every_version_of_heartbeat_and_describe(cluster: LocalCluster) -> None:
             # v0: the coordinator generates the member id; v1 (KIP-1082): the client does
             a = WireMember(w, group, "" if version == 0 else None, version)
             r = a.join((topic,))
-            assert r.error_code == ErrorCode.none and r.error_message is None, r
+            assert r.error_code == ErrorCode.none, r
+            assert r.error_message is None, r
             # Kafka 4.4: a new group is at epoch 1, the first join bumps it to 2
-            assert r.member_id and r.member_epoch == 2
+            assert r.member_id
+            assert r.member_epoch == 2
             assert r.heartbeat_interval.total_seconds() * 1000 == HEARTBEAT_INTERVAL_MS
             assert [
                 (tp.topic_id, sorted(tp.partitions)) for tp in r.assignment.topic_partitions
@@ -174,9 +176,11 @@ def test_every_version_of_heartbeat_and_describe(cluster: LocalCluster) -> None:
             # a second member: the first gives up half, then the second gets it
             b = WireMember(w, group, "" if version == 0 else None, version)
             b.join((topic,))
-            assert b.epoch == 3 and b.owned == ()  # its partitions are still a's
+            assert b.epoch == 3
+            assert b.owned == ()  # its partitions are still a's
             a.take(a.heartbeat())
-            assert len(a.owned[0][1]) == 2 and a.epoch == 2  # revoke first, at the old epoch
+            assert len(a.owned[0][1]) == 2
+            assert a.epoch == 2  # revoke first, at the old epoch
             for _ in range(3):
                 a.take(a.heartbeat())
                 b.take(b.heartbeat())
@@ -186,13 +190,16 @@ def test_every_version_of_heartbeat_and_describe(cluster: LocalCluster) -> None:
             for dv in (0, 1):
                 d = describe(w, group, same_coordinator(group, "missing"), "", version=dv)
                 g, missing, empty = d.groups
-                assert g.error_code == ErrorCode.none and g.group_state == "Stable"
+                assert g.error_code == ErrorCode.none
+                assert g.group_state == "Stable"
                 assert (g.group_epoch, g.assignment_epoch) == (3, 3)
-                assert g.assignor_name == "uniform" and g.authorized_operations > 0
+                assert g.assignor_name == "uniform"
+                assert g.authorized_operations > 0
                 members = {m.member_id: m for m in g.members}
                 assert set(members) == {a.member_id, b.member_id}
                 for m, wm in ((members[a.member_id], a), (members[b.member_id], b)):
-                    assert m.member_epoch == 3 and m.client_id == "wire"
+                    assert m.member_epoch == 3
+                    assert m.client_id == "wire"
                     assert m.client_host == "/127.0.0.1"
                     assert m.subscribed_topic_names == (topic,)
                     (tp,) = m.assignment.topic_partitions
@@ -246,7 +253,8 @@ def test_bad_input_gets_kafkas_errors(cluster: LocalCluster) -> None:
         assert a.join((topic,)).error_code == ErrorCode.none
         # a wrong member epoch
         r = a.heartbeat(member_epoch=a.epoch + 5)
-        assert r.error_code == ErrorCode.fenced_member_epoch and r.error_message
+        assert r.error_code == ErrorCode.fenced_member_epoch
+        assert r.error_message
         assert (r.member_id, r.member_epoch) == (None, 0)
         # an unknown member
         r = WireMember(w, group).heartbeat(member_epoch=1)
@@ -412,7 +420,8 @@ def test_three_confluent_consumers_share_and_hand_over(cluster: LocalCluster) ->
 
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         d = admin.describe_consumer_groups([group])[group].result(30)
-        assert len(d.members) == 3 and str(d.state).endswith("STABLE")
+        assert len(d.members) == 3
+        assert str(d.state).endswith("STABLE")
         assert str(getattr(d, "type", "CONSUMER")).endswith("CONSUMER")
         by_member = {
             m.member_id: {tp.partition for tp in m.assignment.topic_partitions} for m in d.members
@@ -421,7 +430,8 @@ def test_three_confluent_consumers_share_and_hand_over(cluster: LocalCluster) ->
         _node, port = coordinator(cluster, group)
         with WireClient(port) as w:
             g = describe(w, group).groups[0]
-            assert g.group_state == "Stable" and len(g.members) == 3
+            assert g.group_state == "Stable"
+            assert len(g.members) == 3
             assert {m.member_epoch for m in g.members} == {g.assignment_epoch}
             assert g.assignment_epoch == g.group_epoch
             assert {m.member_id for m in g.members} == {c.memberid() for c in consumers}
@@ -464,7 +474,8 @@ def test_member_epoch_commits_survive_kill_9_of_the_coordinator(cluster: LocalCl
             t = topic_metadata(w, "__consumer_offsets")
             index = partition_for(group, OFFSETS_PARTITIONS)
             (p,) = [p for p in t.partitions if p.partition_index == index]
-            assert len(p.replica_nodes) == 3 and p.leader_id == node
+            assert len(p.replica_nodes) == 3
+            assert p.leader_id == node
         cluster.kill(f"broker-{node}")
         produce(cluster, topic, second)
         got = drain(consumers, len(second), timeout=90)
@@ -477,7 +488,8 @@ def test_member_epoch_commits_survive_kill_9_of_the_coordinator(cluster: LocalCl
             c.commit(asynchronous=False)
         with WireClient(port) as w:
             g = describe(w, group).groups[0]  # rebuilt from __consumer_offsets
-            assert g.error_code == ErrorCode.none and len(g.members) == 2
+            assert g.error_code == ErrorCode.none
+            assert len(g.members) == 2
             fb = builder(FETCH, 9)
             req = fb.OffsetFetchRequestGroup(
                 group_id=group,
@@ -536,7 +548,8 @@ def test_java_consumer_joins_a_consumer_group(cluster: LocalCluster) -> None:
         _node, port = coordinator(cluster, group)
         with WireClient(port) as w:
             g = describe(w, group).groups[0]
-        assert len(g.members) == 2 and g.group_state in ("Stable", "Reconciling")
+        assert len(g.members) == 2
+        assert g.group_state in ("Stable", "Reconciling")
         clients = {m.client_id for m in g.members}
         assert len(clients) == 2
         java_member = next(m for m in g.members if m.member_id != confluent.memberid())

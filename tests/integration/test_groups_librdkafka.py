@@ -83,7 +83,8 @@ def test_commit_sync(cluster: object, topic: tuple) -> None:
         ends = end_offsets(cluster.bootstrap, name)
         wait_committed(cluster.bootstrap, name, group, ends, 30, [m])
         syncs = [e for e in m.of("commit") if e["via"] == "sync"]
-        assert syncs and all(e["error"] is None for e in syncs), syncs
+        assert syncs, syncs
+        assert all(e["error"] is None for e in syncs), syncs
         last: dict[int, int] = {}
         for e in syncs:
             last |= {int(p): o for p, o in e["offsets"].items()}

@@ -139,7 +139,8 @@ class Member:
         r = self.join(version)
         assert r.error_code == ErrorCode.none, r
         s = self.sync(assignments={self.member_id: b"mine"})
-        assert s.error_code == ErrorCode.none and s.assignment == b"mine", s
+        assert s.error_code == ErrorCode.none, s
+        assert s.assignment == b"mine", s
 
 
 def commit(w: WireClient, version: int, group: str, offsets: dict[tuple[str, int], int], **kw: Any):
@@ -213,7 +214,8 @@ def test_join_sync_heartbeat_leave_every_version(cluster: LocalCluster) -> None:
         member = Member(coordinator(cluster, group)[1], group)
         r = member.join(v)
         assert r.error_code == ErrorCode.none, (v, r)
-        assert r.generation_id == 1 and r.leader == r.member_id == member.member_id
+        assert r.generation_id == 1
+        assert r.leader == r.member_id == member.member_id
         assert [m.member_id for m in r.members] == [member.member_id]
         assert r.members[0].metadata == subscription("conf")
         assert r.protocol_name == "range"
@@ -225,7 +227,8 @@ def test_join_sync_heartbeat_leave_every_version(cluster: LocalCluster) -> None:
         member = Member(coordinator(cluster, group)[1], group)
         assert member.join(5).error_code == ErrorCode.none
         s = member.sync(v, {member.member_id: b"assigned"})
-        assert s.error_code == ErrorCode.none and s.assignment == b"assigned", (v, s)
+        assert s.error_code == ErrorCode.none, (v, s)
+        assert s.assignment == b"assigned", (v, s)
         if v >= 5:
             assert (s.protocol_type, s.protocol_name) == ("consumer", "range")
         member.close()
@@ -323,7 +326,7 @@ def test_offset_versions_kafka_4_removed_as_kafka_python_speaks_them(
     group, v1 with the member's generation; and kafka-python's consumer told it talks to a
     0.8.2 broker (OffsetCommit v1 and OffsetFetch v1 without ApiVersions)."""
     from kafka import KafkaConsumer
-    from kafka import TopicPartition as KTP
+    from kafka import TopicPartition as KafkaTopicPartition
     from kafka.protocol.consumer import (
         OffsetCommitRequest,
         OffsetCommitResponse,
@@ -394,7 +397,7 @@ def test_offset_versions_kafka_4_removed_as_kafka_python_speaks_them(
         enable_auto_commit=False,
     )
     try:
-        tp = KTP("conf", 1)
+        tp = KafkaTopicPartition("conf", 1)
         c.assign([tp])
         c.commit({tp: OffsetAndMetadata(7, "old client", -1)})
         assert c.committed(tp) == 7
@@ -412,13 +415,17 @@ def test_describe_list_delete_every_version(cluster: LocalCluster) -> None:
             DESCRIBE, v, groups=(group, "admin-unknown", ""), include_authorized_operations=True
         )
         stable, unknown, empty = r.groups
-        assert stable.error_code == ErrorCode.none and stable.group_state == "Stable"
+        assert stable.error_code == ErrorCode.none
+        assert stable.group_state == "Stable"
         assert (stable.protocol_type, stable.protocol_data) == ("consumer", "range")
         (m,) = stable.members
-        assert m.member_id == member.member_id and m.client_id == "wire"
+        assert m.member_id == member.member_id
+        assert m.client_id == "wire"
         assert m.client_host == "/127.0.0.1"
-        assert m.member_metadata == subscription("conf") and m.member_assignment == b"mine"
-        assert unknown.group_state in ("Dead", "") and unknown.members == ()
+        assert m.member_metadata == subscription("conf")
+        assert m.member_assignment == b"mine"
+        assert unknown.group_state in ("Dead", "")
+        assert unknown.members == ()
         # as Kafka: the empty group id is described as any group nobody joined (Dead; from v6
         # GROUP_ID_NOT_FOUND)
         expected = ErrorCode.group_id_not_found if v >= 6 else ErrorCode.none
@@ -595,7 +602,8 @@ def test_static_member_restart_without_rebalance(cluster: LocalCluster) -> None:
     first.close()
     restarted = Member(port, group, instance="host-1")
     r = restarted.join()
-    assert r.error_code == ErrorCode.none and r.generation_id == generation
+    assert r.error_code == ErrorCode.none
+    assert r.generation_id == generation
     assert restarted.member_id != old_id
     assert restarted.sync().assignment == b"mine"  # the old assignment, no rebalance
     fenced = Member(port, group, instance="host-1")
@@ -661,7 +669,8 @@ def test_three_confluent_consumers_balance_six_partitions(cluster: LocalCluster)
             c.commit(asynchronous=False)
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         d = admin.describe_consumer_groups(["balanced"])["balanced"].result(30)
-        assert len(d.members) == 3 and d.partition_assignor == "range"
+        assert len(d.members) == 3
+        assert d.partition_assignor == "range"
         committed = consumers[0].committed([TopicPartition("six", p) for p in range(6)], timeout=10)
         assert sum(tp.offset for tp in committed) == len(values)
     finally:
@@ -671,7 +680,7 @@ def test_three_confluent_consumers_balance_six_partitions(cluster: LocalCluster)
 
 def test_kafka_python_commits_and_reads_back(cluster: LocalCluster) -> None:
     from kafka import KafkaConsumer
-    from kafka import TopicPartition as KTP
+    from kafka import TopicPartition as KafkaTopicPartition
 
     c = KafkaConsumer(
         "conf",
@@ -688,7 +697,7 @@ def test_kafka_python_commits_and_reads_back(cluster: LocalCluster) -> None:
                 break
         c.commit()
         positions = {tp.partition: c.position(tp) for tp in c.assignment()}
-        assert {p: c.committed(KTP("conf", p)) for p in positions} == positions
+        assert {p: c.committed(KafkaTopicPartition("conf", p)) for p in positions} == positions
     finally:
         c.close()
 

@@ -198,7 +198,8 @@ def test_after_every_attack_every_node_is_up_and_every_client_round_trips(
     """Last (tests run in file order): every process runs, the meta quorum takes a write
     through each of its nodes, and each client produces and consumes with acks=all."""
     for name, node in cluster.nodes.items():
-        assert node.proc is not None and node.proc.poll() is None, f"{name} is down"
+        assert node.proc is not None, f"{name} is down"
+        assert node.proc.poll() is None, f"{name} is down"
     security = InternalSecurity.from_properties(cluster.internal_properties)
     for i, address in enumerate(cluster.meta_servers):
 

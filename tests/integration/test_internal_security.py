@@ -75,7 +75,8 @@ def produce_and_consume(cluster: LocalCluster, topic: str) -> None:
 
     for i in range(RECORDS):
         producer.produce(topic, b"%d" % i, on_delivery=delivered)
-    assert producer.flush(30) == 0 and not errors, errors
+    assert producer.flush(30) == 0, errors
+    assert not errors, errors
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": topic})
     consumer.assign([TopicPartition(topic, 0, 0)])
     got: list[bytes | None] = []

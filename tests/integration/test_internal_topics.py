@@ -164,7 +164,8 @@ def test_bad_records_in_consumer_offsets_do_not_stop_the_broker(tmp_path: Path) 
             lambda: (t := _metadata(port, "__consumer_offsets", True)).error_code == 0 and t,
             what="__consumer_offsets auto-created",
         )
-        assert offsets.is_internal and len(offsets.partitions) == OFFSETS_PARTITIONS
+        assert offsets.is_internal
+        assert len(offsets.partitions) == OFFSETS_PARTITIONS
 
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         admin.create_topics([NewTopic("t", 2, 1)])["t"].result(30)

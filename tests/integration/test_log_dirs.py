@@ -120,13 +120,17 @@ def test_partitions_spread_over_both_dirs_and_described_at_every_version(
     assert set(dirs) == {a, b}
     in_a, in_b = replicas_in(dirs[a], "spread"), replicas_in(dirs[b], "spread")
     # new logs go to the directory with the fewest: both get some, none is in both
-    assert in_a and in_b and not set(in_a) & set(in_b)
+    assert in_a
+    assert in_b
+    assert not set(in_a) & set(in_b)
     assert set(in_a) | set(in_b) == set(range(6))
     for d in (dirs[a], dirs[b]):
         assert d.error_code == NONE
-        assert d.total_bytes > 0 and 0 < d.usable_bytes <= d.total_bytes
+        assert d.total_bytes > 0
+        assert 0 < d.usable_bytes <= d.total_bytes
     sizes = [p.partition_size for p in [*in_a.values(), *in_b.values()]]
-    assert sum(sizes) > 600 * 100 and all(p.offset_lag == 0 for p in in_a.values())
+    assert sum(sizes) > 600 * 100
+    assert all(p.offset_lag == 0 for p in in_a.values())
     assert not any(p.is_future_key for p in [*in_a.values(), *in_b.values()])
     for partition in in_a:  # on disk where it is described
         assert (dir_a(cluster) / f"spread-{partition}").is_dir()
@@ -164,7 +168,9 @@ def test_partitions_spread_over_both_dirs_and_described_at_every_version(
         timeout=60,
         check=True,
     ).stdout
-    assert a in out and b in out and "spread-0" in out
+    assert a in out
+    assert b in out
+    assert "spread-0" in out
 
 
 def alter(
@@ -263,7 +269,8 @@ def test_a_failed_dir_takes_its_replicas_offline_and_the_rest_keeps_serving(
     dirs = describe(cluster)
     on_b = set(replicas_in(dirs[b], "fragile"))
     on_a = set(replicas_in(dirs[a], "fragile"))
-    assert on_a and on_b
+    assert on_a
+    assert on_b
     # The disk under dir b goes away: its logs can no longer create files (the next segment).
     gone = dir_b(cluster).with_name("broker-1-b.gone")
     dir_b(cluster).rename(gone)
@@ -275,7 +282,8 @@ def test_a_failed_dir_takes_its_replicas_offline_and_the_rest_keeps_serving(
             what="dir b to be reported offline",
         )
         dirs = describe(cluster)
-        assert dirs[a].error_code == NONE and replicas_in(dirs[a], "fragile").keys() == on_a
+        assert dirs[a].error_code == NONE
+        assert replicas_in(dirs[a], "fragile").keys() == on_a
         assert dirs[b].topics == ()
 
         def moved() -> bool:

@@ -218,11 +218,14 @@ def test_describe_quorum_names_the_leader_voters_and_their_progress(
     answer = describe(cluster)
     [partition] = answer.topics[0].partitions
     assert sorted(voters(cluster)) == [1, 2, 3]
-    assert partition.leader_id in (1, 2, 3) and partition.leader_epoch >= 1
-    assert partition.high_watermark > 0 and partition.observers == ()
+    assert partition.leader_id in (1, 2, 3)
+    assert partition.leader_epoch >= 1
+    assert partition.high_watermark > 0
+    assert partition.observers == ()
     for node_id, voter in voters(cluster).items():
         assert voter.replica_directory_id == directory_of(cluster, node_id)
-        assert voter.log_end_offset > 0 and voter.last_fetch_timestamp > 0
+        assert voter.log_end_offset > 0
+        assert voter.last_fetch_timestamp > 0
     nodes = {n.node_id: {(e.name, e.port) for e in n.listeners} for n in answer.nodes}
     props = config(cluster, 1)
     assert (quorum.RAFT_LISTENER, int(props["meta.raft.listener"].rsplit(":")[1])) in nodes[1]
@@ -260,7 +263,8 @@ def test_meta_nodes_are_added_removed_and_replaced_while_writes_go_on(
         writes.stop()
         writer.join(120)
     assert writes.failures == [], writes.failures
-    assert writes.acked > 0 and writes.created > 0
+    assert writes.acked > 0
+    assert writes.created > 0
     # acknowledged throughout: never a pause like a quorum outage (elections take seconds)
     assert writes.longest_gap_s < 20, writes.longest_gap_s
 
@@ -326,7 +330,8 @@ def _change_the_quorum(cluster: LocalCluster, writes: Writes) -> dict[int, Any]:
     config2 = str(cluster.nodes["meta-2"].config_file)
     assert "Added meta node 2" in rafka(cluster, "add-controller", "--config", config2)
     table = rafka(cluster, "describe", "--replication")
-    assert quorum.kafka_uuid(new2) in table and "Leader" in table, table
+    assert quorum.kafka_uuid(new2) in table, table
+    assert "Leader" in table, table
     after = {i: v.replica_directory_id for i, v in voters(cluster).items()}
     assert after == {2: new2, 3: directory_of(cluster, 3), 4: directory4}
     acked = writes.acked

@@ -154,7 +154,8 @@ def test_metadata_every_version(cluster: LocalCluster) -> None:
             )
             assert sorted(br.node_id for br in resp.brokers) == [1, 2]
             (topic,) = resp.topics
-            assert topic.error_code == ErrorCode.none and topic.name == "conf"
+            assert topic.error_code == ErrorCode.none
+            assert topic.name == "conf"
             assert sorted(p.partition_index for p in topic.partitions) == [0, 1]
             if v >= 10:
                 assert topic.topic_id.bytes == tid
@@ -263,7 +264,8 @@ def test_fetch_errors(cluster: LocalCluster) -> None:
         )
         part = fetch(w, 12, "conf", tid, {0: 10**9}).responses[0].partitions[0]
         # As Kafka: a partition answered with an error carries no offsets (-1).
-        assert part.error_code == ErrorCode.offset_out_of_range and part.high_watermark == -1
+        assert part.error_code == ErrorCode.offset_out_of_range
+        assert part.high_watermark == -1
 
 
 def test_fetch_long_poll_waits_then_wakes_on_data(cluster: LocalCluster) -> None:
@@ -275,7 +277,8 @@ def test_fetch_long_poll_waits_then_wakes_on_data(cluster: LocalCluster) -> None
         start = time.monotonic()
         part = fetch(w, 12, "poll", tid, {0: 0}, max_wait=1500).responses[0].partitions[0]
         waited = time.monotonic() - start
-        assert part.error_code == ErrorCode.none and not part.records
+        assert part.error_code == ErrorCode.none
+        assert not part.records
         assert 1.3 < waited < 5, (
             f"an empty long poll returned after {waited:.2f}s, max_wait is 1.5s"
         )
@@ -288,7 +291,8 @@ def test_fetch_long_poll_waits_then_wakes_on_data(cluster: LocalCluster) -> None
         threading.Thread(target=later).start()
         start = time.monotonic()
         part = fetch(w, 12, "poll", tid, {0: 0}, max_wait=10000).responses[0].partitions[0]
-        assert part.records and time.monotonic() - start < 5
+        assert part.records
+        assert time.monotonic() - start < 5
 
 
 def test_fetch_size_limits(cluster: LocalCluster) -> None:
@@ -340,7 +344,8 @@ def test_list_offsets_every_version(cluster: LocalCluster) -> None:
         for ts in ([1000, 5000, 3000], [2000, 9000]):
             produce(w, 9, "times", 0, make_batch(values_of(len(ts)), timestamps=ts))
         for v in versions(LIST_OFFSETS):
-            assert list_offset(w, v, -2)[0] == 0 and list_offset(w, v, -1)[0] == 5
+            assert list_offset(w, v, -2)[0] == 0
+            assert list_offset(w, v, -1)[0] == 5
             assert list_offset(w, v, 2500) == (1, 5000)  # first record with timestamp >= 2500
             assert list_offset(w, v, 9001)[0] == -1
             if v >= 7:  # KIP-734: the record with the largest timestamp
@@ -374,7 +379,8 @@ def test_offset_for_leader_epoch(cluster: LocalCluster) -> None:
                 topic="times", partitions=(b.OffsetForLeaderPartition(partition=0, leader_epoch=0),)
             )
             (part,) = w.call(EPOCH, v, replica_id=-1, topics=(topic,)).topics[0].partitions
-            assert part.error_code == ErrorCode.none and (part.leader_epoch, part.end_offset) == (
+            assert part.error_code == ErrorCode.none
+            assert (part.leader_epoch, part.end_offset) == (
                 0,
                 5,
             )
@@ -392,7 +398,9 @@ def test_create_and_delete_topics_every_version(cluster: LocalCluster) -> None:
             ok = create_topic(w, v, name, configs={"retention.ms": "1234"})
             assert ok.error_code == ErrorCode.none
             if v >= 5:
-                assert ok.num_partitions == 2 and ok.replication_factor == 2  # the defaults
+                # the defaults
+                assert ok.num_partitions == 2
+                assert ok.replication_factor == 2
                 assert {c.name: c.value for c in ok.configs}["retention.ms"] == "1234"
             assert create_topic(w, v, name).error_code == ErrorCode.topic_already_exists
         for v in versions(DELETE):

@@ -131,7 +131,8 @@ def fill(cluster: LocalCluster, topic: str, count: int, size: int = 100) -> list
                 break
             except BufferError:
                 p.poll(0.1)
-    assert p.flush(60) == 0 and not failed, failed
+    assert p.flush(60) == 0, failed
+    assert not failed, failed
     return values
 
 
@@ -235,7 +236,8 @@ def test_move_a_partition_under_idempotent_acks_all_load(cluster: LocalCluster) 
         load.wait_delivered(500)  # the producer goes on with the new leader
     assert not load.errors, load.errors
     done = partition(cluster, "moving")
-    assert done.leader in (2, 3, 4) and sorted(done.isr) == [2, 3, 4]
+    assert done.leader in (2, 3, 4)
+    assert sorted(done.isr) == [2, 3, 4]
     records = consume_all(cluster, "moving", len(backlog) + len(load.delivered))
     assert records == backlog + load.delivered  # nothing lost, nothing twice, in order
     wait_for(
@@ -266,7 +268,8 @@ def test_list_and_cancel_a_reassignment_that_cannot_finish(cluster: LocalCluster
         line.split() for line in listed.stdout.splitlines()
     ]
     state = partition(cluster, "stuck")
-    assert sorted(state.replicas) == [1, 2, 3, 4] and state.leader == 1
+    assert sorted(state.replicas) == [1, 2, 3, 4]
+    assert state.leader == 1
     assert fill(cluster, "stuck", 10)  # still served meanwhile
 
     cancelled = rafka(cluster, *REASSIGN, "stuck", "--partition", "0", "--cancel")
@@ -275,7 +278,8 @@ def test_list_and_cancel_a_reassignment_that_cannot_finish(cluster: LocalCluster
     # Kafka's revert drops the adding replicas and keeps the order the reassignment gave.
     assert partition(cluster, "stuck").replicas == [2, 3, 1]
     again = admin_operations.reassign_partitions(brokers(cluster), [("stuck", 0, None)])["stuck-0"]
-    assert again is not None and again.code == KafkaError.NO_REASSIGNMENT_IN_PROGRESS
+    assert again is not None
+    assert again.code == KafkaError.NO_REASSIGNMENT_IN_PROGRESS
     cluster.start()
     wait_for(lambda: len(live_brokers(cluster)) == 4, what="broker 4 back")
     assert not replica_dir(cluster, 4, "stuck").exists()
@@ -293,7 +297,8 @@ def test_invalid_reassignments(cluster: LocalCluster) -> None:
         (error,) = admin_operations.reassign_partitions(brokers(cluster), [change]).values()
         assert _code(error) == code, (change, error)
     bad = rafka(cluster, *REASSIGN, "invalid", "--partition", "0", "--replicas", "1,1")
-    assert bad.returncode == 1 and "INVALID_REPLICA_ASSIGNMENT" in bad.stderr
+    assert bad.returncode == 1
+    assert "INVALID_REPLICA_ASSIGNMENT" in bad.stderr
     assert partition(cluster, "invalid").replicas == [1, 2, 3]
 
 

@@ -176,7 +176,8 @@ def test_timestamps_out_of_range_are_refused(broker: LocalCluster) -> None:
     message.timestamp.before.max.ms to one minute. The records at fault are listed."""
     now = now_ms()
     (future,) = _deliver(broker, [{"topic": PLAIN, "value": b"x", "timestamp": now + 2 * HOUR}])
-    assert future is not None and future.code() == KafkaError.INVALID_TIMESTAMP
+    assert future is not None
+    assert future.code() == KafkaError.INVALID_TIMESTAMP
     batch = raw_batch(keyed_records(3), 3, now - 10 * 60_000)  # ten minutes old
     answer = produce_raw(_port(broker), STRICT, batch)
     assert answer.error_code == ErrorCode.invalid_timestamp
@@ -253,5 +254,7 @@ def test_the_cleaner_says_which_batch_it_cannot_decode_and_what_to_do(broker: Lo
         return next((line for line in lines if f"{topic}-0: cleaning" in line), None)
 
     line = wait_for(reported, 60, "the cleaner's report")
-    assert "cannot decode" in line and "the batch of offsets 0 to 3" in line, line
-    assert "kafka-delete-records" in line and "check the disk" not in line, line
+    assert "cannot decode" in line, line
+    assert "the batch of offsets 0 to 3" in line, line
+    assert "kafka-delete-records" in line, line
+    assert "check the disk" not in line, line

@@ -172,7 +172,8 @@ def test_controlled_shutdown_hands_leadership_away(cluster: LocalCluster) -> Non
     assert any(partition_state(cluster, "graceful", p)[0] == victim for p in range(6))
     cluster.stop_node(f"broker-{victim}")  # SIGTERM
     leaders = [partition_state(cluster, "graceful", p)[0] for p in range(6)]
-    assert victim not in leaders and -1 not in leaders
+    assert victim not in leaders
+    assert -1 not in leaders
     assert "controlled shutdown done" in broker_log(cluster, victim)
 
 
@@ -308,11 +309,13 @@ def test_stale_replication_fetches_are_refused_and_logged(cluster: LocalCluster)
             return response.partitions[0]
 
     stale = asyncio.run(fetch(-5, leader_epoch))
-    assert stale.error_code == ErrorCode.stale_broker_epoch and not stale.records_size
+    assert stale.error_code == ErrorCode.stale_broker_epoch
+    assert not stale.records_size
     assert f"refusing a replica fetch from broker {follower}" in broker_log(cluster, leader)
     epoch = asyncio.run(follower_epoch())
     future = asyncio.run(fetch(epoch, leader_epoch + 1))
-    assert future.error_code == ErrorCode.unknown_leader_epoch and not future.records_size
+    assert future.error_code == ErrorCode.unknown_leader_epoch
+    assert not future.records_size
     assert "refused" in broker_log(cluster, leader)
     # The refused fetches changed nothing: the follower is still in the ISR, the data intact.
     assert follower in partition_state(cluster, "stale")[1]

@@ -257,7 +257,8 @@ def test_delegation_tokens(cluster: LocalCluster) -> None:
             renewers=(),
             max_lifetime=-1,
         )
-        assert created.error_code == ErrorCode.none and created.principal_name == "alice"
+        assert created.error_code == ErrorCode.none
+        assert created.principal_name == "alice"
         described = conn.call(DESCRIBE_TOKENS, 3, owners=None)
         assert created.token_id in [t.token_id for t in described.tokens]
     with_token = ClientSecurity(
@@ -376,12 +377,14 @@ def test_hostile_input(cluster: LocalCluster) -> None:
     # SaslAuthenticate before SaslHandshake: ILLEGAL_SASL_STATE, then closed.
     conn = _raw(cluster)
     r = conn.call(SASL_AUTHENTICATE, 2, auth_bytes=b"\x00alice\x00alice-secret")
-    assert r.error_code == ErrorCode.illegal_sasl_state and _closed(conn)
+    assert r.error_code == ErrorCode.illegal_sasl_state
+    assert _closed(conn)
     # A mechanism the listener does not enable: the enabled list, then closed.
     conn = _raw(cluster)
     r = conn.call(SASL_HANDSHAKE, 1, mechanism="GSSAPI")
     assert r.error_code == ErrorCode.unsupported_sasl_mechanism
-    assert "SCRAM-SHA-512" in r.mechanisms and _closed(conn)
+    assert "SCRAM-SHA-512" in r.mechanisms
+    assert _closed(conn)
     # Garbage tokens: SASL_AUTHENTICATION_FAILED, then closed.
     for mechanism, token in (
         ("SCRAM-SHA-256", b"\xff\x00garbage"),
@@ -406,7 +409,8 @@ def test_hostile_input(cluster: LocalCluster) -> None:
         client = ScramClient("SCRAM-SHA-512", "nina", "nina-secret")
         first = conn.call(SASL_AUTHENTICATE, 2, auth_bytes=client.first())
         r = conn.call(SASL_AUTHENTICATE, 2, auth_bytes=client.final(first.auth_bytes, **wrong))
-        assert r.error_code == ErrorCode.sasl_authentication_failed and _closed(conn)
+        assert r.error_code == ErrorCode.sasl_authentication_failed
+        assert _closed(conn)
         assert r.auth_bytes == b""
     log = _broker_log(cluster)
     for why in (
@@ -418,7 +422,8 @@ def test_hostile_input(cluster: LocalCluster) -> None:
         "wrong password",
     ):
         assert why in log, why
-    assert "nina-secret" not in log and "alice-secret" not in log
+    assert "nina-secret" not in log
+    assert "alice-secret" not in log
     # The broker still serves everyone else.
     _produces(
         _client(cluster, "PLAIN", **{"sasl.username": "alice", "sasl.password": "alice-secret"}),

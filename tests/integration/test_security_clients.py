@@ -163,7 +163,8 @@ def test_reader_consumes_and_commits_in_its_groups_only(
         member.close()
     assert len(member.records()) == READ_COUNT, member.describe()
     commits = member.of("commit")
-    assert commits and all(c["error"] is None for c in commits), commits
+    assert commits, commits
+    assert all(c["error"] is None for c in commits), commits
 
     other = Member(driver, secured.bootstrap, READ_TOPIC, f"others-{driver}", *options, env=env)
     try:
@@ -178,7 +179,8 @@ def test_kcat_reader_consumes_without_a_group(secured: SecuredCluster) -> None:
     env = secured.env("reader", ROTATION["kcat"])
     args = ("consume", "--topic", READ_TOPIC, "--expect", str(READ_COUNT), "--timeout", "30")
     res = run_driver("kcat", *args, "--bootstrap", secured.bootstrap, env=env)
-    assert res.returncode == 0 and len(res.lines) == READ_COUNT, res.stderr[-3000:]
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert len(res.lines) == READ_COUNT, res.stderr[-3000:]
 
 
 # ---------------------------------------------------------------- refused credentials
@@ -199,7 +201,8 @@ def test_expired_jwt_is_refused(secured: SecuredCluster, driver: str) -> None:
     env = secured.env("writer", "OAUTHBEARER", token=secured.jwt("writer", lifetime_s=-120))
     res = produce(secured, driver, "w-refused", env, 1, NEGATIVE_TIMEOUT)
     if driver in NO_OAUTH_ERROR_STEP:
-        assert res.returncode == 1 and not [r for r in res.lines if "offset" in r], res.stderr
+        assert res.returncode == 1, res.stderr
+        assert not [r for r in res.lines if "offset" in r], res.stderr
         return
     assert refused(res, "SASL_AUTHENTICATION_FAILED") is None, refused(
         res, "SASL_AUTHENTICATION_FAILED"
@@ -290,7 +293,8 @@ def test_removing_an_acl_stops_a_connected_producer_within_a_second(
             ],
         )
         removed_at = int(time.time() * 1000)
-        assert result[0] is None and len(result[1]) == 1, result
+        assert result[0] is None, result
+        assert len(result[1]) == 1, result
         wait_for(lambda: any(e["event"] == "fail" for e in events), 10, "a refused record")
     finally:
         assert proc.stdin is not None
@@ -335,9 +339,8 @@ def test_users_and_acls_commands(secured: SecuredCluster, tmp_path: Path) -> Non
     )
     assert code == 0, out
     code, out = rafka(secured, config, "users", "list")
-    assert code == 0 and ["cli-user", "SCRAM-SHA-256", "8192"] in [
-        line.split() for line in out.splitlines()
-    ], out
+    assert code == 0, out
+    assert ["cli-user", "SCRAM-SHA-256", "8192"] in [line.split() for line in out.splitlines()], out
     wait_for(lambda: authenticates(secured.bootstrap, scram), 5, "cli-user's credentials")
 
     on_prefix = ["--topic", "cli-", "--resource-pattern-type", "prefixed"]
@@ -350,16 +353,20 @@ def test_users_and_acls_commands(secured: SecuredCluster, tmp_path: Path) -> Non
     listed = [line.split() for line in out.splitlines()]
     assert ["TOPIC", "cli-", "PREFIXED", "User:cli-user", "*", "READ", "ALLOW"] in listed, out
     code, out = rafka(secured, config, "acls", "remove", *on_prefix, "--principal", "User:cli-user")
-    assert code == 0 and "Removed 2 ACL(s)." in out, out
+    assert code == 0, out
+    assert "Removed 2 ACL(s)." in out, out
     code, out = rafka(secured, config, "acls", "list", "--principal", "User:cli-user")
     assert "cli-" not in out, out
 
     code, out = rafka(secured, config, "users", "delete", "cli-user")
-    assert code == 0 and "Deleted SCRAM credentials of cli-user." in out, out
+    assert code == 0, out
+    assert "Deleted SCRAM credentials of cli-user." in out, out
     wait_for(lambda: not authenticates(secured.bootstrap, scram), 5, "cli-user refused")
 
     code, out = rafka(secured, config, "topics", "list")
-    assert code == 0 and FORBIDDEN in out, out
+    assert code == 0, out
+    assert FORBIDDEN in out, out
     bad = command_config(secured, tmp_path / "bad.properties", "wrong")
     code, out = rafka(secured, bad, "topics", "list")
-    assert code == 1 and "SASL_AUTHENTICATION_FAILED" in out, out
+    assert code == 1, out
+    assert "SASL_AUTHENTICATION_FAILED" in out, out

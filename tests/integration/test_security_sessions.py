@@ -94,8 +94,9 @@ def test_certificate_subject_is_the_principal(mtls: tuple[SecuredCluster, Path],
 def test_no_client_certificate_no_connection(mtls: tuple[SecuredCluster, Path]) -> None:
     s, _ = mtls
     anonymous = ClientSecurity("SSL", ca_file=s.ca)
-    # TLS 1.3: the handshake ends before the broker checks; its refusal comes with the reply.
-    with pytest.raises(OSError), WireClient(port(s), timeout=5, security=anonymous) as c:
+    # TLS 1.3: the handshake ends before the broker checks; its refusal comes with the reply:
+    # the certificate_required alert, or a reset if the broker's close wins (both OSError).
+    with pytest.raises(OSError), WireClient(port(s), timeout=5, security=anonymous) as c:  # noqa: PT011
         metadata(c)
 
 
@@ -164,7 +165,9 @@ def test_clients_keep_working_across_reauthentication(sessions: SecuredCluster) 
         res = run_driver("java-4.3.0", *argv, env=env, timeout=60)
         assert res.returncode == 0, res.stderr[-3000:]
         done = res.lines[-1]
-        assert done["event"] == "done" and done["failed"] == 0 and done["acked"] > 0, done
+        assert done["event"] == "done", done
+        assert done["failed"] == 0, done
+        assert done["acked"] > 0, done
         consumer.wait_records(done["acked"], 30)
         assert consumer.stop() == 0, consumer.describe()
     finally:
@@ -206,7 +209,8 @@ def still_serving(sessions: SecuredCluster) -> Iterator[None]:
     """After the test: the broker lives and a proper client still gets in and is answered."""
     yield
     for node in sessions.cluster.nodes.values():
-        assert node.proc is not None and node.proc.poll() is None, f"{node.name} died"
+        assert node.proc is not None, f"{node.name} died"
+        assert node.proc.poll() is None, f"{node.name} died"
     with WireClient(port(sessions), security=sessions.security("reader", "SCRAM-SHA-512")) as c:
         assert metadata(c).brokers
 

@@ -108,7 +108,8 @@ class Feeder:
     def join(self) -> dict[int, str]:
         self._thread.join(180)
         assert not self._thread.is_alive(), "the producer did not finish"
-        assert not self.failed and len(self.written) == self._args[2], self.failed[:3]
+        assert not self.failed, self.failed[:3]
+        assert len(self.written) == self._args[2], self.failed[:3]
         return self.written
 
 

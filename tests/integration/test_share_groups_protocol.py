@@ -138,7 +138,8 @@ def test_group_configs_through_confluent_and_java_admins(cluster: LocalCluster) 
         "java-4.3.0", "admin", "alter-configs", "--group", group,
         "--set", "share.delivery.count.limit=3", "--bootstrap", cluster.bootstrap,
     )  # fmt: skip
-    assert res.returncode == 0 and res.lines[0]["error"] is None, res
+    assert res.returncode == 0, res
+    assert res.lines[0]["error"] is None, res
     res = run_driver(
         "java-4.3.0", "admin", "describe-configs", "--group", group,
         "--bootstrap", cluster.bootstrap,
@@ -175,8 +176,10 @@ def test_four_members_share_one_partition_then_leave_and_expire(cluster: LocalCl
         # each member's next heartbeat brings it to the group's latest assignment
         epochs = {m: heartbeat(w, group, m, joined[m].member_epoch).member_epoch for m in members}
         d = describe(w, group)
-        assert d.error_code == ErrorCode.none and d.group_state == "Stable"
-        assert d.assignor_name == "simple" and len(d.members) == 4
+        assert d.error_code == ErrorCode.none
+        assert d.group_state == "Stable"
+        assert d.assignor_name == "simple"
+        assert len(d.members) == 4
         for m in d.members:
             assert m.member_epoch == d.group_epoch == epochs[m.member_id]
             ((tp),) = m.assignment.topic_partitions
@@ -293,7 +296,9 @@ def test_offsets_apis_and_delete_group(cluster: LocalCluster) -> None:
         )  # fmt: skip
         assert cli.returncode == 0, cli.stderr
         assert f"group {group} (share): Empty" in cli.stdout
-        assert topic in cli.stdout and " 4 " in cli.stdout and " 6 " in cli.stdout
+        assert topic in cli.stdout
+        assert " 4 " in cli.stdout
+        assert " 6 " in cli.stdout
 
         delete_b = builder(DELETE_OFFSETS, 0)
         r = w.call(
@@ -302,7 +307,8 @@ def test_offsets_apis_and_delete_group(cluster: LocalCluster) -> None:
             group_id=group,
             topics=(delete_b.DeleteShareGroupOffsetsRequestTopic(topic_name=topic),),
         )
-        assert r.error_code == ErrorCode.none and r.responses[0].error_code == ErrorCode.none
+        assert r.error_code == ErrorCode.none
+        assert r.responses[0].error_code == ErrorCode.none
         assert offsets(w, group).topics == ()
 
         (deleted,) = w.call(DELETE_GROUPS, 2, groups_names=(group,)).results

@@ -94,10 +94,12 @@ def test_stream_through_leader_kill(spark: Any, cluster: Any, tmp_path: Path) ->
         cluster.kill(victim)
         killed.set()
         feeder.join(180)
-        assert not feeder.is_alive() and not failure, failure
+        assert not feeder.is_alive(), failure
+        assert not failure, failure
         for q in queries:  # until each has read and written all there is
             q.processAllAvailable()
-            assert q.isActive and q.exception() is None, q.exception()
+            assert q.isActive, q.exception()
+            assert q.exception() is None, q.exception()
     finally:
         for q in queries:
             q.stop()

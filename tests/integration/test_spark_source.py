@@ -344,7 +344,9 @@ def test_stream_to_files_restarted_twice_exactly_once(
         finally:
             q.stop()
         runs.append(committed() - before)
-    assert all(runs) and max(runs[0]) < min(runs[1]) and max(runs[1]) < min(runs[2]), runs
+    assert all(runs), runs
+    assert max(runs[0]) < min(runs[1]), runs
+    assert max(runs[1]) < min(runs[2]), runs
 
     rows = spark.read.json(str(out)).collect()  # through the sink's log: committed files only
     expected = {f"run{r}-{i}" for r in range(3) for i in range(per_run)}

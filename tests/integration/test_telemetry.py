@@ -55,7 +55,8 @@ def telemetry_cluster(
             "--set",
             "match=client_id=telemetry-py|producer-[0-9]+",
         )
-        assert out.returncode == 0 and out.lines[-1]["error"] is None, (out.lines, out.stderr)
+        assert out.returncode == 0, (out.lines, out.stderr)
+        assert out.lines[-1]["error"] is None, (out.lines, out.stderr)
         yield cluster, port
 
 

@@ -116,7 +116,8 @@ def _read_quiet(
         quiet_s,
     )
     records = [r for r in res.lines if "offset" in r]
-    assert res.returncode in (0, 1) and len(records) == len(res.lines), res.stderr[-3000:]
+    assert res.returncode in (0, 1), res.stderr[-3000:]
+    assert len(records) == len(res.lines), res.stderr[-3000:]
     return records
 
 
@@ -313,8 +314,10 @@ def test_offsets_visible_only_after_commit(cluster: LocalCluster, driver: str) -
         f"{driver} txn-copy abort",
     )
     aborted = [e for e in first if e["event"] == "abort"]
-    assert len(aborted) == 1 and 0 < aborted[0]["records"] <= 10, first
-    assert first[-1]["event"] == "closed" and first[-1]["committed"] == 0, first
+    assert len(aborted) == 1, first
+    assert 0 < aborted[0]["records"] <= 10, first
+    assert first[-1]["event"] == "closed", first
+    assert first[-1]["committed"] == 0, first
     assert _committed(driver, cluster, src, group) == nothing
 
     copier = Running(
@@ -337,7 +340,8 @@ def test_offsets_visible_only_after_commit(cluster: LocalCluster, driver: str) -
         done = copier.finish()  # stdin's end: every transaction commits
     assert done.returncode == 0, done.stderr[-3000:]
     closed = done.lines[-1]
-    assert closed["event"] == "closed" and closed["committed"] == 30, done.lines
+    assert closed["event"] == "closed", done.lines
+    assert closed["committed"] == 30, done.lines
     ends = _end_offsets(produced)
     wait_for(
         lambda: _committed(driver, cluster, src, group) == ends,
@@ -381,7 +385,8 @@ def test_consume_transform_produce_exactly_once(cluster: LocalCluster, driver: s
         f"{driver} txn-copy",
     )
     closed = lines[-1]
-    assert closed["event"] == "closed" and closed["committed"] == 50, lines
+    assert closed["event"] == "closed", lines
+    assert closed["committed"] == 50, lines
     aborted = sum(e["records"] for e in lines if e["event"] == "abort")
     assert closed["aborted"] == aborted > 0, lines
     committed_keys = [k for e in lines if e["event"] == "commit" for k in e["keys"]]
@@ -440,10 +445,12 @@ def test_java_transaction_version(cluster: LocalCluster, driver: str, tv2: bool)
     versions = {key: max(int(v) for k, v in sent if k == key) for key, _ in sent}
     if tv2:
         assert "ADD_PARTITIONS_TO_TXN" not in versions, versions
-        assert versions["PRODUCE"] >= 12 and versions["END_TXN"] >= 5, versions
+        assert versions["PRODUCE"] >= 12, versions
+        assert versions["END_TXN"] >= 5, versions
     else:
         assert versions["ADD_PARTITIONS_TO_TXN"] <= 4, versions
-        assert versions["PRODUCE"] <= 11 and versions["END_TXN"] <= 4, versions
+        assert versions["PRODUCE"] <= 11, versions
+        assert versions["END_TXN"] <= 4, versions
 
 
 def test_delete_records_removes_an_open_transactions_records(cluster: LocalCluster) -> None:

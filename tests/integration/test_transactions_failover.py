@@ -399,10 +399,12 @@ def run_through_failure(
     out = read_committed(cluster, sink, PARTITIONS, RECORDS)
     expected = {b"T" + value(i) for i in range(RECORDS)}
     duplicates = len(out) - len(set(out))
-    assert len(out) == RECORDS and set(out) == expected, (
+    why = (
         f"{len(out)} records, {duplicates} duplicates, {len(expected - set(out))} missing; "
         f"pipeline recovered from {pipeline.recovered}"
     )
+    assert len(out) == RECORDS, why
+    assert set(out) == expected, why
     return pipeline.recovered
 
 
@@ -494,7 +496,8 @@ def test_prepare_commit_completes_on_new_coordinator(cluster: LocalCluster) -> N
         return d if d and d.state == "CompleteCommit" else None
 
     done = wait_for(completed, 120, "the new coordinator to complete the commit")
-    assert done.coordinator != coordinator and done.partitions == []
+    assert done.coordinator != coordinator
+    assert done.partitions == []
     committer.join(180)
     assert outcome == [None], outcome  # the client's commit succeeds, retried at the new one
     assert sorted(read_committed(cluster, topic, 1, len(records))) == sorted(records)

@@ -292,7 +292,8 @@ def test_abort_then_commit(cluster: LocalCluster) -> None:
             end_txn(c, tid, pid, epoch, commit=True)
             woken = fetch_answer(consumer, parked)
             assert time.monotonic() - began < 15  # woken by the commit, not by max_wait
-        assert woken.records and list(woken.aborted_transactions) == []
+        assert woken.records
+        assert list(woken.aborted_transactions) == []
         end = marker + 1 + 2 + 1
         wait_for(lambda: offsets(w, 0) == (end, end), what="the commit marker")
         assert latest(w, 0, READ_COMMITTED) == latest(w, 0, READ_UNCOMMITTED) == end

@@ -95,7 +95,8 @@ def test_clean_pipeline() -> None:
     h.snapshot(GROUP, {0: 1, 1: 1, 2: 1}, t=7.0)
     v = check_ctp(h, FINAL, GROUP)
     assert v.failures == []
-    assert v.figures["ctp_transformed"] == 2 and v.figures["cycles_g1c"] == 0
+    assert v.figures["ctp_transformed"] == 2
+    assert v.figures["cycles_g1c"] == 0
 
 
 def test_pipeline_anomalies() -> None:

@@ -49,7 +49,8 @@ def test_clean_history_passes() -> None:
     _read(h, "b", 3, 6.0)
     _event(h, "b", "commit", 7.0, offsets=((0, 4),))
     v = check_group(h, final, G)
-    assert v.failures == [] and v.figures["group_consumed"] == 4
+    assert v.failures == []
+    assert v.figures["group_consumed"] == 4
 
 
 def test_unconsumed_record() -> None:

@@ -39,10 +39,13 @@ def test_cuts_between_sides() -> None:
 
 def test_build_config() -> None:
     cfg = build_config(("kill-leader",), rounds=2, replication_factor=1, min_insync_replicas=1)
-    assert cfg.workload.idempotent_py and not cfg.workload.plain_py
-    assert not cfg.schedule.full_isr and "replica.lag.time.max.ms" not in cfg.overrides
+    assert cfg.workload.idempotent_py
+    assert not cfg.workload.plain_py
+    assert not cfg.schedule.full_isr
+    assert "replica.lag.time.max.ms" not in cfg.overrides
     cfg = build_config(("kill-leader",), producers=("plain",), overrides={"a.b": "1"})
-    assert cfg.overrides["replica.lag.time.max.ms"] == "2000" and cfg.overrides["a.b"] == "1"
+    assert cfg.overrides["replica.lag.time.max.ms"] == "2000"
+    assert cfg.overrides["a.b"] == "1"
     with pytest.raises(ValueError, match="producers"):
         build_config(("kill-leader",), producers=("java",))
 
@@ -56,12 +59,15 @@ def test_headline_and_table() -> None:
     assert headline(bad).endswith("anomalies 1")
     rows = table([("kill-leader", ok), ("isolate-node", bad)]).splitlines()
     assert rows[2] == "| kill-leader | 1.5 | 1 | 10 | 9 | 0 | 0 | 1.5s | 0 |"
-    assert rows[3].startswith("| isolate-node | 0.0 | 0 |") and rows[3].endswith("| 1 |")
+    assert rows[3].startswith("| isolate-node | 0.0 | 0 |")
+    assert rows[3].endswith("| 1 |")
 
 
 def test_cli_rejects_bad_arguments() -> None:
     runner = CliRunner()
     result = runner.invoke(app, ["verify", "--nemesis", "unplug", "--rounds", "1"])
-    assert result.exit_code == 2 and "unknown fault" in result.output
+    assert result.exit_code == 2
+    assert "unknown fault" in result.output
     result = runner.invoke(app, ["verify", "--workload", "bank"])
-    assert result.exit_code == 2 and "unknown workload" in result.output
+    assert result.exit_code == 2
+    assert "unknown workload" in result.output

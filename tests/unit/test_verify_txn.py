@@ -57,7 +57,8 @@ def test_clean_history_passes() -> None:
     assert unknown.writes
     failures, figures = _check(h)
     assert failures == []
-    assert figures["txns_committed"] == 1 and figures["txns_aborted"] == 1
+    assert figures["txns_committed"] == 1
+    assert figures["txns_aborted"] == 1
     assert figures["txns_indeterminate"] == 1
 
 
@@ -70,7 +71,8 @@ def test_aborted_read() -> None:
     failures, figures = _check(h)
     assert figures["txn_aborted_reads"] == 2
     assert failures[0].startswith("2 aborted reads")
-    assert "live-rc read 'p 11' at 7/7" in failures[0] and "txn p#1 (abort" in failures[0]
+    assert "live-rc read 'p 11' at 7/7" in failures[0]
+    assert "txn p#1 (abort" in failures[0]
 
 
 def test_dirty_read_before_the_commit_was_asked() -> None:
@@ -79,8 +81,10 @@ def test_dirty_read_before_the_commit_was_asked() -> None:
     _read(h, RC, txn, 0, 0, t=20.0)
     _read(h, FINAL, txn, 0, 0, t=40.0)
     failures, figures = _check(h)
-    assert figures["txn_dirty_reads"] == 1 and len(failures) == 1
-    assert "dirty reads" in failures[0] and "'p 10' at 0/0 @20.00s" in failures[0]
+    assert figures["txn_dirty_reads"] == 1
+    assert len(failures) == 1
+    assert "dirty reads" in failures[0]
+    assert "'p 10' at 0/0 @20.00s" in failures[0]
 
 
 def test_lost_committed_write_and_partial_visibility() -> None:
@@ -89,7 +93,8 @@ def test_lost_committed_write_and_partial_visibility() -> None:
     _read(h, FINAL, txn, 0, 0)
     _read(h, FINAL, txn, 2, 2)
     failures, figures = _check(h)
-    assert figures["txn_lost"] == 1 and figures["txn_partial"] == 1
+    assert figures["txn_lost"] == 1
+    assert figures["txn_partial"] == 1
     assert any("lost" in f and "['p 11'] never read" in f for f in failures)
     assert any("in part" in f and "read ['p 10', 'p 12'], not ['p 11']" in f for f in failures)
 
@@ -99,8 +104,10 @@ def test_indeterminate_transaction_must_be_all_or_nothing() -> None:
     txn = _txn(h, 1, [0, 1], outcome=INFO)
     _read(h, FINAL, txn, 0, 0)
     failures, figures = _check(h)
-    assert figures["txn_partial"] == 1 and figures["txn_lost"] == 0
-    assert len(failures) == 1 and "txn p#1 (info)" in failures[0]
+    assert figures["txn_partial"] == 1
+    assert figures["txn_lost"] == 0
+    assert len(failures) == 1
+    assert "txn p#1 (info)" in failures[0]
 
 
 def test_duplicated_committed_write() -> None:
@@ -121,7 +128,8 @@ def test_history_round_trip_keeps_transactions(tmp_path: Path) -> None:
     _read(h, RC, txn, 0, 0)
     h.dump(tmp_path / "h.jsonl")
     failures, _ = _check(History.load(tmp_path / "h.jsonl"))
-    assert len(failures) == 1 and "aborted reads" in failures[0]
+    assert len(failures) == 1
+    assert "aborted reads" in failures[0]
 
 
 def test_produce_checks_allow_transaction_markers_when_not_dense() -> None:
@@ -135,7 +143,8 @@ def test_produce_checks_allow_transaction_markers_when_not_dense() -> None:
     h.read(RC, 0, 2, None, b"p 1")
     assert check(h, final, dense=False).failures == []
     dense = check(h, final).failures
-    assert any("skipped" in f for f in dense) and any("holes" in f for f in dense)
+    assert any("skipped" in f for f in dense)
+    assert any("holes" in f for f in dense)
 
 
 def test_table_counts_transactions() -> None:
@@ -180,5 +189,6 @@ def test_a_failed_transaction_drops_its_producer_without_flushing() -> None:
         txn = h.begin("w#1", "w")
         txn.t_commit = h.t0 + 1
         worker._failed(txn, KafkaException(error))
-        assert stub.purged and worker._producer is None
+        assert stub.purged
+        assert worker._producer is None
         assert txn.outcome == INFO  # a commit was asked: it may have happened

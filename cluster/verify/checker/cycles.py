@@ -125,6 +125,24 @@ def _apart(a: Txn, b: Txn) -> bool:
     return a.outcome == COMMITTED and a.t_end is not None and a.t_end < b.t_begin
 
 
+def _sequences(history: History, final: str, writer: dict[str, str]) -> dict[int, list]:
+    """Per partition, the committed transactions in the order of their records in the final
+    read: (first offset, transaction), consecutive transactions distinct."""
+    order: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for rd in history.reads:
+        if rd.consumer == final and rd.value is not None:
+            w = writer.get(rd.value.decode("latin-1"))
+            if w is not None:
+                order[rd.partition].append((rd.offset, w))
+    sequences: dict[int, list[tuple[int, str]]] = {}
+    for p, records in order.items():
+        sequence = sequences.setdefault(p, [])
+        for o, w in sorted(records):
+            if not sequence or sequence[-1][1] != w:
+                sequence.append((o, w))
+    return sequences
+
+
 def dependency_graph(history: History, final: str) -> Graph:
     """The ww and wr edges between the committed transactions (see the module docstring);
     ``final`` names the final read_committed read."""
@@ -140,23 +158,11 @@ def dependency_graph(history: History, final: str) -> Graph:
             w = writer.get(value)
             if w is not None and w != t.id:
                 add(w, t.id, WR, f"{t.id} read {value!r} at {p}/{o}")
-    order: dict[int, list[tuple[int, str]]] = defaultdict(list)
-    for rd in history.reads:
-        if rd.consumer == final and rd.value is not None:
-            w = writer.get(rd.value.decode("latin-1"))
-            if w is not None:
-                order[rd.partition].append((rd.offset, w))
-    for p, records in order.items():
-        sequence: list[tuple[int, str]] = []  # (first offset, txn), consecutive txns distinct
-        for o, w in sorted(records):
-            if not sequence or sequence[-1][1] != w:
-                sequence.append((o, w))
+    for p, sequence in _sequences(history, final, writer).items():
         for i, (o, later) in enumerate(sequence):
             for o0, earlier in sequence[max(0, i - _LOOKBACK) : i]:
-                if earlier == later:
-                    continue
                 a, b = txns[earlier], txns[later]
-                if _apart(a, b) or _apart(b, a):
+                if earlier != later and (_apart(a, b) or _apart(b, a)):
                     add(earlier, later, WW, f"partition {p}: {earlier} at {o0}, {later} at {o}")
     graph: Graph = {t: [] for t in txns}
     for e in edges.values():

@@ -253,7 +253,7 @@ def _examples(items: list, n: int = 5) -> str:
     return ", ".join(str(i) for i in items[:n]) + (" ..." if len(items) > n else "")
 
 
-def check(
+def check(  # noqa: C901 - every check of the module docstring, in one pass
     history: History,
     final: FinalRead,
     replicas: dict[int, dict[str, ReplicaLog]] | None = None,

@@ -340,7 +340,8 @@ def check_paused(m: Member, partition: int, end: int) -> tuple[dict, dict]:
     the ``paused`` and ``resumed`` events."""
     evs = m.events
     kinds = [e["event"] for e in evs]
-    assert "paused" in kinds and "resumed" in kinds, kinds
+    assert "paused" in kinds, kinds
+    assert "resumed" in kinds, kinds
     paused, resumed = evs[kinds.index("paused")], evs[kinds.index("resumed")]
     assert paused["partitions"] == [partition] == resumed["partitions"], (paused, resumed)
     early = [e for e in evs[: kinds.index("resumed")] if e["event"] == "record"]
@@ -430,7 +431,8 @@ def produce(bootstrap: str, topic: str, keys: Iterable[str]) -> dict[str, tuple[
         p.produce(topic, k.encode(), k.encode(), on_delivery=report)
         p.poll(0)
     left = p.flush(60)
-    assert not left and not errors, f"produce failed: {left} left, {errors[:3]}"
+    assert not left, f"produce failed: {left} left, {errors[:3]}"
+    assert not errors, f"produce failed: {left} left, {errors[:3]}"
     return out
 
 

@@ -149,7 +149,7 @@ def ms_settings(a: argparse.Namespace, options: list[str], sep: str) -> dict[str
     }
 
 
-def confluent_group(cmd: str, a: argparse.Namespace) -> None:
+def confluent_group(cmd: str, a: argparse.Namespace) -> None:  # noqa: C901 - a driver: one branch per command
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient
 
@@ -423,9 +423,8 @@ def kafka_python_pending_join_fix() -> None:
     ConsumerCoordinator.need_rejoin = need_rejoin_or_pending  # type: ignore[method-assign]
 
 
-def kafka_python_group(cmd: str, a: argparse.Namespace) -> None:
+def kafka_python_group(cmd: str, a: argparse.Namespace) -> None:  # noqa: C901 - a driver: one branch per command
     from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
-    from kafka.admin import KafkaAdminClient
     from kafka.consumer.subscription_state import ConsumerRebalanceListener
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
@@ -435,7 +434,7 @@ def kafka_python_group(cmd: str, a: argparse.Namespace) -> None:
         print(f"kafka-python: {cmd} is done with confluent here", file=sys.stderr)
         sys.exit(EXIT_UNSUPPORTED)
     if cmd == "commit":
-        commit_kafka_python(a, KafkaAdminClient, OffsetAndMetadata, TopicPartition)
+        commit_kafka_python(a)
         return
     if a.protocol == "consumer":
         print("kafka-python has no KIP-848 consumer protocol", file=sys.stderr)
@@ -526,10 +525,12 @@ def kafka_python_group(cmd: str, a: argparse.Namespace) -> None:
     event("closed", records=m.records)
 
 
-def commit_kafka_python(a, KafkaAdminClient, OffsetAndMetadata, TopicPartition) -> None:
+def commit_kafka_python(a) -> None:
     """commit: OffsetCommit from kafka-python's admin client. Without --member-id it is
     alter_group_offsets (generation -1, no member id); with it, kafka-python's own
     OffsetCommitRequest carries the given member id, generation and instance id."""
+    from kafka import OffsetAndMetadata, TopicPartition
+    from kafka.admin import KafkaAdminClient
     from kafka.errors import for_code
     from kafka.protocol.consumer import OffsetCommitRequest
 
@@ -546,8 +547,8 @@ def commit_kafka_python(a, KafkaAdminClient, OffsetAndMetadata, TopicPartition) 
             )
             errs = {str(k.partition): (None if v.errno == 0 else v.message) for k, v in res.items()}
         else:
-            _Topic = OffsetCommitRequest.OffsetCommitRequestTopic
-            _Partition = _Topic.OffsetCommitRequestPartition
+            request_topic = OffsetCommitRequest.OffsetCommitRequestTopic
+            request_partition = request_topic.OffsetCommitRequestPartition
             request = OffsetCommitRequest(
                 max_version=8,
                 group_id=a.group,
@@ -556,10 +557,10 @@ def commit_kafka_python(a, KafkaAdminClient, OffsetAndMetadata, TopicPartition) 
                 group_instance_id=a.instance_id,
                 retention_time_ms=-1,
                 topics=[
-                    _Topic(
+                    request_topic(
                         name=a.topic,
                         partitions=[
-                            _Partition(
+                            request_partition(
                                 partition_index=p,
                                 committed_offset=o,
                                 committed_leader_epoch=-1,
@@ -589,7 +590,7 @@ def commit_kafka_python(a, KafkaAdminClient, OffsetAndMetadata, TopicPartition) 
     emit({"error": top, "partitions": errs})
 
 
-async def aiokafka_group(cmd: str, a: argparse.Namespace) -> None:
+async def aiokafka_group(cmd: str, a: argparse.Namespace) -> None:  # noqa: C901 - a driver: one branch per command
     from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
     from aiokafka.coordinator.assignors.range import RangePartitionAssignor
     from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor

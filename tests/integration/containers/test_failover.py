@@ -43,7 +43,8 @@ def test_failover(
     report, checks = outcome.report, outcome.checks
     assert report.ok, report.text()
     assert report.figures["acknowledged"] >= 1000, report.text()
-    assert report.figures["lost"] == 0 and report.figures["duplicated"] == 0, report.text()
+    assert report.figures["lost"] == 0, report.text()
+    assert report.figures["duplicated"] == 0, report.text()
     assert checks["recovered"], f"the cluster was not whole again after {scenario}: {checks}"
     if scenario in ("pause-leader", "isolate-leader"):
         # The fault must have lasted long enough for the meta service to move leadership.

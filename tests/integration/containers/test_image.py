@@ -19,7 +19,8 @@ def test_image_contract(rafka_image: str) -> None:
     try:
         image = client.images.get(rafka_image)
         version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
-        assert f"rafka:{version}" in image.tags and "rafka:dev" in image.tags, image.tags
+        assert f"rafka:{version}" in image.tags, image.tags
+        assert "rafka:dev" in image.tags, image.tags
         cfg = image.attrs["Config"]
         assert cfg["User"] == "10001:10001"
         assert "/var/lib/rafka" in cfg["Volumes"]

@@ -203,7 +203,8 @@ class WatchedMetadata:
     def assert_no_gap(self) -> None:
         """One snapshot first, then every offset exactly once: no change missed or repeated."""
         kinds = [event.WhichOneof("kind") for event in self.events]
-        assert kinds[0] == "snapshot" and "snapshot" not in kinds[1:], kinds
+        assert kinds[0] == "snapshot", kinds
+        assert "snapshot" not in kinds[1:], kinds
         offsets = [event.offset for event in self.events]
         assert offsets == list(range(offsets[0], offsets[0] + len(offsets))), offsets
 
@@ -259,7 +260,8 @@ class FakeBrokers:
     async def controlled_shutdown(self, node_id: int) -> None:
         """Hand over the broker's leaderships, as a broker does before it stops; then stop."""
         result = await self._client.controlled_shutdown(node_id, self.epochs[node_id], timeout_s=10)
-        assert result.may_exit and result.error_code == 0, result
+        assert result.may_exit, result
+        assert result.error_code == 0, result
         await self.stop_heartbeats(node_id)
 
     async def take_into_isrs(self, topic: meta_pb2.Topic, node_id: int) -> None:

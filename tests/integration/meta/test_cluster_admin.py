@@ -75,7 +75,8 @@ async def test_cluster_administration_reaches_brokers_and_survives_restart(
             )
             assert await client.update_features([(TV, 2, 1)]) == [(TV, 0, "")]
             [(_, code, message)] = await via_follower.update_features([(TV, 1, 1)])
-            assert code == ErrorCode.INVALID_UPDATE_VERSION and "Can't downgrade" in message
+            assert code == ErrorCode.INVALID_UPDATE_VERSION
+            assert "Can't downgrade" in message
             await eventually(
                 lambda: cache.finalized_features == {TV: 2, GV: 1, SV: 1}, what="upgrade"
             )
@@ -114,7 +115,8 @@ async def test_cluster_administration_reaches_brokers_and_survives_restart(
             # CreatePartitions: 2 -> 4, placed on the registered brokers.
             assert await client.create_partitions("admin", 4) == (0, "")
             code, message = await client.create_partitions("admin", 3)
-            assert code == ErrorCode.INVALID_PARTITIONS and "would not be an increase" in message
+            assert code == ErrorCode.INVALID_PARTITIONS
+            assert "would not be an increase" in message
             code, _ = await client.create_partitions("admin", 5, [[1, 2]])
             assert code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
             await eventually(lambda: len(cache.topics["admin"].partitions) == 4, what="growth")
@@ -177,7 +179,8 @@ async def test_cluster_administration_reaches_brokers_and_survives_restart(
             assert restarted.finalized_features == {TV: 2, GV: 1, SV: 1}
             admin = restarted.topics["admin"]
             assert admin.configs == {"retention.ms": "60000"}
-            assert len(admin.partitions) == 4 and admin.partitions[0].replicas == (2, 3, 4)
+            assert len(admin.partitions) == 4
+            assert admin.partitions[0].replicas == (2, 3, 4)
     nodes.stop_all()
 
 

@@ -140,7 +140,8 @@ async def test_single_node_quorum(meta_nodes_factory) -> None:
         brokers = FakeBrokers(client, HEARTBEAT_INTERVAL_S)
         await brokers.register(1)
         [checked] = await client.create_topics([topic("orders", 3)], validate_only=True)
-        assert checked.error_code == ErrorCode.NONE and checked.num_partitions == 3
+        assert checked.error_code == ErrorCode.NONE
+        assert checked.num_partitions == 3
         created = await create(client, "orders", 3)
         [again] = await client.create_topics([topic("orders", 3)])
         assert again.error_code == ErrorCode.TOPIC_ALREADY_EXISTS
@@ -149,7 +150,8 @@ async def test_single_node_quorum(meta_nodes_factory) -> None:
         async with watching(client) as watched:
             await eventually(lambda: "orders" in watched.topics, what="orders watched")
             gone, unknown = await client.delete_topics(["orders"], [b"\x00" * 16])
-            assert gone.error_code == ErrorCode.NONE and gone.topic_id == created.topic_id
+            assert gone.error_code == ErrorCode.NONE
+            assert gone.topic_id == created.topic_id
             assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_ID
             await eventually(lambda: "orders" not in watched.topics, what="orders deleted")
         await create(client, "kept", 1)
@@ -160,7 +162,8 @@ async def test_single_node_quorum(meta_nodes_factory) -> None:
     nodes.start_all()
     async with nodes.client() as client, watching(client) as watched:
         await eventually(lambda: "kept" in watched.topics, what="kept after restart")
-        assert watched.cluster_id == cluster_id and "orders" not in watched.topics
+        assert watched.cluster_id == cluster_id
+        assert "orders" not in watched.topics
     nodes.stop_all()
 
 

@@ -39,7 +39,8 @@ def test_port_in_use(tmp_path: Path, taken: str) -> None:
         status, log = run_node(tmp_path, grpc_port, raft_port, tmp_path / "data")
     assert status == 1
     setting = "meta.listener" if taken == "grpc" else "meta.quorum.voters"
-    assert "port is in use" in log and setting in log, log
+    assert "port is in use" in log, log
+    assert setting in log, log
 
 
 def test_data_dir_not_writable(tmp_path: Path) -> None:
@@ -47,7 +48,8 @@ def test_data_dir_not_writable(tmp_path: Path) -> None:
     blocker.write_text("")
     status, log = run_node(tmp_path, *free_ports(2), data_dir=blocker / "meta")
     assert status == 1
-    assert "meta.data.dir" in log and "not writable" in log, log
+    assert "meta.data.dir" in log, log
+    assert "not writable" in log, log
 
 
 def test_a_quorum_without_a_secret_does_not_start(tmp_path: Path) -> None:

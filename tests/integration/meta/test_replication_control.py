@@ -129,8 +129,10 @@ async def test_isr_changes_and_producer_ids_survive_failover_and_restart(
             watched.assert_no_gap()
     firsts = [block.first for block in blocks]
     assert all(block.size == 1000 for block in blocks)
-    assert firsts == sorted(firsts) and len(set(firsts)) == len(firsts), firsts
-    assert firsts[0] >= 0 and firsts[-1] - firsts[0] == 1000 * (len(blocks) - 1)
+    assert firsts == sorted(firsts), firsts
+    assert len(set(firsts)) == len(firsts), firsts
+    assert firsts[0] >= 0
+    assert firsts[-1] - firsts[0] == 1000 * (len(blocks) - 1)
     async with nodes.client() as client, watching(client) as restarted:
         await eventually(lambda: "replicated" in restarted.topics, what="topic after restart")
         assert list(partition(restarted, 0).isr) == [p0.leader]
@@ -173,7 +175,8 @@ async def test_controlled_shutdown_and_preferred_leaders(meta_nodes_factory) -> 
                 lambda: all(p.leader != 2 and 2 not in p.isr for p in partitions()),
                 what="broker 2 leading nothing and in no ISR",
             )
-            assert watched.brokers[2].in_controlled_shutdown and watched.brokers[2].fenced
+            assert watched.brokers[2].in_controlled_shutdown
+            assert watched.brokers[2].fenced
             assert all(p.leader != -1 for p in partitions())
             [refused] = await client.elect_leaders(
                 meta_pb2.ELECTION_TYPE_PREFERRED, {"orders": list(preferred)}

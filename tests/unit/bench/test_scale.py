@@ -89,7 +89,8 @@ def test_skipped_sections_say_so_and_fetch_without_sessions_reads_n_a() -> None:
 
 def test_group_member_bytes_are_the_consumer_protocol_v0() -> None:
     sub, _ = entity_reader(ConsumerProtocolSubscription)(_subscription("orders"), 2)
-    assert sub.topics == ("orders",) and sub.user_data is None
+    assert sub.topics == ("orders",)
+    assert sub.user_data is None
     assignment, _ = entity_reader(ConsumerProtocolAssignment)(_assignment("orders", 3), 2)
     (owned,) = assignment.assigned_partitions
     assert (owned.topic, owned.partitions) == ("orders", (3,))
@@ -102,7 +103,8 @@ def test_proc_readings_of_this_process() -> None:
     while cpu_seconds(pid) - spent < 0.05:  # burn a little CPU: the meter must see it
         sum(range(10_000))
     meter.stop()
-    assert meter.seconds["me"] >= 0.05 and meter.percent["me"] > 0
+    assert meter.seconds["me"] >= 0.05
+    assert meter.percent["me"] > 0
     assert rss_kb(pid) > 1000
 
 
@@ -113,5 +115,6 @@ def test_a_long_reason_for_n_a_goes_below_the_table() -> None:
     table = Table(run.plan, set())
     table.print(run)
     figure = _row(table.rows, "6", "acks=all produce")[3]
-    assert len(figure) <= 64 and figure.endswith("[1]")
+    assert len(figure) <= 64
+    assert figure.endswith("[1]")
     assert table.notes == [f"[1] partitions/broker 6, acks=all produce MB/s: {why}"]

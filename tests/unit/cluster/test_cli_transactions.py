@@ -50,7 +50,8 @@ def test_open_transaction_row_has_age_and_partitions() -> None:
 
 def test_finished_or_unstarted_transaction_has_no_age() -> None:
     done = transaction_row(description("CompleteCommit"), START + 99_000)
-    assert done[6] == "2023-11-14T22:13:20.123Z" and done[7] == "-"
+    assert done[6] == "2023-11-14T22:13:20.123Z"
+    assert done[7] == "-"
     empty = TransactionDescription("t", 1, "Empty", 5, 0, 60_000, -1, [])
     assert transaction_row(empty, START)[6:] == ["-", "-", "-"]
 

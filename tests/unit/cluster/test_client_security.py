@@ -55,7 +55,8 @@ def test_scram_refuses_a_nonce_that_is_not_ours() -> None:
 def test_scram_delegation_token_extension_and_name_escaping() -> None:
     client = ScramClient("SCRAM-SHA-512", "a=b,c", "hmac", tokenauth=True)
     first = client.first().decode()
-    assert first.startswith("n,,n=a=3Db=2Cc,r=") and first.endswith(",tokenauth=true")
+    assert first.startswith("n,,n=a=3Db=2Cc,r=")
+    assert first.endswith(",tokenauth=true")
 
 
 def test_oauthbearer_answers_an_error_challenge_with_kvsep() -> None:

@@ -70,7 +70,8 @@ def test_own_keystore_and_listener_settings_pass_through(tmp_path: Path) -> None
     assert props["listeners"] == "SASL_SSL://127.0.0.1:20000"
     assert props["listener.name.sasl_ssl.plain.sasl.jaas.config"] == jaas
     assert "ssl.keystore.location" not in props
-    assert cluster.ca_path is None and not (tmp_path / "tls" / "ca.pem").exists()
+    assert cluster.ca_path is None
+    assert not (tmp_path / "tls" / "ca.pem").exists()
 
 
 def test_plaintext_cluster_has_no_tls_settings(tmp_path: Path) -> None:

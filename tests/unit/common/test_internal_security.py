@@ -27,7 +27,9 @@ def load(**settings: str) -> InternalSecurity:
 
 def test_nothing_set_is_open() -> None:
     security = load()
-    assert security.open and not security.tls and security.raft_password is None
+    assert security.open
+    assert not security.tls
+    assert security.raft_password is None
     assert security.describe() == "nothing (open)"
 
 
@@ -35,8 +37,10 @@ def test_the_secret_gives_distinct_derived_credentials() -> None:
     security = InternalSecurity.from_properties(
         {"internal.secret": SECRET, "security.protocol": "SASL_SSL"}  # others are ignored
     )
-    assert not security.open and not security.tls
-    assert security.token and security.raft_password
+    assert not security.open
+    assert not security.tls
+    assert security.token
+    assert security.raft_password
     assert SECRET.encode() not in (security.token, security.raft_password.encode())
     assert security.token.hex() != security.raft_password  # a sniffed token is not the password
     assert load(internal_secret=SECRET).token == security.token  # the same on every member
@@ -60,11 +64,9 @@ def test_local_cluster_credentials(tmp_path: Path) -> None:
     for path in (tmp_path / "internal.properties", properties["internal.ssl.keystore.location"]):
         assert Path(path).stat().st_mode & 0o777 == 0o600, path
     security = InternalSecurity.from_properties(properties)
-    assert (
-        security.tls
-        and security.token
-        and security.describe() == ("TLS with client certificates + cluster secret")
-    )
+    assert security.tls
+    assert security.token
+    assert security.describe() == ("TLS with client certificates + cluster secret")
     node, _ca = x509.load_pem_x509_certificates(security.certificate_chain)
     sans = node.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
@@ -121,4 +123,5 @@ def test_an_encrypted_key_is_opened_with_its_password(tmp_path: Path) -> None:
     with pytest.raises(InternalSecurityError, match=r"internal\.ssl\.key\.password"):
         load(**inline)
     security = load(**inline, internal_ssl_key_password="pass-word")
-    assert security.tls and b"ENCRYPTED" not in security.private_key
+    assert security.tls
+    assert b"ENCRYPTED" not in security.private_key

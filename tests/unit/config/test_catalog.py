@@ -34,7 +34,8 @@ def test_every_broker_field_and_topic_config_is_described() -> None:
     assert set(TOPIC_KEYS) == set(TOPIC_CONFIGS)
     for key in [*BROKER_KEYS.values(), *TOPIC_KEYS.values()]:
         assert key.type is not ConfigType.UNKNOWN, key.name
-        assert key.doc and not key.doc.startswith(key.name + ":"), key.name
+        assert key.doc, key.name
+        assert not key.doc.startswith(key.name + ":"), key.name
 
 
 @pytest.mark.parametrize(
@@ -74,7 +75,8 @@ def test_dynamic_settings_are_the_ones_applied_live() -> None:
         "log.retention.hours",
         "num.partitions",
     }
-    assert BROKER_KEYS["node.id"].read_only and not BROKER_KEYS["message.max.bytes"].read_only
+    assert BROKER_KEYS["node.id"].read_only
+    assert not BROKER_KEYS["message.max.bytes"].read_only
 
 
 def test_topic_synonyms_follow_kafka() -> None:
@@ -92,7 +94,9 @@ def test_topic_synonyms_follow_kafka() -> None:
 
 def test_listener_overrides_take_the_type_of_what_they_override() -> None:
     key = broker_key("listener.name.sasl_ssl.plain.sasl.jaas.config")
-    assert key is not None and key.sensitive and key.read_only
+    assert key is not None
+    assert key.sensitive
+    assert key.read_only
     assert broker_synonyms("listener.name.ssl.ssl.keystore.location") == (
         "listener.name.ssl.ssl.keystore.location",
         "ssl.keystore.location",
@@ -150,7 +154,8 @@ def test_sensitive_values_are_never_described() -> None:
     layers = ConfigLayers(static(sasl_jaas_config="secret", ssl_key_password="pw"))
     entries = {e.key.name: e for e in layers.broker_entries(cluster_default=False)}
     for name in ("sasl.jaas.config", "ssl.key.password", "internal.secret"):
-        assert entries[name].value is None and entries[name].key.sensitive
+        assert entries[name].value is None
+        assert entries[name].key.sensitive
         assert all(s.value is None for s in entries[name].synonyms)
 
 
@@ -176,7 +181,8 @@ def test_dynamic_configs_that_cannot_apply_are_ignored() -> None:
         ("message.max.bytes", "lots"),
         ("num.partitions", "9"),
     ]
-    assert layers.effective.num_partitions == 1 and layers.effective.message_max_bytes == 1048588
+    assert layers.effective.num_partitions == 1
+    assert layers.effective.message_max_bytes == 1048588
 
 
 def test_topic_entries_and_the_log_config_agree() -> None:

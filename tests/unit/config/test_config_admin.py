@@ -24,7 +24,8 @@ from dataplane.config_admin import (
     Change,
     alter,
 )
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.connection import Connection
+from dataplane.handlers.context import RequestContext
 from dataplane.protocol.errors import ErrorCode
 from meta.model import ConfigAlteration
 
@@ -278,7 +279,8 @@ def test_broker_logger_levels_change_live() -> None:
     assert run(ctx, Change(BROKER_LOGGER, "1", (("rafka.test.levels", SET, "TRACE"),))) == [
         (0, None)
     ]
-    assert logger.level == 5 and log_levels.loggers()["rafka.test.levels"] == "TRACE"
+    assert logger.level == 5
+    assert log_levels.loggers()["rafka.test.levels"] == "TRACE"
     assert run(ctx, Change(BROKER_LOGGER, "1", (("rafka.test.levels", DELETE, None),))) == [
         (0, None)
     ]

@@ -17,14 +17,16 @@ import pytest
 from dataplane.config import BrokerConfig
 from dataplane.config_admin import DELETE, SET, Change, alter
 from dataplane.config_resources import GROUP, by_duration_ms, group_configs_problem
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.connection import Connection
+from dataplane.handlers.context import RequestContext
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode
 from dataplane.share.group_settings import GroupConfigs
 from meta import wire
 from meta.commands import Command
+from meta.dispatch import apply
 from meta.resource_configs import AlterResourceConfigs, ResourceConfigAlteration
-from meta.state import MetaState, apply
+from meta.state import MetaState
 
 CONFIG = BrokerConfig.load(overrides={"node.id": "1"})
 
@@ -70,7 +72,8 @@ def test_group_config_checks(configs: dict[str, str], problem: str | None) -> No
     if problem is None:
         assert found is None
     else:
-        assert found is not None and problem in found
+        assert found is not None
+        assert problem in found
 
 
 def test_session_must_exceed_heartbeat() -> None:
@@ -84,7 +87,8 @@ def test_session_must_exceed_heartbeat() -> None:
 def test_iso_durations() -> None:
     assert by_duration_ms("PT1H30M") == 5_400_000
     assert by_duration_ms("P1DT0.5S") == 86_400_500
-    assert by_duration_ms("PT") is None and by_duration_ms("1H") is None
+    assert by_duration_ms("PT") is None
+    assert by_duration_ms("1H") is None
 
 
 class MetaFromState:
@@ -139,15 +143,15 @@ def test_incremental_alter_of_a_group_resource_reaches_the_cache_and_the_setting
     # DELETE of every config removes the resource
     run(ctx, [Change(GROUP, "g", (("share.record.lock.duration.ms", DELETE, None),
                                   ("share.auto.offset.reset", DELETE, None)))])  # fmt: skip
-    assert (
-        cache.resource_names(GROUP) == [] and settings.share("g").record_lock_duration_ms == 30_000
-    )
+    assert cache.resource_names(GROUP) == []
+    assert settings.share("g").record_lock_duration_ms == 30_000
 
 
 def test_refusals() -> None:
     cache = MetadataCache()
     ((code, message),) = run(context(cache), [Change(GROUP, "g", (("nope", SET, "1"),))])
-    assert code == ErrorCode.invalid_config and message == "Unknown group config name: nope"
+    assert code == ErrorCode.invalid_config
+    assert message == "Unknown group config name: nope"
     ((code, _),) = run(context(cache), [Change(GROUP, "", (("share.isolation.level", SET, "x"),))])
     assert code == ErrorCode.invalid_request
     denied = run(context(cache, allow=False), [Change(GROUP, "g", ())])

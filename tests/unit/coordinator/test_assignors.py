@@ -228,7 +228,8 @@ def test_uniform_heterogeneous_example() -> None:
     result = uniform_assign(members, topics, {})
     check_complete(result, members, topics)
     assert sorted(sizes(result).values()) == [2, 2, 2]
-    assert set(result["m1"]) == {a} and set(result["m3"]) == {b}
+    assert set(result["m1"]) == {a}
+    assert set(result["m3"]) == {b}
 
 
 @settings(deadline=None)

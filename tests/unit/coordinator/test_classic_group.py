@@ -4,7 +4,7 @@ generation checks — and a replay of what was written gives the same state."""
 
 from __future__ import annotations
 
-from dataplane.coordinator.classic_membership import GroupState
+from dataplane.coordinator.classic.membership import GroupState
 from dataplane.coordinator.records import GroupMetadataValue, decode_record
 
 from .harness import RANGE, E, Harness, snapshot, subscription
@@ -20,13 +20,17 @@ def test_first_join_needs_a_member_id_from_v4() -> None:
     assert h.classic_group().state_name == "Empty"
     (key, value) = h.services.log[0]
     decoded = decode_record(key, value)
-    assert decoded is not None and decoded.value == GroupMetadataValue("", 0, None, None, -1, ())
+    assert decoded is not None
+    assert decoded.value == GroupMetadataValue("", 0, None, None, -1, ())
     second = h.join(first.value.member_id)
     assert not second.done  # parked until the join phase completes
     h.settle()
     r = second.value
-    assert r.error == E.none and r.generation_id == 1 and r.leader == r.member_id
-    assert r.protocol_type == "consumer" and r.protocol_name == "range"
+    assert r.error == E.none
+    assert r.generation_id == 1
+    assert r.leader == r.member_id
+    assert r.protocol_type == "consumer"
+    assert r.protocol_name == "range"
     assert [m.member_id for m in r.members] == [r.member_id]
     assert h.classic_group().state_name == "CompletingRebalance"
 
@@ -35,7 +39,8 @@ def test_old_versions_join_without_member_id_required() -> None:
     h = Harness()
     reply = h.join(version=3)
     h.settle()
-    assert reply.value.error == E.none and reply.value.generation_id == 1
+    assert reply.value.error == E.none
+    assert reply.value.generation_id == 1
 
 
 def test_unknown_member_of_a_missing_group() -> None:
@@ -59,15 +64,18 @@ def test_initial_rebalance_delay_waits_for_more_members() -> None:
     h.advance(2000)
     b = h.new_member(rebalance=10_000)  # arrives within the delay: the delay is extended
     h.advance(1000)
-    assert not a.done and not b.done
+    assert not a.done
+    assert not b.done
     h.advance(2999)
     assert not a.done
     h.advance(1)  # 3000 after the extension started
-    assert a.value.error == E.none and b.value.error == E.none
+    assert a.value.error == E.none
+    assert b.value.error == E.none
     assert a.value.generation_id == b.value.generation_id == 1
     leader = a.value.leader
     assert leader == a.value.member_id  # the first member to join leads
-    assert len(a.value.members) == 2 and b.value.members == ()
+    assert len(a.value.members) == 2
+    assert b.value.members == ()
 
 
 def test_initial_delay_is_capped_by_the_rebalance_timeout() -> None:
@@ -95,12 +103,14 @@ def test_sync_hands_the_leaders_assignment_to_every_member() -> None:
     assert not lead.done
     assert len(h.services.log) == writes + 1  # the GroupMetadata record
     h.settle()
-    assert lead.value.assignment == b"L" and early.value.assignment == b"F"
+    assert lead.value.assignment == b"L"
+    assert early.value.assignment == b"F"
     assert lead.value.protocol_name == "range"
     assert h.classic_group().state_name == "Stable"
     # a late sync in Stable gets the stored assignment at once
     again = h.sync(follower, 1)
-    assert again.done and again.value.assignment == b"F"
+    assert again.done
+    assert again.value.assignment == b"F"
 
 
 def test_failed_assignment_write_sends_members_back_to_rejoin() -> None:
@@ -129,8 +139,10 @@ def test_follower_rejoining_with_same_metadata_in_stable_gets_the_current_genera
     h = Harness()
     _leader, follower = h.stable_group(2)
     reply = h.join(follower)
-    assert reply.done and reply.value.error == E.none
-    assert reply.value.generation_id == 1 and reply.value.members == ()
+    assert reply.done
+    assert reply.value.error == E.none
+    assert reply.value.generation_id == 1
+    assert reply.value.members == ()
     assert h.classic_group().state_name == "Stable"
 
 
@@ -145,9 +157,11 @@ def test_leader_rejoin_starts_a_rebalance_that_waits_for_everyone() -> None:
     h.settle()
     assert not lead.done  # still waiting for the follower
     follow = h.join(follower)
-    assert lead.done and follow.done
+    assert lead.done
+    assert follow.done
     assert lead.value.generation_id == follow.value.generation_id == 2
-    assert lead.value.leader == leader and len(lead.value.members) == 2
+    assert lead.value.leader == leader
+    assert len(lead.value.members) == 2
 
 
 def test_members_that_do_not_rejoin_in_time_are_dropped() -> None:
@@ -160,7 +174,8 @@ def test_members_that_do_not_rejoin_in_time_are_dropped() -> None:
         assert h.heartbeat(follower, 1) == E.rebalance_in_progress
     assert not lead.done
     h.advance(15_000)
-    assert lead.value.error == E.none and lead.value.generation_id == 2
+    assert lead.value.error == E.none
+    assert lead.value.generation_id == 2
     assert [m.member_id for m in lead.value.members] == [leader]
     assert h.heartbeat(follower, 2) == E.unknown_member_id
 
@@ -171,7 +186,8 @@ def test_new_leader_is_elected_when_the_leader_does_not_rejoin() -> None:
     follow = h.join(follower, protocols=(("range", subscription("t", "u")),))  # changed
     h.advance(30_000)
     assert follow.value.error == E.none
-    assert follow.value.leader == follower and len(follow.value.members) == 1
+    assert follow.value.leader == follower
+    assert len(follow.value.members) == 1
 
 
 def test_session_expiry_removes_a_silent_member_and_rebalances() -> None:
@@ -186,7 +202,8 @@ def test_session_expiry_removes_a_silent_member_and_rebalances() -> None:
     assert h.classic_group().state_name == "PreparingRebalance"
     assert h.heartbeat(leader, 1) == E.rebalance_in_progress
     reply = h.join(leader)
-    assert reply.value.generation_id == 2 and len(reply.value.members) == 1
+    assert reply.value.generation_id == 2
+    assert len(reply.value.members) == 1
 
 
 def test_heartbeat_errors() -> None:
@@ -242,7 +259,8 @@ def test_group_max_size() -> None:
     h = Harness(max_size=2)
     h.stable_group(2)
     third = h.join(version=3)
-    assert third.value.error == E.group_max_size_reached and third.value.member_id == ""
+    assert third.value.error == E.group_max_size_reached
+    assert third.value.member_id == ""
 
 
 def test_static_member_restart_keeps_its_assignment_without_a_rebalance() -> None:
@@ -262,11 +280,14 @@ def test_static_member_restart_keeps_its_assignment_without_a_rebalance() -> Non
     assert not rejoin.done  # answered once the new member id is persisted
     h.settle()
     r = rejoin.value
-    assert r.error == E.none and r.member_id != old_b
+    assert r.error == E.none
+    assert r.member_id != old_b
     assert r.generation_id == 1  # no rebalance
-    assert r.leader == leader and r.members == ()
+    assert r.leader == leader
+    assert r.members == ()
     group = h.classic_group()
-    assert group.state_name == "Stable" and group.generation == 1
+    assert group.state_name == "Stable"
+    assert group.generation == 1
     assert h.sync(r.member_id, 1, instance="i-b").value.assignment == b"i-b"
     # the old incarnation is fenced
     assert h.heartbeat(old_b, 1, instance="i-b") == E.fenced_instance_id
@@ -287,7 +308,8 @@ def test_static_leader_restart_skips_the_assignment_from_v9() -> None:
     rejoin = h.join(instance="i-a", version=9)
     h.settle()
     r = rejoin.value
-    assert r.leader == r.member_id and r.skip_assignment  # KIP-814
+    assert r.leader == r.member_id
+    assert r.skip_assignment  # KIP-814
     assert [m.member_id for m in r.members] == [r.member_id]
     old_style = h.join(instance="i-a", version=5)
     h.settle()
@@ -313,7 +335,8 @@ def test_static_member_that_changes_protocols_triggers_a_rebalance() -> None:
     h.settle()
     rejoin = h.join(instance="i-a", protocols=(("roundrobin", b""), *RANGE))
     h.settle()
-    assert rejoin.value.generation_id == 2 and rejoin.value.protocol_name == "roundrobin"
+    assert rejoin.value.generation_id == 2
+    assert rejoin.value.protocol_name == "roundrobin"
 
 
 def test_leave_group() -> None:
@@ -330,16 +353,19 @@ def test_leave_group() -> None:
         [E.unknown_member_id],
     )
     reply = h.join(leader)
-    assert reply.value.generation_id == 2 and len(reply.value.members) == 1
+    assert reply.value.generation_id == 2
+    assert len(reply.value.members) == 1
     writes = len(h.services.log)
     assert h.shard.leave_group("g", [(leader, None, None)]) == (E.none, [E.none])
     h.settle()
     group = h.classic_group()
-    assert group.state_name == "Empty" and group.generation == 3
+    assert group.state_name == "Empty"
+    assert group.generation == 3
     assert group.protocol_type == "consumer"  # kept, as ListGroups shows it
     decoded = decode_record(*h.services.log[writes])
     assert decoded is not None
-    assert decoded.value.members == () and decoded.value.generation == 3
+    assert decoded.value.members == ()
+    assert decoded.value.generation == 3
 
 
 def test_leave_of_a_static_member_by_instance_id() -> None:
@@ -394,7 +420,8 @@ def test_commits_outside_a_group() -> None:
 def test_metadata_size_limit_is_per_partition() -> None:
     h = Harness(offset_metadata_max_bytes=4)
     error, errors = h.commit("", -1, {("t", 0): 1, ("t", 1): 2}, metadata="12345")
-    assert error == E.none and set(errors.values()) == {E.offset_metadata_too_large}
+    assert error == E.none
+    assert set(errors.values()) == {E.offset_metadata_too_large}
     error, errors = h.commit("", -1, {("t", 0): 1}, metadata="1234")
     assert errors == {("t", 0): E.none}
 
@@ -445,7 +472,8 @@ def test_describe_and_list() -> None:
     assert all(m.metadata == RANGE[0][1] and m.client_host == "/127.0.0.1" for m in d.members)
     h.join(leader)
     d = h.shard.describe_group("g")
-    assert d.state == "PreparingRebalance" and d.protocol_data == ""
+    assert d.state == "PreparingRebalance"
+    assert d.protocol_data == ""
     # as Kafka: no metadata outside Stable, the last assignment kept until the next sync
     assert all(m.metadata == b"" for m in d.members)
     assert {m.member_id: m.assignment for m in d.members} == {leader: b"a0", follower: b"a1"}
@@ -465,6 +493,7 @@ def test_a_new_group_is_persisted_empty_even_when_its_first_member_is_parked() -
     h.settle()
     assert not parked.done
     decoded = decode_record(*h.services.log[0])
-    assert decoded is not None and decoded.value.members == ()
+    assert decoded is not None
+    assert decoded.value.members == ()
     # a coordinator failing over now finds an empty group, not a half-joined one
     assert h.replayed().groups["g"].state_name == "Empty"

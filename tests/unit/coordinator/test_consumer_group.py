@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from dataplane.coordinator import consumer_group_records as rec
-from dataplane.coordinator.consumer_group import (
+from dataplane.coordinator.consumer import records as rec
+from dataplane.coordinator.consumer.group import (
     ConsumerGroup,
     ConsumerGroupConfig,
     GroupState,
@@ -74,17 +74,20 @@ def test_first_member_gets_everything_at_once() -> None:
     h = Harness([topic("t", 4)])
     r = h.consumer_join("a")
     # Kafka 4.4: a new group starts at epoch 1, its first member's join bumps it to 2
-    assert r.member_id == "a" and r.member_epoch == 2 and r.heartbeat_interval_ms == 5000
+    assert r.member_id == "a"
+    assert r.member_epoch == 2
+    assert r.heartbeat_interval_ms == 5000
     assert parts(r.assignment) == all_parts(4)
     g = h.consumer_group()
-    assert g.group_epoch == 2 and g.assignment_epoch == 2
+    assert g.group_epoch == 2
+    assert g.assignment_epoch == 2
     assert g.state == GroupState.STABLE
     assert g.members["a"].state == MemberState.STABLE
     # Kafka's order: member metadata, epoch, target assignment, its epoch, current assignment.
     types = [rec.record_type(k) for k, _ in h.log]
     assert types == [5, 3, 7, 6, 8]
     # The deadline set by the heartbeat that created the group survived its creation.
-    assert g.session_deadline_ms("a") == h.now + 45_000
+    assert g.deadlines.session_ms("a") == h.now + 45_000
 
 
 def test_heartbeat_only_computes() -> None:
@@ -95,12 +98,16 @@ def test_heartbeat_only_computes() -> None:
     )
     before = fresh.snapshot()
     response, records = fresh.heartbeat(req, h.now, h.topics)
-    assert fresh.snapshot() == before and not fresh.exists and consumer_group(h.shard) is None
-    assert response.member_epoch == 2 and records
+    assert fresh.snapshot() == before
+    assert not fresh.exists
+    assert consumer_group(h.shard) is None
+    assert response.member_epoch == 2
+    assert records
     fresh.replay_record(*records[0])  # what the coordinator's write does (for every record)
     assert fresh.exists
     h.apply(records)
-    assert h.consumer_group().exists and h.consumer_group().group_epoch == 2
+    assert h.consumer_group().exists
+    assert h.consumer_group().group_epoch == 2
 
     # The same for every kind of heartbeat of an existing group.
     Client(h, "b").heartbeat()
@@ -153,14 +160,16 @@ def test_late_joiner_waits_for_revocation() -> None:
     b = Client(h, "b")
     r = b.heartbeat()
     # b is at the new epoch but everything it should get is still a's.
-    assert r.member_epoch == 3 and parts(r.assignment) == set()
+    assert r.member_epoch == 3
+    assert parts(r.assignment) == set()
     assert h.consumer_group().members["b"].state == MemberState.UNRELEASED_PARTITIONS
     assert h.consumer_group().state == GroupState.RECONCILING
 
     r = a.heartbeat()  # a is asked to revoke half, stays at epoch 2
-    assert r.member_epoch == 2 and len(a.assignment) == 2
+    assert r.member_epoch == 2
+    assert len(a.assignment) == 2
     assert h.consumer_group().members["a"].state == MemberState.UNREVOKED_PARTITIONS
-    assert h.consumer_group().rebalance_deadline_ms("a") == h.now + 30_000
+    assert h.consumer_group().deadlines.rebalance_ms("a") == h.now + 30_000
 
     b.heartbeat()  # a has not revoked yet: still nothing for b
     assert b.owned == set()
@@ -169,8 +178,9 @@ def test_late_joiner_waits_for_revocation() -> None:
 
     a.reconcile()
     r = a.heartbeat()  # a reports the smaller set: moves to epoch 3
-    assert r.member_epoch == 3 and h.consumer_group().members["a"].state == MemberState.STABLE
-    assert h.consumer_group().rebalance_deadline_ms("a") is None
+    assert r.member_epoch == 3
+    assert h.consumer_group().members["a"].state == MemberState.STABLE
+    assert h.consumer_group().deadlines.rebalance_ms("a") is None
     r = b.heartbeat()
     assert parts(r.assignment) == all_parts(4) - a.owned
     assert h.consumer_group().state == GroupState.STABLE
@@ -197,8 +207,10 @@ def test_leaving_member_releases_its_partitions() -> None:
     c = clients[2]
     epoch = h.consumer_group().group_epoch
     r = c.leave()
-    assert r.member_id == "c" and r.member_epoch == -1
-    assert "c" not in h.consumer_group().members and "c" not in h.consumer_group().target
+    assert r.member_id == "c"
+    assert r.member_epoch == -1
+    assert "c" not in h.consumer_group().members
+    assert "c" not in h.consumer_group().target
     assert h.consumer_group().group_epoch == epoch + 1
     settle(clients[:2])
     assert set().union(*(x.owned for x in clients[:2])) == all_parts(6)
@@ -212,8 +224,11 @@ def test_last_member_leaving_empties_the_group() -> None:
     a.heartbeat()
     a.leave()
     g = h.consumer_group()
-    assert g.state == GroupState.EMPTY and g.is_empty and g.state_name == "Empty"
-    assert g.members == {} and g._owners == {}
+    assert g.state == GroupState.EMPTY
+    assert g.is_empty
+    assert g.state_name == "Empty"
+    assert g.members == {}
+    assert g._owners == {}
     assert_replay_equal(h)
     # It can be joined again.
     assert Client(h, "b").heartbeat().member_epoch == g.group_epoch
@@ -253,10 +268,12 @@ def test_heartbeat_without_changes_writes_nothing() -> None:
     a.heartbeat()
     n = len(h.log)
     r = a.heartbeat()
-    assert len(h.log) == n and r.assignment is None  # nothing changed, nothing sent
+    assert len(h.log) == n
+    assert r.assignment is None  # nothing changed, nothing sent
     # A full request (all the optional fields) gets the assignment again.
     r = a.heartbeat(rebalance_timeout_ms=30_000, subscribed_topic_names=("t",))
-    assert parts(r.assignment) == all_parts(2) and len(h.log) == n
+    assert parts(r.assignment) == all_parts(2)
+    assert len(h.log) == n
 
 
 def test_a_new_preferred_assignor_bumps_the_group_epoch() -> None:
@@ -267,7 +284,8 @@ def test_a_new_preferred_assignor_bumps_the_group_epoch() -> None:
     a.heartbeat()
     assert h.consumer_group().group_epoch == 2
     r = a.heartbeat(server_assignor="range")
-    assert r.member_epoch == 3 and h.consumer_group().group_epoch == 3
+    assert r.member_epoch == 3
+    assert h.consumer_group().group_epoch == 3
     assert h.consumer_group().preferred_assignor() == "range"
     a.heartbeat(server_assignor="range")  # unchanged: no new epoch
     assert h.consumer_group().group_epoch == 3
@@ -315,7 +333,8 @@ def test_fencing_by_member_epoch() -> None:
     epoch = a.epoch
     with raises(ErrorCode.fenced_member_epoch):
         h.consumer_group_heartbeat(member_id="a", member_epoch=epoch + 1)
-    assert epoch == 3 and h.consumer_group().members["a"].previous_member_epoch == 2
+    assert epoch == 3
+    assert h.consumer_group().members["a"].previous_member_epoch == 2
     # Rejoining with epoch 0 while still a member (Kafka: only the previous epoch is accepted).
     with raises(ErrorCode.fenced_member_epoch):
         h.consumer_join("a")
@@ -369,7 +388,8 @@ def test_lost_revocation_is_learnt_from_the_full_heartbeat_that_follows() -> Non
 
     r = a.heartbeat(report=False)  # the consumer's full heartbeat lists them anyway
     revoking = parts(h.consumer_group().members["a-0"].partitions_pending_revocation)
-    assert len(revoking) == 2 and a.assignment == all_parts(4) - revoking
+    assert len(revoking) == 2
+    assert a.assignment == all_parts(4) - revoking
 
     h.fence("s1-1")  # s1 never comes back
     for _ in range(2):
@@ -386,7 +406,8 @@ def test_unknown_group() -> None:
         h.consumer_group_heartbeat(member_id="a", member_epoch=3)
     with raises(ErrorCode.group_id_not_found):
         h.consumer_group_heartbeat(member_id="a", member_epoch=-1)
-    assert consumer_group(h.shard) is None and h.log == []
+    assert consumer_group(h.shard) is None
+    assert h.log == []
 
 
 @pytest.mark.parametrize(
@@ -449,7 +470,8 @@ def test_validation(fields, code, message) -> None:
 def test_v0_generates_the_member_id() -> None:
     h = Harness([topic("t", 1)])
     r = h.consumer_join("", api_version=0)
-    assert len(r.member_id) == 22 and r.member_id in h.consumer_group().members  # a base64 Uuid
+    assert len(r.member_id) == 22  # a base64 Uuid
+    assert r.member_id in h.consumer_group().members
     with raises(ErrorCode.invalid_request, "MemberId can't be empty."):
         h.consumer_join("", api_version=1)
 
@@ -483,7 +505,8 @@ def test_static_member_restart_keeps_its_assignment() -> None:
     r = h.consumer_group_heartbeat(member_id="a1", member_epoch=-2, instance_id="ia")
     assert r.member_epoch == -2
     m = h.consumer_group().members["a1"]
-    assert m.member_epoch == -2 and parts(m.assigned_partitions) == before
+    assert m.member_epoch == -2
+    assert parts(m.assigned_partitions) == before
     assert h.consumer_group().group_epoch == epoch  # no rebalance while it restarts
     b.heartbeat()
     assert b.owned.isdisjoint(before)
@@ -491,13 +514,14 @@ def test_static_member_restart_keeps_its_assignment() -> None:
     # The restarted instance comes back with a new member id and gets the same partitions.
     a2 = Client(h, "a2", instance_id="ia")
     r = a2.heartbeat()
-    assert parts(r.assignment) == before and r.member_epoch == epoch
-    assert (
-        "a1" not in h.consumer_group().members and h.consumer_group().static_members["ia"] == "a2"
-    )
+    assert parts(r.assignment) == before
+    assert r.member_epoch == epoch
+    assert "a1" not in h.consumer_group().members
+    assert h.consumer_group().static_members["ia"] == "a2"
     assert h.consumer_group().group_epoch == epoch
     settle([a2, b])
-    assert h.consumer_group().state == GroupState.STABLE and a2.owned == before
+    assert h.consumer_group().state == GroupState.STABLE
+    assert a2.owned == before
     assert_replay_equal(h)
 
 
@@ -527,11 +551,9 @@ def test_static_member_leaving_for_good() -> None:
     a = Client(h, "a1", instance_id="ia")
     a.heartbeat()
     r = a.leave()
-    assert (
-        r.member_epoch == -1
-        and h.consumer_group().members == {}
-        and h.consumer_group().static_members == {}
-    )
+    assert r.member_epoch == -1
+    assert h.consumer_group().members == {}
+    assert h.consumer_group().static_members == {}
 
 
 def test_static_member_that_never_returns_is_expired() -> None:
@@ -556,7 +578,7 @@ def test_session_expiry() -> None:
     a, b = Client(h, "a"), Client(h, "b")
     settle([a, b])
     t0 = h.now
-    assert h.consumer_group().session_deadline_ms("a") == t0 + 45_000
+    assert h.consumer_group().deadlines.session_ms("a") == t0 + 45_000
     assert h.consumer_group().next_deadline_ms() == t0 + 45_000
     h.now = t0 + 44_999
     b.heartbeat()
@@ -586,7 +608,7 @@ def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
     b.heartbeat()
     a.heartbeat(rebalance_timeout_ms=10_000)  # told to revoke, does not
     assert h.consumer_group().members["a"].state == MemberState.UNREVOKED_PARTITIONS
-    deadline = h.consumer_group().rebalance_deadline_ms("a")
+    deadline = h.consumer_group().deadlines.rebalance_ms("a")
     assert deadline == h.now + 10_000
     h.now = deadline - 1
     a.heartbeat()
@@ -608,12 +630,14 @@ def test_deadlines_after_load() -> None:
     a.heartbeat()  # a is revoking
     shard = h.replayed(loaded=False, now=5_000)
     g = consumer_group(shard)
-    assert g is not None and g.next_deadline_ms() is None
+    assert g is not None
+    assert g.next_deadline_ms() is None
     shard.on_loaded()
-    assert g.session_deadline_ms("a") == 5_000 + 45_000
-    assert g.rebalance_deadline_ms("a") == 5_000 + 30_000
-    assert g.rebalance_deadline_ms("b") is None
-    assert g.next_deadline_ms() == 35_000 and shard.timer.next_deadline() == 35_000
+    assert g.deadlines.session_ms("a") == 5_000 + 45_000
+    assert g.deadlines.rebalance_ms("a") == 5_000 + 30_000
+    assert g.deadlines.rebalance_ms("b") is None
+    assert g.next_deadline_ms() == 35_000
+    assert shard.timer.next_deadline() == 35_000
     assert g.expired_members(35_000) == ["a"]
 
 
@@ -677,12 +701,14 @@ def test_describe() -> None:
         2,
         2,
     )
-    assert d.assignor_name == "uniform" and d.error_code == 0
+    assert d.assignor_name == "uniform"
+    assert d.error_code == 0
     (m,) = d.members
     assert (m.member_id, m.instance_id, m.rack_id, m.member_epoch) == ("a", "ia", "r1", 2)
     assert (m.client_id, m.client_host, m.subscribed_topic_names) == ("cli", "/h", ("t",))
     assert m.assignment == m.target_assignment
-    assert m.assignment[0].topic_name == "t" and m.assignment[0].partitions == (0, 1)
+    assert m.assignment[0].topic_name == "t"
+    assert m.assignment[0].partitions == (0, 1)
     missing = ConsumerGroup("nope").describe(h.topics)
     assert missing.error_code == ErrorCode.group_id_not_found
 
@@ -756,7 +782,8 @@ def test_kio_round_trip() -> None:
         topic_partitions=(),
     )
     parsed = HeartbeatRequest.from_kio(req)
-    assert parsed.rebalance_timeout_ms == 30_000 and parsed.topic_partitions == ()
+    assert parsed.rebalance_timeout_ms == 30_000
+    assert parsed.topic_partitions == ()
     later = HeartbeatRequest.from_kio(
         dataclasses.replace(
             req,
@@ -766,7 +793,8 @@ def test_kio_round_trip() -> None:
             topic_partitions=(TopicPartitions(topic_id=topic_uuid, partitions=(0, 1)),),
         )
     )
-    assert later.rebalance_timeout_ms == -1 and later.topic_partitions == ((T, (0, 1)),)
+    assert later.rebalance_timeout_ms == -1
+    assert later.topic_partitions == ((T, (0, 1)),)
 
     h = Harness([topic("t", 2)])
     group = ConsumerGroup(GROUP, h.shard.config.consumer)
@@ -796,12 +824,13 @@ def test_reconcile_unknown_state_forces_a_fresh_start() -> None:
     with raises(ErrorCode.fenced_member_epoch):
         reconcile(m, 4, {T: frozenset({0, 1})}, ((T, (0,)),), lambda t, p: False)
     out = reconcile(m, 4, {T: frozenset({0, 1})}, (), lambda t, p: False)
-    assert out.state == MemberState.STABLE and out.member_epoch == 4
+    assert out.state == MemberState.STABLE
+    assert out.member_epoch == 4
     assert out.assigned_partitions == {T: frozenset({0, 1})}
 
 
 def test_replay_refuses_double_ownership() -> None:
-    from dataplane.coordinator.consumer_group_state import IllegalStateError
+    from dataplane.coordinator.consumer.state import IllegalStateError
 
     g = ConsumerGroup(GROUP)
     value = rec.CurrentMemberAssignmentValue(1, 0, 0, (rec.TopicPartitions(T, (0,)),), ())

@@ -6,16 +6,17 @@ loading."""
 from __future__ import annotations
 
 import struct
+from functools import partial
 
 import anyio
 import pytest
 
 from dataplane.config import BrokerConfig
-from dataplane.coordinator import consumer_group_records as rec
 from dataplane.coordinator.base import JoinRequest, JoinResult, Reply
-from dataplane.coordinator.classic_group import ClassicGroup
-from dataplane.coordinator.consumer_group import GroupState, HeartbeatRequest
-from dataplane.coordinator.consumer_group_adapter import ConsumerGroupAdapter
+from dataplane.coordinator.classic.group import ClassicGroup
+from dataplane.coordinator.consumer import records as rec
+from dataplane.coordinator.consumer.adapter import ConsumerGroupAdapter
+from dataplane.coordinator.consumer.group import GroupState, HeartbeatRequest
 from dataplane.coordinator.offsets import CommitPartition
 from dataplane.coordinator.records import decode_record
 from dataplane.coordinator.service import ClusterTopics, consumer_assignors, group_config
@@ -80,7 +81,8 @@ def test_a_consumer_group_is_a_group_of_the_shard() -> None:
     a, b = Client(h, "a"), Client(h, "b")
     settle([a, b])
     group = h.shard.groups[GROUP]
-    assert isinstance(group, ConsumerGroupAdapter) and group.group is h.consumer_group()
+    assert isinstance(group, ConsumerGroupAdapter)
+    assert group.group is h.consumer_group()
     assert h.services.created == [GROUP]  # registered with the meta service's registry
     (listed,) = h.shard.list_groups()
     assert (listed.type, listed.protocol_type, listed.state) == ("consumer", "consumer", "Stable")
@@ -91,7 +93,8 @@ def test_a_consumer_group_is_a_group_of_the_shard() -> None:
     # DescribeGroups (classic groups only): Kafka says Dead; ConsumerGroupDescribe describes it
     assert h.shard.describe_group(GROUP).state == "Dead"
     (described,) = h.shard.consumer_group_describe([GROUP])
-    assert described.group_state == "Stable" and described.error_code == 0
+    assert described.group_state == "Stable"
+    assert described.error_code == 0
     assert {m.member_id for m in described.members} == {"a", "b"}
     assert all(m.client_host == "/h" and m.client_id == "cli" for m in described.members)
     (missing,) = h.shard.consumer_group_describe(["nope"])
@@ -110,14 +113,17 @@ def test_offsets_of_a_consumer_group_use_member_epochs() -> None:
     assert commit(h, "a", epoch, {("t", 0): 6}, version=8) == E.unsupported_version
     assert commit(h, "", -1, {("t", 0): 6}) == E.unknown_member_id  # not while it has members
     error, fetched = h.shard.fetch_offsets(GROUP, [("t", [0])], "a", epoch)
-    assert error == E.none and fetched[0].partitions[0][1].offset == 5
+    assert error == E.none
+    assert fetched[0].partitions[0][1].offset == 5
     assert h.shard.fetch_offsets(GROUP, [("t", [0])], "a", epoch + 1)[0] == E.stale_member_epoch
     assert h.shard.fetch_offsets(GROUP, [("t", [0])], "x", epoch)[0] == E.unknown_member_id
     assert h.shard.fetch_offsets(GROUP, [("t", [0])])[0] == E.none  # not from a member
     # OffsetDelete: offsets of subscribed topics stay
     error, errors, records = h.shard.delete_offsets(GROUP, [("t", [0]), ("u", [0])])
-    assert error == E.none and errors[("t", 0)] == E.group_subscribed_to_topic
-    assert errors[("u", 0)] == E.none and records == []
+    assert error == E.none
+    assert errors[("t", 0)] == E.group_subscribed_to_topic
+    assert errors[("u", 0)] == E.none
+    assert records == []
     # once everyone left, a commit from outside the group is fine again
     a.leave()
     assert h.consumer_group().state == GroupState.EMPTY
@@ -130,13 +136,16 @@ def test_empty_consumer_group_is_deleted_with_its_offsets() -> None:
     settle([a])
     commit(h, "a", a.epoch, {("t", 1): 3})
     errors, records = h.shard.delete_groups([GROUP])
-    assert errors == {GROUP: E.non_empty_group} and records == []
+    assert errors == {GROUP: E.non_empty_group}
+    assert records == []
     a.leave()
     errors, records = h.shard.delete_groups([GROUP])
     assert errors == {GROUP: E.none}
-    assert record_types(records)[0] == 1 and record_types(records)[-1] == rec.GROUP_METADATA
+    assert record_types(records)[0] == 1
+    assert record_types(records)[-1] == rec.GROUP_METADATA
     h.apply(records)
-    assert GROUP not in h.shard.groups and GROUP not in h.shard.offsets.committed
+    assert GROUP not in h.shard.groups
+    assert GROUP not in h.shard.offsets.committed
     assert not h.shard.timer.is_scheduled(f"consumer-expiry-{GROUP}")
     assert GROUP not in h.replayed(loaded=False).groups
 
@@ -149,13 +158,15 @@ def test_offsets_expiry_deletes_an_empty_consumer_group() -> None:
     h.now += h.shard.config.offsets_retention_ms
     by_group, deleted = h.shard.expire_offsets()
     # only the topic nobody subscribes to expires while the group has members
-    assert deleted == [] and [decode_record(k, v).key.topic for k, v in by_group[GROUP]] == ["old"]
+    assert deleted == []
+    assert [decode_record(k, v).key.topic for k, v in by_group[GROUP]] == ["old"]
     h.apply(by_group[GROUP])
     a.leave()
     by_group, deleted = h.shard.expire_offsets()
     assert deleted == [GROUP]
     h.apply(by_group[GROUP])
-    assert GROUP not in h.shard.groups and GROUP not in h.shard.offsets.committed
+    assert GROUP not in h.shard.groups
+    assert GROUP not in h.shard.offsets.committed
 
 
 def test_a_joining_heartbeat_takes_over_an_empty_classic_group() -> None:
@@ -168,7 +179,8 @@ def test_a_joining_heartbeat_takes_over_an_empty_classic_group() -> None:
     assert isinstance(h.shard.groups[GROUP], ConsumerGroupAdapter)
     # the classic group's tombstone first, then the consumer group's records
     key, value = h.log[before]
-    assert decode_record(key, value).type_id == 2 and value is None
+    assert decode_record(key, value).type_id == 2
+    assert value is None
     assert h.shard.fetch_offsets(GROUP, [("t", [0])])[1][0].partitions[0][1].offset == 9
     rebuilt = h.replayed(loaded=False)
     assert consumer_group(rebuilt).snapshot() == h.consumer_group().snapshot()
@@ -178,7 +190,8 @@ def test_a_joining_heartbeat_takes_over_an_empty_classic_group() -> None:
 def test_a_classic_group_with_members_is_not_a_consumer_group() -> None:
     h = Harness([topic("t", 2)])
     reply = classic_join(h)
-    assert reply.value.error == E.none and h.shard.groups[GROUP].state_name != "Empty"
+    assert reply.value.error == E.none
+    assert h.shard.groups[GROUP].state_name != "Empty"
     message = f"Group {GROUP} is not a consumer group."
     # joining: Kafka would upgrade the group online, which Rafka does not do
     no_upgrade = (
@@ -186,11 +199,12 @@ def test_a_classic_group_with_members_is_not_a_consumer_group() -> None:
         "disabled."
     )
     for epoch in (0, 3, -1):
+        if epoch == 0:
+            call = partial(h.consumer_join, "a")
+        else:
+            call = partial(h.consumer_group_heartbeat, member_id="a", member_epoch=epoch)
         with pytest.raises(KafkaError) as info:
-            if epoch == 0:
-                h.consumer_join("a")
-            else:
-                h.consumer_group_heartbeat(member_id="a", member_epoch=epoch)
+            call()
         expected = no_upgrade if epoch == 0 else message
         assert (info.value.code, info.value.message) == (E.group_id_not_found, expected), epoch
     (described,) = h.shard.consumer_group_describe([GROUP])
@@ -249,14 +263,16 @@ def test_leave_group_removes_members_of_a_consumer_group() -> None:
     )
     h.settle()
     g = h.consumer_group()
-    assert set(g.members) == {"s", "c"} and g.group_epoch == epoch + 1
+    assert set(g.members) == {"s", "c"}
+    assert g.group_epoch == epoch + 1
     assert h.shard.leave_group(GROUP, [("", "i-1", None), ("c", None, None)]) == (
         ErrorCode.none,
         [ErrorCode.none, ErrorCode.none],
     )
     h.settle()
     g = h.consumer_group()
-    assert g.members == {} and g.group_epoch == g.assignment_epoch == epoch + 2
+    assert g.members == {}
+    assert g.group_epoch == g.assignment_epoch == epoch + 2
 
 
 def test_session_expiry_fires_on_the_shard_timer() -> None:
@@ -275,7 +291,8 @@ def test_session_expiry_fires_on_the_shard_timer() -> None:
     h.now = deadline
     assert h.shard.timer.fire_due() == 1
     h.services.run_pending()
-    assert set(h.consumer_group().members) == {"b"} and h.consumer_group().group_epoch == epoch + 1
+    assert set(h.consumer_group().members) == {"b"}
+    assert h.consumer_group().group_epoch == epoch + 1
     settle([b])
     assert len(b.owned) == 4
     # the timer moved on to (at the latest) b's deadline
@@ -296,7 +313,8 @@ def test_fencing_that_cannot_be_written_is_tried_again() -> None:
     h.services.fail_with = None
     h.now += 1000
     h.shard.timer.fire_due()
-    assert h.consumer_group().members == {} and h.consumer_group().state == GroupState.EMPTY
+    assert h.consumer_group().members == {}
+    assert h.consumer_group().state == GroupState.EMPTY
 
 
 def test_failed_writes_answer_with_the_error_and_create_nothing() -> None:
@@ -307,7 +325,8 @@ def test_failed_writes_answer_with_the_error_and_create_nothing() -> None:
     reply = h.shard.consumer_group_heartbeat(joining("a"), 1, "cli", "/h")
     h.services.run_pending()
     assert reply.value.error_code == E.coordinator_not_available
-    assert h.shard.groups[GROUP] is classic and h.services.created == [GROUP]  # by the commit
+    assert h.shard.groups[GROUP] is classic
+    assert h.services.created == [GROUP]  # by the commit
     h.services.fail_with = E.not_leader_or_follower
     reply = h.shard.consumer_group_heartbeat(joining("a"), 1, "cli", "/h")
     h.services.run_pending()
@@ -375,8 +394,9 @@ def test_group_consumer_settings() -> None:
     assert config.assignors == ("range", "uniform")
     defaults = group_config(BrokerConfig()).consumer
     assert (defaults.session_timeout_ms, defaults.heartbeat_interval_ms) == (45_000, 5_000)
-    assert defaults.assignors == ("uniform", "range") and defaults.max_size == 2**31 - 1
-    with pytest.raises(ValueError):
+    assert defaults.assignors == ("uniform", "range")
+    assert defaults.max_size == 2**31 - 1
+    with pytest.raises(ValueError, match="unknown assignor 'sticky'"):
         consumer_assignors("uniform,sticky")
 
 

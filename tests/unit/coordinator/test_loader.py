@@ -334,7 +334,8 @@ def test_an_unexpected_error_fails_that_partitions_load_only(
             # partition 1 serves; partition 0's keys are NOT_COORDINATOR, as in Kafka's FAILED
             # state (a client finds the coordinator again and retries)
             loaded = runtime.shard(keys[1])
-            assert isinstance(loaded, _Exploding) and loaded.replayed == 1
+            assert isinstance(loaded, _Exploding)
+            assert loaded.replayed == 1
             with pytest.raises(KafkaError) as failed:
                 runtime.shard(keys[0])
             assert failed.value.code == ErrorCode.not_coordinator

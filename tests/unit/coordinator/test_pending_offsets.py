@@ -27,7 +27,8 @@ def in_flight(h: Harness, offsets: dict[tuple[str, int], int]) -> Reply[ErrorCod
     """A commit whose records are appended but not replicated yet: its reply."""
     h.services.hold_replication = True
     error, errors, stored = h.start_commit("", -1, offsets)
-    assert error == E.none and set(errors.values()) == {E.none}
+    assert error == E.none
+    assert set(errors.values()) == {E.none}
     assert stored is not None
     h.services.run_pending()
     assert not stored.done
@@ -64,7 +65,8 @@ def test_failed_replication_leaves_the_previous_offset() -> None:
     h.services.fail_with = E.not_enough_replicas
     log_size = len(h.services.log)
     assert h.commit("", -1, {("t", 0): 9}) == (E.not_enough_replicas, {("t", 0): E.none})
-    assert len(h.services.log) == log_size and h.shard.offsets.pending == {}
+    assert len(h.services.log) == log_size
+    assert h.shard.offsets.pending == {}
     assert h.committed() == {("t", 0): 3}
 
 
@@ -92,7 +94,8 @@ def test_commits_in_flight_on_one_partition_become_visible_in_log_order() -> Non
     second = in_flight(h, {("t", 0): 6})
     h.services.replicate(count=1)  # the high watermark passes the first only
     h.services.run_pending()
-    assert first.value == E.none and not second.done
+    assert first.value == E.none
+    assert not second.done
     assert fetched(h, [0]) == {0: (5, E.none)}
     assert fetched(h, [0], require_stable=True) == {0: (None, E.unstable_offset_commit)}
     h.services.replicate()
@@ -130,7 +133,8 @@ def test_a_group_with_a_commit_in_flight_is_not_expired() -> None:
     h.services.clock.advance(2 * DAY)
     in_flight(h, {("t", 1): 1})
     by_group, deleted = h.shard.expire_offsets()
-    assert by_group == {"g": [offset_commit_record("g", "t", 0, None)]} and deleted == []
+    assert by_group == {"g": [offset_commit_record("g", "t", 0, None)]}
+    assert deleted == []
 
 
 def test_offset_commit_v1_timestamp_is_the_commit_time() -> None:

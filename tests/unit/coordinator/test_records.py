@@ -128,13 +128,16 @@ def test_tombstones() -> None:
     key, value = offset_commit_record("g", "t", 1, None)
     assert value is None
     decoded = decode_record(key, None)
-    assert decoded is not None and decoded.value is None
+    assert decoded is not None
+    assert decoded.value is None
     key, value = group_metadata_record("g", None)
-    assert key == i16(2) + s16("g") and value is None
+    assert key == i16(2) + s16("g")
+    assert value is None
     decoded = decode_record(key, None)
     assert decoded is not None
     assert decoded.type_id == GROUP_METADATA
-    assert decoded.key == GroupMetadataKey("g") and decoded.value is None
+    assert decoded.key == GroupMetadataKey("g")
+    assert decoded.value is None
 
 
 def _member_v3(member: MemberMetadata) -> bytes:
@@ -172,7 +175,8 @@ def test_group_metadata_value_v3_as_kafka_writes_it() -> None:
         + _member_v3(MEMBERS[1])
     )
     decoded = decode_record(key, raw)
-    assert decoded is not None and decoded.value == value
+    assert decoded is not None
+    assert decoded.value == value
 
 
 def test_empty_group_metadata_as_kafka_writes_it() -> None:
@@ -200,10 +204,12 @@ def test_group_metadata_older_versions_decode() -> None:
     decoded = decode_record(i16(2) + s16("g"), v0)
     assert decoded is not None
     value = decoded.value
-    assert value.generation == 1 and value.current_state_timestamp == -1
+    assert value.generation == 1
+    assert value.current_state_timestamp == -1
     (member,) = value.members
     assert member.rebalance_timeout == -1  # absent in v0: the session timeout applies
-    assert member.group_instance_id is None and member.assignment == b"asg1"
+    assert member.group_instance_id is None
+    assert member.assignment == b"asg1"
     # v2 adds the state timestamp and v1 the rebalance timeout
     v2 = i16(2) + s16("consumer") + i32(1) + s16(None) + s16(None) + i64(5) + i32(0)
     decoded = decode_record(i16(2) + s16("g"), v2)

@@ -30,7 +30,8 @@ def test_fetch_offsets() -> None:
         ("u", 0),
     }
     error, fetched = h.shard.fetch_offsets("missing", [("t", [0])])
-    assert error == E.none and fetched[0].partitions == ((0, None, E.none),)
+    assert error == E.none
+    assert fetched[0].partitions == ((0, None, E.none),)
 
 
 def test_offset_delete() -> None:
@@ -63,7 +64,8 @@ def test_delete_groups() -> None:
     decoded = [decode_record(k, v) for k, v in records]
     assert [(r.type_id, r.value) for r in decoded if r] == [(1, None), (1, None), (2, None)]
     h.services.append("idle", records, True)
-    assert "idle" not in h.shard.groups and "idle" not in h.shard.offsets.committed
+    assert "idle" not in h.shard.groups
+    assert "idle" not in h.shard.offsets.committed
     assert "idle" not in h.replayed().groups
 
 
@@ -84,7 +86,8 @@ def test_offsets_of_an_empty_group_expire_after_the_retention() -> None:
     kinds = [decode_record(k, v).type_id for k, v in by_group["g"]]  # type: ignore[union-attr]
     assert kinds == [1, 2]  # the offset's tombstone, then the group's
     h.services.append("g", by_group["g"], True)
-    assert "g" not in h.shard.groups and "g" not in h.shard.offsets.committed
+    assert "g" not in h.shard.groups
+    assert "g" not in h.shard.offsets.committed
 
 
 def test_stable_consumer_groups_only_lose_offsets_of_topics_nobody_subscribes_to() -> None:
@@ -104,7 +107,8 @@ def test_simple_group_offsets_expire_from_their_commit() -> None:
     h.commit("", -1, {("t", 1): 6}, group="s")
     h.services.clock.advance(DAY // 2)
     by_group, deleted = h.shard.expire_offsets()
-    assert by_group == {"s": [offset_commit_record("s", "t", 0, None)]} and deleted == []
+    assert by_group == {"s": [offset_commit_record("s", "t", 0, None)]}
+    assert deleted == []
 
 
 def test_replay_skips_unknown_record_types_and_bad_records() -> None:
@@ -113,7 +117,8 @@ def test_replay_skips_unknown_record_types_and_bad_records() -> None:
     shard.replay(Record(0, 0, consumer_group_epoch, b"\x00\x00\x00", ()))
     shard.replay(Record(1, 0, struct.pack(">h", 1) + b"\x00", b"junk", ()))
     shard.replay(Record(2, 0, None, b"", ()))
-    assert shard.skipped_records == 3 and not shard.groups
+    assert shard.skipped_records == 3
+    assert not shard.groups
 
 
 def test_replay_dispatches_by_the_shards_own_table() -> None:
@@ -139,10 +144,13 @@ def test_timer_fires_in_deadline_order_and_rescheduling_replaces() -> None:
     timer.cancel("c")
     assert timer.next_deadline() == 50
     clock.advance(150)
-    assert timer.fire_due() == 1 and fired == ["b"]
+    assert timer.fire_due() == 1
+    assert fired == ["b"]
     clock.advance(50)
     timer.fire_due()
-    assert fired == ["b", "a2"] and len(timer) == 0 and timer.next_deadline() is None
+    assert fired == ["b", "a2"]
+    assert len(timer) == 0
+    assert timer.next_deadline() is None
 
 
 class OtherGroup(Group):

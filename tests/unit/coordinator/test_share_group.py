@@ -8,7 +8,8 @@ import pytest
 
 from dataplane.coordinator.base import GroupConfig, JoinRequest
 from dataplane.coordinator.shard import GroupShard
-from dataplane.coordinator.share_group import (
+from dataplane.coordinator.share.adapter import ShareGroupAdapter
+from dataplane.coordinator.share.group import (
     HeartbeatRequest,
     HeartbeatResponse,
     ShareGroup,
@@ -16,7 +17,6 @@ from dataplane.coordinator.share_group import (
     simple_assign,
     validate_heartbeat,
 )
-from dataplane.coordinator.share_group_adapter import ShareGroupAdapter
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 from .harness import GROUP, Harness, parts, tid, topic
@@ -83,16 +83,20 @@ def test_join_assigns_and_first_response_has_the_assignment() -> None:
     h = ShareHarness((topic("t", 2),))
     r = h.join("a")
     # Kafka 4.4: a new group starts at epoch 1, its first member's join bumps it to 2
-    assert r.member_epoch == 2 and r.heartbeat_interval_ms == 5000
+    assert r.member_epoch == 2
+    assert r.heartbeat_interval_ms == 5000
     assert parts(r.assignment) == {(tid("t"), 0), (tid("t"), 1)}
     # an unchanged heartbeat carries no assignment and writes nothing
     before = len(h.log)
     r2 = h.hb("a", 2)
-    assert r2.assignment is None and r2.member_epoch == 2 and len(h.log) == before
+    assert r2.assignment is None
+    assert r2.member_epoch == 2
+    assert len(h.log) == before
     # a second member: the group epoch moves, both end up with one partition each
     h.join("b")
     ra = h.hb("a", 2)
-    assert ra.member_epoch == 3 and parts(ra.assignment) == {(tid("t"), 0)}
+    assert ra.member_epoch == 3
+    assert parts(ra.assignment) == {(tid("t"), 0)}
     assert parts(h.group().members["b"].assigned) == {(tid("t"), 1)}
 
 
@@ -150,14 +154,16 @@ def test_leave_and_session_expiry_remove_members() -> None:
     h.join("b")
     left = h.hb("b", h.group().members["b"].member_epoch)
     r = h.hb("b", -1)
-    assert r.member_epoch == -1 and "b" not in h.group().members
+    assert r.member_epoch == -1
+    assert "b" not in h.group().members
     assert left.member_epoch > 0
     h.advance(9_000)
     h.hb("a", h.group().members["a"].member_epoch)
     h.advance(9_000)
     assert "a" in h.group().members  # it heartbeated 9 s ago
     h.advance(2_000)
-    assert not h.group().members and h.group().state_name == "Empty"
+    assert not h.group().members
+    assert h.group().state_name == "Empty"
 
 
 def test_a_group_id_is_one_type() -> None:
@@ -165,7 +171,8 @@ def test_a_group_id_is_one_type() -> None:
     h.consumer_join("c1")
     with pytest.raises(KafkaError) as e:
         h.hb("s1", 0, ("t",), group_id=GROUP)
-    assert e.value.code == E.group_id_not_found and "not a share group" in (e.value.message or "")
+    assert e.value.code == E.group_id_not_found
+    assert "not a share group" in (e.value.message or "")
     h.hb("s1", 0, ("t",), group_id="share")
     # ConsumerGroupHeartbeat and JoinGroup to the (empty or not) share group are refused
     with pytest.raises(KafkaError) as e:
@@ -194,16 +201,19 @@ def test_list_describe_delete_and_replay() -> None:
     assert h.shard.list_groups(types=("consumer",)) == []
     (d,) = h.shard.share_group_describe([GROUP])
     assert not isinstance(d, KafkaError)
-    assert [m.member_id for m in d.members] == ["a", "b"] and d.assignor_name == "simple"
+    assert [m.member_id for m in d.members] == ["a", "b"]
+    assert d.assignor_name == "simple"
     assert d.members[0].assignment == ((tid("t"), "t", (0,)),)
     (missing,) = h.shard.share_group_describe(["nope"])
-    assert isinstance(missing, KafkaError) and missing.code == E.group_id_not_found
+    assert isinstance(missing, KafkaError)
+    assert missing.code == E.group_id_not_found
     assert h.shard.describe_group(GROUP).state == "Dead"  # DescribeGroups: classic only
     # the records rebuild the same group
     replayed = h.replayed()
     g = replayed.groups[GROUP]
     assert isinstance(g, ShareGroupAdapter)
-    assert g.group.members == h.group().members and g.group.target == h.group().target
+    assert g.group.members == h.group().members
+    assert g.group.target == h.group().target
     assert g.group.state_partitions == {tid("t"): ("t", frozenset({0, 1}))}
     assert [k.partition for k in g.state_keys()] == [0, 1]
     # deletion: refused while members are in; then the group and its records go

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from cluster.kafka_client import builder
-from dataplane.coordinator import streams_group_records as rec
-from dataplane.coordinator import streams_topology as topo
 from dataplane.coordinator.base import GroupConfig
 from dataplane.coordinator.offsets import CommitPartition
-from dataplane.coordinator.streams_assignor import MemberSpec, SubtopologySpec, assign
-from dataplane.coordinator.streams_group import GroupState, StreamsGroup, StreamsGroupConfig
-from dataplane.coordinator.streams_group_adapter import StreamsGroupAdapter
-from dataplane.coordinator.streams_group_member import MemberState, TasksTuple
-from dataplane.coordinator.streams_group_requests import (
+from dataplane.coordinator.streams import records as rec
+from dataplane.coordinator.streams import topology as topo
+from dataplane.coordinator.streams.adapter import StreamsGroupAdapter
+from dataplane.coordinator.streams.assignor import MemberSpec, SubtopologySpec, assign
+from dataplane.coordinator.streams.group import GroupState, StreamsGroup, StreamsGroupConfig
+from dataplane.coordinator.streams.member import MemberState, TasksTuple
+from dataplane.coordinator.streams.requests import (
     HeartbeatRequest,
     HeartbeatResponse,
     validate_heartbeat,
@@ -141,13 +141,16 @@ def configured(topics: dict[str, int], **kw: int) -> topo.ConfiguredTopology:
 
 def test_internal_topics_take_their_partition_counts_from_the_sources() -> None:
     c = configured({SOURCE: 4})
-    assert c.problem is not None and c.problem[0] == topo.Status.MISSING_INTERNAL_TOPICS
+    assert c.problem is not None
+    assert c.problem[0] == topo.Status.MISSING_INTERNAL_TOPICS
     assert {t.name: t.partitions for t in c.to_create.values()} == {REPARTITION: 4, CHANGELOG: 4}
     assert c.subtopologies is not None
     assert {s: sub.tasks for s, sub in c.subtopologies.items()} == {"0": 4, "1": 4}
-    assert c.subtopologies["1"].stateful and not c.subtopologies["0"].stateful
+    assert c.subtopologies["1"].stateful
+    assert not c.subtopologies["0"].stateful
     ready = configured({SOURCE: 4, REPARTITION: 4, CHANGELOG: 4})
-    assert ready.ready and not ready.to_create
+    assert ready.ready
+    assert not ready.to_create
 
 
 def test_topology_problems_are_statuses() -> None:
@@ -210,7 +213,8 @@ def test_assignor_is_sticky_and_prefers_a_standby_for_a_freed_active() -> None:
     }
     # b is gone: a takes everything; its standbys become actives
     alone = assign({"a": specs["a"]}, SUBS, 1)
-    assert tasks(alone["a"].active) == ALL_TASKS and not alone["a"].standby
+    assert tasks(alone["a"].active) == ALL_TASKS
+    assert not alone["a"].standby
 
 
 def test_assignor_balances_by_process_and_its_threads() -> None:
@@ -247,14 +251,13 @@ def test_join_creates_the_group_and_its_internal_topics_are_asked_for() -> None:
         topo.Status.MISSING_INTERNAL_TOPICS,
         f"Internal topics are missing: {REPARTITION}, {CHANGELOG}",
     ) in reply.value.status
-    assert reply.value.member_epoch == 1 and reply.value.tasks == TasksTuple()
+    assert reply.value.member_epoch == 1
+    assert reply.value.tasks == TasksTuple()
     assert h.group().state == GroupState.NOT_READY
     h.set_topics([topic(t, 3) for t in (SOURCE, REPARTITION, CHANGELOG)])
     response = h.hb("a")
-    assert (
-        response.status == ()
-        and tasks(response.tasks.active if response.tasks else {}) == ALL_TASKS
-    )
+    assert response.status == ()
+    assert tasks(response.tasks.active if response.tasks else {}) == ALL_TASKS
     assert h.group().state == GroupState.STABLE
 
 
@@ -277,7 +280,8 @@ def test_a_second_member_gets_tasks_only_once_the_first_revoked_them() -> None:
     h.hb("b")
     h.hb("a")
     a, b = (h.group().members[m] for m in "ab")
-    assert a.state == b.state == MemberState.STABLE and a.member_epoch == b.member_epoch
+    assert a.state == b.state == MemberState.STABLE
+    assert a.member_epoch == b.member_epoch
     assert tasks(a.assigned.active_tasks()) | tasks(b.assigned.active_tasks()) == ALL_TASKS
     assert not tasks(a.assigned.active_tasks()) & tasks(b.assigned.active_tasks())
     # each stateful task has its standby on the other process
@@ -296,7 +300,8 @@ def test_a_member_that_leaves_or_expires_hands_its_tasks_over() -> None:
             h.hb(m)
     epoch = h.group().group_epoch
     left = h.hb("c", -1)
-    assert left.member_epoch == -1 and "c" not in h.group().members
+    assert left.member_epoch == -1
+    assert "c" not in h.group().members
     assert h.group().group_epoch == epoch + 1
     assert h.group().assignment_epoch == epoch + 1  # the others' new target at once
     h.advance(3000)
@@ -311,7 +316,8 @@ def test_a_member_that_leaves_or_expires_hands_its_tasks_over() -> None:
 def test_the_initial_rebalance_delay_holds_the_first_assignment() -> None:
     h = StreamsHarness(initial_rebalance_delay_ms=3000)
     joined = h.hb("a", 0)
-    assert joined.member_epoch == 1 and joined.tasks == TasksTuple()
+    assert joined.member_epoch == 1
+    assert joined.tasks == TasksTuple()
     assert (
         topo.Status.ASSIGNMENT_DELAYED,
         "Assignment delayed due to the configured initial rebalance delay.",
@@ -410,7 +416,8 @@ def test_a_member_commits_at_an_older_epoch_the_tasks_it_still_has() -> None:
     assert member.member_epoch > old
     kept = sorted(member.assigned.active["0"])
     lost = sorted(set(range(3)) - set(kept))
-    assert kept and lost
+    assert kept
+    assert lost
     assert h.commit("a", old, {(SOURCE, p): 5 for p in kept})[0] == E.none
     assert h.committed(GROUP) == {(SOURCE, p): 5 for p in kept}
     both = {(SOURCE, kept[0]): 6, (SOURCE, lost[0]): 6}
@@ -461,7 +468,8 @@ def test_the_group_rebuilt_from_its_records_is_the_same() -> None:
         shard.replay(Record(offset, 0, key, value, ()))
     shard.on_loaded()
     rebuilt = shard.groups[GROUP]
-    assert isinstance(rebuilt, StreamsGroupAdapter) and isinstance(rebuilt.group, StreamsGroup)
+    assert isinstance(rebuilt, StreamsGroupAdapter)
+    assert isinstance(rebuilt.group, StreamsGroup)
     original = h.group()
     for attr in (
         "group_epoch",

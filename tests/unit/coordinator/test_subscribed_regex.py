@@ -53,4 +53,5 @@ def test_valid_regexes_compile(regex: str) -> None:
 
 def test_a_named_group_in_re2_syntax_matches() -> None:
     pattern = compile_regex("(?<kind>orders|payments)-.*")
-    assert pattern is not None and pattern.fullmatch("orders-eu")
+    assert pattern is not None
+    assert pattern.fullmatch("orders-eu")

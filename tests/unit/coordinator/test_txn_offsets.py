@@ -58,7 +58,8 @@ def test_offsets_are_pending_until_the_transaction_commits() -> None:
     assert fetched(h, [0, 1, 2]) == {0: unstable, 1: unstable, 2: None}
     assert h.shard.offsets.end_transaction(PID, commit=True) == 2
     assert fetched(h, [0, 1, 2]) == {0: 5, 1: 2, 2: None}
-    assert h.shard.offsets.transactional == {} and h.shard.offsets.open_transactions == {}
+    assert h.shard.offsets.transactional == {}
+    assert h.shard.offsets.open_transactions == {}
 
 
 def test_an_aborted_transaction_leaves_the_committed_offsets() -> None:
@@ -98,7 +99,8 @@ def test_a_regular_commit_in_flight_older_than_a_committed_transaction_loses() -
     h = Harness()
     h.services.hold_replication = True
     error, _, stored = h.start_commit("", -1, {("t", 0): 1})
-    assert error == E.none and stored is not None
+    assert error == E.none
+    assert stored is not None
     h.services.hold_replication = False
     txn_commit(h, {("t", 0): 5})
     h.shard.offsets.end_transaction(PID, commit=True)
@@ -125,7 +127,8 @@ def test_offset_delete_and_group_deletion_cover_pending_transactional_offsets() 
     h = Harness()
     txn_commit(h, {("t", 0): 5, ("t", 1): 6})
     error, errors, records = h.shard.delete_offsets("g", [("t", [0])])
-    assert error == E.none and errors == {("t", 0): E.none}
+    assert error == E.none
+    assert errors == {("t", 0): E.none}
     assert records == [offset_commit_record("g", "t", 0, None)]
     h.apply(records)  # the tombstone cancels the pending offset
     assert fetched(h, [0, 1]) == {0: None, 1: E.unstable_offset_commit}
@@ -144,7 +147,8 @@ def test_expiry_keeps_offsets_and_groups_with_a_transaction_pending() -> None:
     assert h.shard.expire_offsets() == ({}, [])
     h.shard.offsets.end_transaction(PID, commit=False)
     by_group, deleted = h.shard.expire_offsets()
-    assert by_group["s"][0] == offset_commit_record("s", "t", 0, None) and deleted == ["s"]
+    assert by_group["s"][0] == offset_commit_record("s", "t", 0, None)
+    assert deleted == ["s"]
 
 
 def test_group_checks_of_a_transactional_commit() -> None:
@@ -280,5 +284,6 @@ def test_other_shards_replay_transactional_records_and_skip_markers() -> None:
 
 def test_group_shard_is_a_transactional_shard() -> None:
     shard, _ = local_shard()
-    assert isinstance(shard, GroupShard) and isinstance(shard, TransactionalShard)
+    assert isinstance(shard, GroupShard)
+    assert isinstance(shard, TransactionalShard)
     assert not isinstance(_PlainShard(), TransactionalShard)

@@ -47,7 +47,8 @@ def test_header_v2_skips_tagged_fields() -> None:
     tagged = b"\x02" + b"\x00\x01X" + b"\x05\x02YZ"  # two tagged fields
     frame = _header(3, 12, 9, None, tagged) + b"BODY"
     h = parse_header(frame, SUPPORTED)
-    assert h.client_id is None and frame[h.body_offset :] == b"BODY"
+    assert h.client_id is None
+    assert frame[h.body_offset :] == b"BODY"
 
 
 def test_unsupported_version_header_is_parsed_as_v1() -> None:
@@ -80,13 +81,15 @@ def test_frame_response_lengths() -> None:
     parts = frame_response(42, True, [b"ab", memoryview(b"cde")])
     data = b"".join(parts)
     assert struct.unpack(">ii", data[:8]) == (len(data) - 4, 42)
-    assert data[8:9] == b"\x00" and data[9:] == b"abcde"
+    assert data[8:9] == b"\x00"
+    assert data[9:] == b"abcde"
     assert b"".join(frame_response(1, False, b"xy"))[8:] == b"xy"
 
 
 def test_api_versions_response_header_is_always_v0() -> None:
     assert not response_header_flexible(18, 3)
-    assert response_header_flexible(3, 9) and not response_header_flexible(3, 8)
+    assert response_header_flexible(3, 9)
+    assert not response_header_flexible(3, 8)
 
 
 def test_response_builder_drops_fields_a_version_lacks() -> None:

@@ -64,7 +64,8 @@ class Fed:
 
 def test_acls_follow_creations_and_deletions() -> None:
     fed = Fed()
-    assert fed.cache.acls == () and fed.cache.acl_version == 0
+    assert fed.cache.acls == ()
+    assert fed.cache.acl_version == 0
     fed.run(CreateAcls((binding("a"), binding("b"), binding("c"))))
     assert fed.cache.acls == (binding("a"), binding("b"), binding("c"))
     assert fed.cache.acl_version == 1
@@ -74,7 +75,8 @@ def test_acls_follow_creations_and_deletions() -> None:
     assert fed.cache.acl_version == 3
     assert fed.cache.offset == fed.machine.state.offset
     snapshot = fed.snapshot_cache()
-    assert snapshot.acls == fed.cache.acls and snapshot.acl_version == 1
+    assert snapshot.acls == fed.cache.acls
+    assert snapshot.acl_version == 1
 
 
 def test_a_snapshot_replaces_the_acls_and_moves_the_version_only_on_a_change() -> None:
@@ -84,7 +86,8 @@ def test_a_snapshot_replaces_the_acls_and_moves_the_version_only_on_a_change() -
     assert fed.cache.acl_version == 1
     fed.machine.run(CreateAcls((binding("b"),)))  # missed by the cache
     fed.cache.apply(wire.snapshot_event(fed.machine.state))
-    assert fed.cache.acls == (binding("a"), binding("b")) and fed.cache.acl_version == 2
+    assert fed.cache.acls == (binding("a"), binding("b"))
+    assert fed.cache.acl_version == 2
 
 
 def test_scram_credentials_follow_upserts_and_deletions() -> None:

@@ -289,9 +289,11 @@ def test_default_render(tools: tuple[str, str], tmp_path: Path) -> None:
         assert c["securityContext"]["allowPrivilegeEscalation"] is False
         assert c["securityContext"]["readOnlyRootFilesystem"] is True
         assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
-        assert c["resources"]["requests"]["cpu"] and c["resources"]["requests"]["memory"]
+        assert c["resources"]["requests"]["cpu"]
+        assert c["resources"]["requests"]["memory"]
         assert c["resources"]["limits"]["memory"]
-        assert c["readinessProbe"] and c["livenessProbe"]
+        assert c["readinessProbe"]
+        assert c["livenessProbe"]
         mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
         assert set(mounts) == {"/var/lib/rafka", "/etc/rafka", "/tmp"}
         assert mounts["/etc/rafka"]["readOnly"] is True
@@ -326,7 +328,8 @@ def test_external_services(tools: tuple[str, str], tmp_path: Path) -> None:
 
     objs = objects(load(tools, render(tools, VALUE_SETS["external-loadbalancer"], tmp_path)))
     svc = objs[("Service", "rafka-broker-2-external")]["spec"]
-    assert svc["type"] == "LoadBalancer" and "nodePort" not in svc["ports"][0]
+    assert svc["type"] == "LoadBalancer"
+    assert "nodePort" not in svc["ports"][0]
     assert svc["loadBalancerSourceRanges"] == ["10.0.0.0/8"]
 
 
@@ -357,7 +360,8 @@ def test_metrics_ports_annotations_and_service_monitor(
     assert monitor["metadata"]["labels"]["release"] == "prom"
     assert monitor["spec"]["selector"]["matchExpressions"][0]["values"] == ["broker", "meta"]
     (endpoint,) = monitor["spec"]["endpoints"]
-    assert endpoint["port"] == "metrics" and endpoint["path"] == "/metrics"
+    assert endpoint["port"] == "metrics"
+    assert endpoint["path"] == "/metrics"
 
     objs = objects(load(tools, render(tools, ["metrics.enabled=false"], tmp_path)))
     broker = objs[("StatefulSet", "rafka-broker")]["spec"]["template"]
@@ -399,7 +403,7 @@ def test_non_default_values_reach_the_objects(tools: tuple[str, str], tmp_path: 
 
 
 @pytest.mark.parametrize(
-    "sets, message",
+    ("sets", "message"),
     [
         (["meta.replicas=2"], "meta.replicas must be 1, 3 or 5"),
         (["broker.replicas=0"], "broker.replicas must be at least 1"),
@@ -413,7 +417,8 @@ def test_broken_values_are_refused(tools: tuple[str, str], sets: list[str], mess
     for s in sets:
         args += ["--set", s]
     proc = helm(tools, *args)
-    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+    assert proc.returncode != 0, proc.stderr
+    assert message in proc.stderr, proc.stderr
 
 
 def internal_credentials(container: dict) -> dict[str, tuple[str, str]]:

@@ -13,7 +13,8 @@ from meta.config import MetaConfig
 
 PATH = Path(__file__).resolve().parents[3] / "deploy" / "image" / "entrypoint.py"
 _spec = importlib.util.spec_from_file_location("rafka_entrypoint", PATH)
-assert _spec is not None and _spec.loader is not None
+assert _spec is not None
+assert _spec.loader is not None
 ep = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ep)
 
@@ -34,7 +35,8 @@ def test_broker_in_a_statefulset_pod(tmp_path: Path) -> None:
     assert env["PATH"] == "/bin"
     # What rafka would then load:
     config = BrokerConfig(**{k[6:].lower(): v for k, v in env.items() if k.startswith("RAFKA_")})
-    assert config.node_id == 3 and config.advertised_listeners.endswith(":9092")
+    assert config.node_id == 3
+    assert config.advertised_listeners.endswith(":9092")
 
 
 def test_meta_node_defaults(tmp_path: Path) -> None:

@@ -54,7 +54,8 @@ def test_new_sessions_get_distinct_non_zero_ids_and_epoch_one() -> None:
     c, _ = cache(slots=100)
     sessions = [c.maybe_create(False, 1, False) for _ in range(100)]
     ids = {s.id for s in sessions if s is not None}
-    assert len(ids) == 100 and 0 not in ids
+    assert len(ids) == 100
+    assert 0 not in ids
     assert all(0 < i < 2**31 for i in ids)
     assert all(s is not None and s.epoch == 1 for s in sessions)
     assert len(c) == 100
@@ -70,7 +71,8 @@ def test_full_cache_keeps_young_sessions_from_an_unprivileged_newcomer() -> None
     a, b = create(c, 5), create(c, 5)
     clock.ms += 500  # used recently, and younger than eviction_ms
     assert create(c, 50) is None
-    assert c.get(a.id) is a and c.get(b.id) is b  # type: ignore[union-attr]
+    assert c.get(a.id) is a  # type: ignore[union-attr]
+    assert c.get(b.id) is b  # type: ignore[union-attr]
 
 
 def test_stale_session_is_evicted_first() -> None:
@@ -81,8 +83,10 @@ def test_stale_session_is_evicted_first() -> None:
     clock.ms += 500  # a unused for 1,100 ms, b for 500
     new = create(c, 1)
     assert new is not None
-    assert c.get(a.id) is None and c.get(b.id) is b  # type: ignore[union-attr]
-    assert a.closed and c.evictions == 1  # type: ignore[union-attr]
+    assert c.get(a.id) is None  # type: ignore[union-attr]
+    assert c.get(b.id) is b  # type: ignore[union-attr]
+    assert a.closed  # type: ignore[union-attr]
+    assert c.evictions == 1
 
 
 def test_settled_session_with_fewer_partitions_is_evicted_by_a_larger_one() -> None:
@@ -94,7 +98,8 @@ def test_settled_session_with_fewer_partitions_is_evicted_by_a_larger_one() -> N
     assert create(c, 2) is None  # smaller than both
     newcomer = create(c, 10)
     assert newcomer is not None
-    assert c.get(small.id) is None and c.get(large.id) is large  # type: ignore[union-attr]
+    assert c.get(small.id) is None  # type: ignore[union-attr]
+    assert c.get(large.id) is large  # type: ignore[union-attr]
 
 
 def test_privileged_newcomer_evicts_a_young_unprivileged_session() -> None:
@@ -102,7 +107,8 @@ def test_privileged_newcomer_evicts_a_young_unprivileged_session() -> None:
     consumer = create(c, 100)
     clock.ms += 10
     follower = create(c, 1, privileged=True)
-    assert follower is not None and c.get(consumer.id) is None  # type: ignore[union-attr]
+    assert follower is not None
+    assert c.get(consumer.id) is None  # type: ignore[union-attr]
     clock.ms += 10
     assert create(c, 1000) is None  # an unprivileged one cannot evict it back
 
@@ -118,9 +124,11 @@ def test_touch_counts_partitions_and_orders_by_last_use() -> None:
     clock.ms += 1500  # both stale now: the least recently used (b) goes first
     create(c, 1)
     create(c, 1)
-    assert c.get(b.id) is None and c.get(a.id) is a  # type: ignore[union-attr]
+    assert c.get(b.id) is None  # type: ignore[union-attr]
+    assert c.get(a.id) is a  # type: ignore[union-attr]
     c.remove(a)  # type: ignore[arg-type]
-    assert c.num_partitions == 2 and len(c) == 2
+    assert c.num_partitions == 2
+    assert len(c) == 2
 
 
 def test_session_marks_and_cleans_partitions() -> None:
@@ -131,13 +139,16 @@ def test_session_marks_and_cleans_partitions() -> None:
     partition.unwatch = partition.watchers.discard
     session.clean(("t", 1), partition)  # type: ignore[arg-type]
     cached = session.partitions[("t", 1)]
-    assert ("t", 1) not in session.dirty and partition.watchers == {cached}
+    assert ("t", 1) not in session.dirty
+    assert partition.watchers == {cached}
     for watcher in list(partition.watchers):  # Partition._wake: set, then drop them all
         watcher.set()
     partition.watchers.clear()
-    assert list(session.dirty) == [("t", 0), ("t", 2), ("t", 1)] and cached.watched is None
+    assert list(session.dirty) == [("t", 0), ("t", 2), ("t", 1)]
+    assert cached.watched is None
     session.to_back(("t", 0))
     assert list(session.dirty) == [("t", 2), ("t", 1), ("t", 0)]
     session.clean(("t", 2), partition)  # type: ignore[arg-type]
     session.forget(("t", 2))
-    assert partition.watchers == set() and len(session) == 2
+    assert partition.watchers == set()
+    assert len(session) == 2

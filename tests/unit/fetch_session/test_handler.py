@@ -40,13 +40,15 @@ def start(version: int = 12, n: int = N) -> tuple[FakeReplicas, Any, Any]:
 @pytest.mark.parametrize("version", [12, 13])
 def test_incremental_fetches_read_only_what_changed(version: int) -> None:
     replicas, ctx, full = start(version)
-    assert full.error_code == ErrorCode.none and full.session_id != 0
+    assert full.error_code == ErrorCode.none
+    assert full.session_id != 0
     assert len(answered(full)) == N  # a full answer lists every partition
     sid = full.session_id
     replicas.reads.clear()
 
     nothing = run(ctx, request(version, {}, sid, 1))
-    assert nothing.session_id == sid and answered(nothing) == {}
+    assert nothing.session_id == sid
+    assert answered(nothing) == {}
     assert replicas.reads == []  # no partition changed, none was read
 
     for p in (3, 500, 999):
@@ -63,7 +65,8 @@ def test_incremental_fetches_read_only_what_changed(version: int) -> None:
     assert answered(moved) == {}
     assert sorted(replicas.reads) == [(3, 2), (500, 2), (999, 2)]
     replicas.reads.clear()
-    assert answered(run(ctx, request(version, {}, sid, 4))) == {} and replicas.reads == []
+    assert answered(run(ctx, request(version, {}, sid, 4))) == {}
+    assert replicas.reads == []
 
 
 def test_unsent_data_is_answered_later_in_turn() -> None:
@@ -90,7 +93,9 @@ def test_hw_change_without_data_for_the_client_is_reported() -> None:
     run(ctx, request(12, {1: 5}, sid, 1))  # offset 5 > high watermark 0: nothing to read
     replicas.partitions[1].produce(3)  # high watermark 3, still below the client's offset
     r = answered(run(ctx, request(12, {}, sid, 2)))
-    assert list(r) == [1] and r[1].high_watermark == 3 and r[1].records in (b"", None)
+    assert list(r) == [1]
+    assert r[1].high_watermark == 3
+    assert r[1].records in (b"", None)
     assert answered(run(ctx, request(12, {}, sid, 3))) == {}
 
 
@@ -100,10 +105,12 @@ def test_leader_change_answers_the_error_until_forgotten() -> None:
     replicas.partitions[2].lose_leadership()
     for epoch in (1, 2):  # Kafka repeats an error in every answer
         r = answered(run(ctx, request(12, {}, sid, epoch)))
-        assert list(r) == [2] and r[2].error_code == ErrorCode.not_leader_or_follower
+        assert list(r) == [2]
+        assert r[2].error_code == ErrorCode.not_leader_or_follower
     replicas.reads.clear()
     r = run(ctx, request(12, {}, sid, 3, forgotten=[2]))
-    assert answered(r) == {} and r.session_id == sid
+    assert answered(r) == {}
+    assert r.session_id == sid
     assert len(ctx.services.fetch_sessions.get(sid)) == 5
     assert replicas.reads == []
 
@@ -112,7 +119,8 @@ def test_forgetting_every_partition_ends_the_session() -> None:
     _, ctx, full = start(n=3)
     sid = full.session_id
     r = run(ctx, request(12, {}, sid, 1, forgotten=[0, 1, 2]))
-    assert r.session_id == 0 and r.error_code == ErrorCode.none
+    assert r.session_id == 0
+    assert r.error_code == ErrorCode.none
     assert ctx.services.fetch_sessions.get(sid) is None
 
 
@@ -120,7 +128,8 @@ def test_session_errors() -> None:
     _, ctx, full = start(n=3)
     sid = full.session_id
     unknown = run(ctx, request(12, {}, sid + 1, 1))
-    assert unknown.error_code == ErrorCode.fetch_session_id_not_found and unknown.session_id == 0
+    assert unknown.error_code == ErrorCode.fetch_session_id_not_found
+    assert unknown.session_id == 0
     stale = run(ctx, request(12, {}, sid, 7))
     assert stale.error_code == ErrorCode.invalid_fetch_session_epoch
     ctx.header.api_version = 13  # a session of topic names asked with topic ids
@@ -134,7 +143,8 @@ def test_full_fetch_closes_the_named_session_and_final_epoch_opens_none() -> Non
     _, ctx, full = start(n=3)
     sid = full.session_id
     sessionless = run(ctx, request(12, {0: 0}, sid, -1))
-    assert sessionless.session_id == 0 and list(answered(sessionless)) == [0]
+    assert sessionless.session_id == 0
+    assert list(answered(sessionless)) == [0]
     assert ctx.services.fetch_sessions.get(sid) is None
     assert run(ctx, request(12, {}, sid, 1)).error_code == ErrorCode.fetch_session_id_not_found
 
@@ -144,7 +154,8 @@ def test_full_cache_answers_without_a_session() -> None:
     ctx = context(replicas, sessions=FetchSessionCache(1, 120_000))
     first = run(ctx, request(12, {0: 0, 1: 0}))
     second = run(ctx, request(12, {0: 0}))  # fewer partitions, the first is young: no room
-    assert first.session_id != 0 and second.session_id == 0
+    assert first.session_id != 0
+    assert second.session_id == 0
     assert len(answered(second)) == 1
 
 
@@ -168,5 +179,6 @@ def test_long_poll_wakes_on_any_session_partition() -> None:
         return response
 
     r = anyio.run(main)
-    assert list(answered(r)) == [777] and answered(r)[777].records
+    assert list(answered(r)) == [777]
+    assert answered(r)[777].records
     assert replicas.reads == [(777, 0)]  # the wake-up read one partition, not the session

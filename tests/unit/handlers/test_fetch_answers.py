@@ -95,10 +95,12 @@ def test_a_fetcher_past_its_epochs_end_diverged() -> None:
     answer = fetch_one(offset=100, last_epoch=0)
     assert answer.error_code == ErrorCode.none
     assert (answer.diverging_epoch.epoch, answer.diverging_epoch.end_offset) == (0, LOG_END)
-    assert offsets(answer) == (LOG_END, LOG_END, 0) and not answer.records
+    assert offsets(answer) == (LOG_END, LOG_END, 0)
+    assert not answer.records
 
 
 def test_a_fetcher_whose_epoch_agrees_reads() -> None:
     answer = fetch_one(offset=3, last_epoch=0)
-    assert answer.error_code == ErrorCode.none and answer.records
+    assert answer.error_code == ErrorCode.none
+    assert answer.records
     assert answer.diverging_epoch.epoch == -1

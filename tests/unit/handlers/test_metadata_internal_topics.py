@@ -17,9 +17,10 @@ from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopi
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
+from dataplane.connection import Connection
 from dataplane.coordinator.runtime import InternalTopic
 from dataplane.handlers import metadata
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.codec import entity_class
 from dataplane.protocol.errors import ErrorCode
@@ -80,10 +81,14 @@ def test_an_internal_name_creates_the_internal_topic(name: str) -> None:
     brokers = Brokers(live=3)
     answers = _ask(brokers, name, "plain")
     by_name = {t.name: t for t in brokers.created}
-    assert by_name[name].num_partitions == 50 and by_name[name].replication_factor == 3
-    assert by_name[name].internal and by_name[name].configs["cleanup.policy"] == "compact"
-    assert by_name["plain"].num_partitions == -1 and not by_name["plain"].internal
-    assert answers[name].error_code == ErrorCode.none and answers[name].is_internal
+    assert by_name[name].num_partitions == 50
+    assert by_name[name].replication_factor == 3
+    assert by_name[name].internal
+    assert by_name[name].configs["cleanup.policy"] == "compact"
+    assert by_name["plain"].num_partitions == -1
+    assert not by_name["plain"].internal
+    assert answers[name].error_code == ErrorCode.none
+    assert answers[name].is_internal
     assert len(answers[name].partitions) == 50
 
 

@@ -72,7 +72,8 @@ def test_clients_cannot_append_to_internal_topics(internal: str, transactional: 
     assert answers[internal, 0].error_code == ErrorCode.invalid_topic_exception
     assert answers[internal, 0].error_message == f"Cannot append to internal topic {internal}"
     assert answers["t", 0].error_code == ErrorCode.none
-    assert refused.appended == [] and len(regular.appended) == 1
+    assert refused.appended == []
+    assert len(regular.appended) == 1
     assert verifier.calls == []  # no transaction verification on the coordinator either
 
 

@@ -50,7 +50,8 @@ def test_record_errors_reach_the_response(version: int) -> None:
         (0, "no key"),
         (10, "no key"),
     ]
-    assert appended.error_code == ErrorCode.none and appended.record_errors == ()
+    assert appended.error_code == ErrorCode.none
+    assert appended.record_errors == ()
 
 
 class ReplicatingPartition(FakePartition):

@@ -12,8 +12,9 @@ import anyio
 import pytest
 from kio.static.constants import EntityType
 
+from dataplane.connection import Connection
 from dataplane.handlers import api_versions, produce
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.handlers.list_offsets import timestamp_unsupported
 from dataplane.metadata_cache import MetadataCache, TopicInfo
 from dataplane.protocol.codec import EntityBuilder, entity_class
@@ -87,7 +88,8 @@ def test_produce_is_listed_from_v0_as_kafka_lists_it() -> None:
 
 def test_api_versions_before_v5_ignore_the_target() -> None:
     answer, _ = ask_api_versions(4)
-    assert answer.error_code == ErrorCode.none and answer.api_keys
+    assert answer.error_code == ErrorCode.none
+    assert answer.api_keys
     answer, _ = ask_api_versions(3, client_software_name="bad name")
     assert answer.error_code == ErrorCode.invalid_request
 

@@ -15,14 +15,16 @@ import pytest
 from kio.schema.describe_producers.v0.response import DescribeProducersResponse
 from kio.serial import entity_reader
 
-from dataplane.handlers import describe_producers, fetch, list_offsets, produce
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.connection import Connection
+from dataplane.handlers import describe_producers, fetch, produce
+from dataplane.handlers.context import RequestContext
 from dataplane.log import AppendResult, LogConfig, PartitionLog, StateStore
 from dataplane.log.batch import ATTR_TRANSACTIONAL, encode_batch
 from dataplane.metadata_cache import PartitionInfo
 from dataplane.protocol.encoders import AbortedTransaction
 from dataplane.protocol.errors import ConnectionClosed, ErrorCode, KafkaError
 from dataplane.quota import QuotaManagers, WindowConfig
+from dataplane.replica import offset_lookup
 from dataplane.replica.partition import Partition, now_ms
 from dataplane.replica.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
 from tests.unit.replica.producers import NEVER, idem
@@ -173,7 +175,8 @@ def test_non_transactional_produce_never_verifies() -> None:
     answers, _ = run_produce(
         12, produce_request({0: batch(False)}, "tid"), replicas=replicas, verifier=verifier
     )
-    assert answers[0].error_code == ErrorCode.none and answers[0].base_offset == 10
+    assert answers[0].error_code == ErrorCode.none
+    assert answers[0].base_offset == 10
     assert verifier.calls == []
 
 
@@ -222,7 +225,8 @@ def test_refused_verification_fails_only_that_partition() -> None:
     assert answers[0].error_code == ErrorCode.invalid_txn_state
     assert answers[0].error_message == "Partition was not added to the transaction"
     assert answers[1].error_code == ErrorCode.none
-    assert not refused.appended and appended.appended
+    assert not refused.appended
+    assert appended.appended
 
 
 def test_two_batches_for_one_partition_are_refused_before_verification() -> None:
@@ -240,7 +244,8 @@ def test_two_batches_for_one_partition_are_refused_before_verification() -> None
     )
     assert answers[1].error_code == ErrorCode.none
     assert verifier.calls == [("tid", PID, EPOCH, "t", 1, True)]
-    assert not refused.appended and appended.appended
+    assert not refused.appended
+    assert appended.appended
 
 
 class MarkerDuringVerify(FakeVerifier):
@@ -283,17 +288,22 @@ def test_a_marker_during_verification_refuses_the_late_batch(real_partition: Par
     answers, _ = run_produce(11, produce_request(txn, "tid"), replicas=replicas, verifier=verifier)
     assert answers[0].error_code == ErrorCode.invalid_txn_state
     # the voided guard made the handler ask again; nothing but the marker was written
-    assert len(verifier.calls) == 2 and p.log.log_end_offset == 1
-    assert p.producers.first_unstable_offset is None and p.last_stable_offset == 1
+    assert len(verifier.calls) == 2
+    assert p.log.log_end_offset == 1
+    assert p.producers.first_unstable_offset is None
+    assert p.last_stable_offset == 1
     # the producer's retry (a new transaction) is verified afresh and written
     verifier = FakeVerifier()
     answers, _ = run_produce(11, produce_request(txn, "tid"), replicas=replicas, verifier=verifier)
-    assert answers[0].error_code == ErrorCode.none and answers[0].base_offset == 1
-    assert p.has_open_transaction(PID, EPOCH) and len(verifier.calls) == 1
+    assert answers[0].error_code == ErrorCode.none
+    assert answers[0].base_offset == 1
+    assert p.has_open_transaction(PID, EPOCH)
+    assert len(verifier.calls) == 1
     # its next batch needs no check
     txn = {0: idem(PID, EPOCH, 1, transactional=True)}
     answers, _ = run_produce(11, produce_request(txn, "tid"), replicas=replicas, verifier=verifier)
-    assert answers[0].error_code == ErrorCode.none and len(verifier.calls) == 1
+    assert answers[0].error_code == ErrorCode.none
+    assert len(verifier.calls) == 1
 
 
 def test_several_producers_in_one_request_are_refused() -> None:
@@ -373,7 +383,8 @@ def test_read_committed_at_the_lso_reads_nothing_and_lists_no_abort() -> None:
     req = SimpleNamespace(isolation_level=1, rack_id="")
     p = SimpleNamespace(partition=0, fetch_offset=60, partition_max_bytes=1000)
     data = fetch._partition_data(ctx, req, partition, p, 1000, True)  # type: ignore[arg-type]
-    assert data.records == b"" and data.aborted_transactions == []
+    assert data.records == b""
+    assert data.aborted_transactions == []
     assert partition.log.aborted_queries == []
 
 
@@ -393,19 +404,19 @@ class FakeTimeLog:
 @pytest.mark.parametrize(
     ("timestamp", "isolation", "expected"),
     [
-        (list_offsets.LATEST, 0, (100, -1)),
-        (list_offsets.LATEST, 1, (60, -1)),
-        (list_offsets.EARLIEST, 1, (3, -1)),
+        (offset_lookup.LATEST, 0, (100, -1)),
+        (offset_lookup.LATEST, 1, (60, -1)),
+        (offset_lookup.EARLIEST, 1, (3, -1)),
         (50, 1, (50, 50)),
         (70, 1, (-1, -1)),  # past the LSO: not visible to read_committed
         (70, 0, (70, 70)),
-        (list_offsets.MAX_TIMESTAMP, 1, (-1, -1)),
-        (list_offsets.MAX_TIMESTAMP, 0, (80, 999)),
+        (offset_lookup.MAX_TIMESTAMP, 1, (-1, -1)),
+        (offset_lookup.MAX_TIMESTAMP, 0, (80, 999)),
     ],
 )
 def test_list_offsets_isolation(timestamp: int, isolation: int, expected: tuple) -> None:
     partition = FakePartition(0, log=FakeTimeLog())
-    assert list_offsets.lookup(partition, timestamp, isolation) == expected  # type: ignore[arg-type]
+    assert offset_lookup.lookup(partition, timestamp, isolation) == expected  # type: ignore[arg-type]
 
 
 # -- DescribeProducers ---------------------------------------------------------------------

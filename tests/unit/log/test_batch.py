@@ -46,7 +46,9 @@ def test_header_fields() -> None:
     assert (info.base_timestamp, info.max_timestamp) == (5, 9)
     assert (info.producer_id, info.producer_epoch, info.base_sequence) == (42, 3, 10)
     assert info.compression == Compression.LZ4
-    assert info.is_transactional and not info.is_control and not info.is_log_append_time
+    assert info.is_transactional
+    assert not info.is_control
+    assert not info.is_log_append_time
 
 
 def test_several_batches() -> None:
@@ -62,7 +64,8 @@ def test_a_second_whole_batch_is_found_as_kafka_frames_it() -> None:
     """What Produce refuses (Kafka's ProduceRequest.validateRecords): a whole second batch, of
     any magic; not a torn or insane tail (the log's own checks answer those)."""
     one = make_batch(values_of(3))
-    assert not holds_several_batches(one) and not holds_several_batches(b"")
+    assert not holds_several_batches(one)
+    assert not holds_several_batches(b"")
     assert holds_several_batches(one + one)
     assert holds_several_batches(one + make_batch(values_of(1), magic=1))
     assert not holds_several_batches(one + one[:-1])  # torn: Kafka's iterator stops there
@@ -159,7 +162,8 @@ def test_assign_offsets_keeps_crc_valid() -> None:
 def test_assign_log_append_time_recomputes_crc() -> None:
     buf = bytearray(make_batch(values_of(3), timestamps=[1, 2, 3]))
     (info,) = assign_offsets(buf, validate(buf, None), 0, 0, 99_000)
-    assert info.max_timestamp == 99_000 and info.is_log_append_time
+    assert info.max_timestamp == 99_000
+    assert info.is_log_append_time
     (again,) = validate(buf, None, from_client=False)
     assert again == info
     assert again.base_timestamp == 1  # Kafka leaves baseTimestamp alone

@@ -88,7 +88,8 @@ def test_keeps_the_latest_record_of_each_key_at_its_offset(open_log: OpenLog) ->
     before, size_before = records_in(read_all(log)), log_bytes(log)
     active_base = log._bases[-1]
     job = clean(log)
-    assert job is not None and job.end_offset == active_base == log.cleaner_checkpoint
+    assert job is not None
+    assert job.end_offset == active_base == log.cleaner_checkpoint
     expected = compacted(before, active_base)
     assert records_in(read_all(log)) == expected
     assert len([r for r in expected if r[0] < active_base]) == 5
@@ -108,7 +109,8 @@ def test_small_cleaned_segments_are_grouped(open_log: OpenLog) -> None:
     fill(log, 60, keys=30)
     before, bases = records_in(read_all(log)), list(log._bases)
     clean(log, now_ms=20_000)
-    assert len(log._segments) < len(bases) and log._bases[1] > bases[1]  # halves merged
+    assert len(log._segments) < len(bases)
+    assert log._bases[1] > bases[1]  # halves merged
     assert records_in(read_all(log)) == compacted(before, log._bases[-1])
     assert all(s.size <= 1_000 for s in log._segments)
 
@@ -165,7 +167,8 @@ def test_tombstones_go_delete_retention_ms_after_their_first_cleaning(open_log: 
         return records_in(read_all(log))
 
     after = round_(10_000, 0)
-    assert (0, b"gone", b"v1") not in after and (tombstone, b"gone", None) in after
+    assert (0, b"gone", b"v1") not in after
+    assert (tombstone, b"gone", None) in after
     horizon_batch = next(b for b in batches(log) if b.base_offset == tombstone)
     assert horizon_batch.delete_horizon_ms == 11_000  # now + delete.retention.ms
     assert (tombstone, b"gone", None) in round_(10_999, 1)
@@ -209,7 +212,8 @@ def test_idempotent_producers_keep_their_last_batch(open_log: OpenLog) -> None:
     producers = ProducerStateManager.load(log, now_ms=10_000)
     retry = make_batch([b"2"], keys=[b"a"], producer_id=7, producer_epoch=0, base_sequence=1)
     duplicate = producers.check(validate(retry, None))
-    assert duplicate is not None and duplicate.first_offset == last7.base_offset
+    assert duplicate is not None
+    assert duplicate.first_offset == last7.base_offset
 
 
 def test_reads_go_on_across_a_swap(open_log: OpenLog) -> None:
@@ -228,7 +232,8 @@ def test_reads_go_on_across_a_swap(open_log: OpenLog) -> None:
         seen += [r for r in records_in(data) if r[0] >= offset]
         offset = infos[-1].last_offset + 1
     offsets = [r[0] for r in seen]
-    assert offsets == sorted(set(offsets)) and set(seen) <= set(before)
+    assert offsets == sorted(set(offsets))
+    assert set(seen) <= set(before)
     assert set(compacted(before, log._bases[-1])) <= set(seen)
 
 
@@ -237,12 +242,14 @@ def test_nothing_above_the_high_watermark_or_younger_than_the_lag(open_log: Open
     fill(log, 60)
     bases = list(log._bases)
     job = clean(log, upper_bound=bases[2] + 1)  # segment 2 not wholly below it
-    assert job is not None and job.end_offset == bases[2]
+    assert job is not None
+    assert job.end_offset == bases[2]
     log.config = dataclasses.replace(log.config, min_compaction_lag_ms=5_000)
     for _ in range(10):
         put(log, [(b"young", b"x" * 100)], timestamp=6_000)
     job = clean(log, now_ms=10_000)  # the first new segment's records are 4 s old
-    assert job is not None and job.end_offset == bases[-1]
+    assert job is not None
+    assert job.end_offset == bases[-1]
 
 
 def test_max_compaction_lag_forces_a_cleaning(open_log: OpenLog) -> None:
@@ -271,7 +278,8 @@ def test_a_full_offset_map_cleans_in_several_passes(open_log: OpenLog) -> None:
             break
         run_cleaning(job, log)
         passes += 1
-    assert passes > 2 and log.cleaner_checkpoint == end
+    assert passes > 2
+    assert log.cleaner_checkpoint == end
     assert records_in(read_all(log)) == compacted(before, end)
 
 
@@ -410,12 +418,14 @@ def test_log_config_reads_the_compaction_settings() -> None:
             "max.compaction.lag.ms": "7",
         },
     )
-    assert config.compact and config.delete
+    assert config.compact
+    assert config.delete
     assert config.min_cleanable_dirty_ratio == 0.25
     assert (config.delete_retention_ms, config.min_compaction_lag_ms) == (5, 6)
     assert config.max_compaction_lag_ms == 7
     defaults = LogConfig.from_configs(BrokerConfig(), {"cleanup.policy": "compact"})
     assert (defaults.min_cleanable_dirty_ratio, defaults.delete_retention_ms) == (0.5, 86400000)
-    assert defaults.compact and not defaults.delete
-    with pytest.raises(ValueError):
+    assert defaults.compact
+    assert not defaults.delete
+    with pytest.raises(ValueError, match=r"min\.cleanable\.dirty\.ratio"):
         LogConfig(min_cleanable_dirty_ratio=1.5)

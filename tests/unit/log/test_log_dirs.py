@@ -35,8 +35,10 @@ def test_log_dirs_parse_place_and_keep_the_state_store_in_the_first(tmp_path: Pa
     dirs.preferred["t-1"] = dirs.dirs[1]  # AlterReplicaLogDirs before the replica existed
     assert dirs.choose("t-1", lambda d: counts[d.path]).path == b
     (b / "t-2").mkdir()
-    assert dirs.locate("t-2") is dirs.dirs[1] and dirs.locate("t-3") is None
-    assert dirs.fail(dirs.dirs[1], OSError("disk gone")) and not dirs.fail(dirs.dirs[1], OSError())
+    assert dirs.locate("t-2") is dirs.dirs[1]
+    assert dirs.locate("t-3") is None
+    assert dirs.fail(dirs.dirs[1], OSError("disk gone"))
+    assert not dirs.fail(dirs.dirs[1], OSError())
     assert dirs.locate("t-2") is None  # an offline directory holds nothing anymore
     assert [d.path for d in dirs.online()] == [a]
     assert dirs.choose("t-4", lambda d: 0).path == a
@@ -48,7 +50,7 @@ def test_a_dir_that_cannot_be_created_is_offline_unless_it_is_the_first(tmp_path
     dirs = LogDirs.from_config(f"{tmp_path / 'a'},{blocker / 'b'}")
     dirs.create_all()
     assert [d.online for d in dirs.dirs] == [True, False]
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="Not a directory"):
         LogDirs.from_config(f"{blocker / 'a'}").create_all()
 
 
@@ -108,7 +110,8 @@ def test_an_io_error_fails_the_log_once_and_every_later_call(
     with pytest.raises(LogError) as e:
         append(plog, 5)
     assert e.value.code == ErrorCode.kafka_storage_error
-    assert len(failures) == 1 and isinstance(plog.failure, OSError)
+    assert len(failures) == 1
+    assert isinstance(plog.failure, OSError)
     for call in (
         lambda: plog.read(0, 100, 1, True),
         lambda: plog.truncate_to(0),

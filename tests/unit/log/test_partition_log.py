@@ -52,7 +52,8 @@ def test_compressed_batches_stored_as_received(open_log: OpenLog, codec: Compres
     payload = bytes(batch[61:])
     log.append_as_leader(batch, 0, 1)
     data = log.read(0, 1 << 20, 1 << 62, True)
-    assert data == batch and data[61:] == payload  # records never recompressed
+    assert data == batch
+    assert data[61:] == payload  # records never recompressed
 
 
 def test_bytes_input_is_not_modified(open_log: OpenLog) -> None:
@@ -69,7 +70,8 @@ def test_log_append_time(open_log: OpenLog) -> None:
     result = log.append_as_leader(make_batch(values_of(3), timestamps=[1, 2, 3]), 0, 77_000)
     assert result.log_append_time == 77_000
     (info,) = validate(log.read(0, 1 << 20, 3, True), None, from_client=False)
-    assert info.is_log_append_time and info.max_timestamp == 77_000
+    assert info.is_log_append_time
+    assert info.max_timestamp == 77_000
     assert log.offset_for_timestamp(50_000) == (0, 77_000)
     assert log.max_timestamp() == (0, 77_000)
 
@@ -270,7 +272,8 @@ def test_truncating_at_the_end_drops_an_epoch_that_wrote_nothing(open_log: OpenL
     log.start_epoch(4)
     assert log._epochs.entries[-1] == (4, end)
     log.truncate_to(end)
-    assert log._epochs.entries[-1][0] == 1 and log.log_end_offset == end
+    assert log._epochs.entries[-1][0] == 1
+    assert log.log_end_offset == end
 
 
 def test_truncate_fully_and_start_at(open_log: OpenLog) -> None:
@@ -279,7 +282,8 @@ def test_truncate_fully_and_start_at(open_log: OpenLog) -> None:
     log.truncate_fully_and_start_at(1_000)
     assert (log.log_start_offset, log.log_end_offset, log.latest_epoch) == (1_000, 1_000, -1)
     assert [p.name for p in log.directory.glob("*.log")] == [f"{1_000:020d}.log"]
-    assert append(log, 1) and log.log_end_offset == 1_003
+    assert append(log, 1)
+    assert log.log_end_offset == 1_003
     with pytest.raises(LogError):
         log.read(999, 100, 2_000, True)
 
@@ -324,7 +328,8 @@ def test_retention_deletes_an_expired_active_segment(open_log: OpenLog) -> None:
     assert (log.log_start_offset, log.log_end_offset, log._bases) == (end, end, [end])
     assert log._segments[0].size == 0
     assert log.enforce_retention(10**12, end) == 0  # the new, empty, active segment stays
-    assert append(log, 1) and log.log_end_offset == end + 3
+    assert append(log, 1)
+    assert log.log_end_offset == end + 3
     log.close()
     log = open_log(segment_bytes=1_000, retention_ms=1_000)
     assert (log.log_start_offset, log.log_end_offset) == (end, end + 3)
@@ -416,7 +421,8 @@ def test_reopen_after_clean_close(open_log: OpenLog) -> None:
     log = open_log(segment_bytes=1_000, index_interval_bytes=100)
     assert (log.log_end_offset, log.recovery_point, log.latest_epoch) == (45, 45, 2)
     assert read_all(log) == b"".join(written)
-    assert append(log, 1) and log.log_end_offset == 48
+    assert append(log, 1)
+    assert log.log_end_offset == 48
 
 
 def test_log_config_from_broker_and_topic() -> None:
@@ -426,10 +432,11 @@ def test_log_config_from_broker_and_topic() -> None:
         {"segment.bytes": "4096", "message.timestamp.type": "LogAppendTime", "cleanup.policy": "x"},
     )
     assert config.segment_bytes == 4096
-    assert config.retention_ms == 5 and config.max_message_bytes == 99
+    assert config.retention_ms == 5
+    assert config.max_message_bytes == 99
     assert config.log_append_time
     assert config.flush_messages == 2**63 - 1
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"message\.timestamp\.type"):
         LogConfig.from_configs(broker, {"message.timestamp.type": "Never"})
 
 
@@ -505,13 +512,18 @@ def test_an_append_out_of_descriptors_fails_and_leaves_the_log_usable(open_log: 
     written = append(log, 5)
     failures: list[OSError] = []
     log.on_failure = lambda _log, error: failures.append(error)
+
+    def fill_until_roll() -> None:
+        for _ in range(100):  # the active segment fills up, then must roll
+            written.extend(append(log, 1))
+
     with descriptors_left():
         with pytest.raises(LogError) as refused:
-            for _ in range(100):  # the active segment fills up, then must roll
-                written += append(log, 1)
+            fill_until_roll()
         assert refused.value.code == ErrorCode.unknown_server_error
         assert "Too many open files" in str(refused.value)
-    assert log.failure is None and not failures
+    assert log.failure is None
+    assert not failures
     assert read_all(log) == b"".join(written)
     written += append(log, 30)
     assert read_all(log) == b"".join(written)

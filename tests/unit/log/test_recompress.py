@@ -93,7 +93,8 @@ def test_transactional_batches_keep_their_producer_fields(open_log: OpenLog) -> 
     )
     log.append_as_leader(batch, 0, 6_000)
     info = header_at(stored(log), 0)
-    assert info.is_transactional and info.compression == Compression.ZSTD
+    assert info.is_transactional
+    assert info.compression == Compression.ZSTD
     assert (info.producer_id, info.producer_epoch, info.base_sequence) == (9, 1, 12)
 
 
@@ -101,7 +102,8 @@ def test_log_append_time_stamps_the_rebuilt_batch(open_log: OpenLog) -> None:
     log = open_log(compression_type="lz4", message_timestamp_type="LogAppendTime")
     result = log.append_as_leader(produced(Compression.NONE), 0, 6_000)
     info = header_at(stored(log), 0)
-    assert info.is_log_append_time and info.max_timestamp == 6_000
+    assert info.is_log_append_time
+    assert info.max_timestamp == 6_000
     assert result.log_append_time == 6_000
     assert {r.timestamp for r in decode_records(stored(log))} == {6_000}
 

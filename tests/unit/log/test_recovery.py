@@ -47,12 +47,11 @@ def test_torn_tail_is_cut_with_a_warning(
     assert log.log_end_offset == 33
     assert read_all(log) == b"".join(written[:11])
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert (
-        "topic-0" in warning
-        and "offset 33" in warning
-        and f"cut {len(written[-1]) - 10}" in warning
-    )
-    assert append(log, 1) and log.log_end_offset == 36
+    assert "topic-0" in warning
+    assert "offset 33" in warning
+    assert f"cut {len(written[-1]) - 10}" in warning
+    assert append(log, 1)
+    assert log.log_end_offset == 36
 
 
 def test_corrupt_last_batch_is_cut(open_log: OpenLog) -> None:
@@ -97,7 +96,8 @@ def test_bad_index_is_rebuilt(open_log: OpenLog, damage: str, suffix: str) -> No
     log.close()
     first = log._segments[0]
     good = first.offset_index.path.read_bytes(), first.time_index.path.read_bytes()
-    assert good[0] and good[1]
+    assert good[0]
+    assert good[1]
     path = first.path.with_suffix(suffix)
     if damage == "missing":
         path.unlink()
@@ -131,7 +131,10 @@ def test_segments_opened_before_descriptors_ran_out_are_closed(
     segments = len(log._segments)
     assert segments > 5
     before = open_descriptors()
-    with descriptors_left(3 if opening else segments), pytest.raises(OSError) as refused:
+    with (
+        descriptors_left(3 if opening else segments),
+        pytest.raises(OSError, match="Too many open files") as refused,
+    ):
         load_segments(log.directory, 300, 0, clean, "topic-0", 10_000)
     assert refused.value.errno == errno.EMFILE
     assert open_descriptors() == before
@@ -240,7 +243,8 @@ def test_a_new_log_has_nothing_to_rebuild(
 ) -> None:
     with caplog.at_level(logging.WARNING):
         log = open_log(**CONFIG)
-    assert log._epochs.entries == [] and not caplog.text
+    assert log._epochs.entries == []
+    assert not caplog.text
 
 
 @pytest.mark.timeout(120)

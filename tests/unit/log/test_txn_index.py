@@ -24,7 +24,8 @@ SMALL = {"segment_bytes": 1_000, "index_interval_bytes": 200}
 def test_entries_are_kafkas_34_bytes_and_read_back(tmp_path: Path) -> None:
     path = tmp_path / f"{0:020d}.txnindex"
     index = TransactionIndex(path)
-    assert len(index) == 0 and not path.exists()  # no file until the first entry
+    assert len(index) == 0
+    assert not path.exists()  # no file until the first entry
     index.append(AbortedTxn(7, 10, 20, 21))
     index.append(AbortedTxn(8, 15, 30, 40))
     raw = path.read_bytes()
@@ -39,7 +40,7 @@ def test_entries_are_kafkas_34_bytes_and_read_back(tmp_path: Path) -> None:
 def test_entries_must_come_in_marker_order(tmp_path: Path) -> None:
     index = TransactionIndex(tmp_path / "x.txnindex")
     index.append(AbortedTxn(1, 0, 10, 11))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="does not follow"):
         index.append(AbortedTxn(2, 0, 10, 11))
 
 
@@ -81,7 +82,8 @@ def test_truncate_drops_entries_from_the_cut(tmp_path: Path) -> None:
     index.append(AbortedTxn(9, 12, 16, 17))
     assert [t.last_offset for t in TransactionIndex(path).entries] == [5, 16]
     index.truncate_to(0)
-    assert not path.exists() and len(index) == 0
+    assert not path.exists()
+    assert len(index) == 0
 
 
 # -- in the log --------------------------------------------------------------------------------
@@ -154,7 +156,8 @@ def test_truncation_drops_the_entries_of_the_markers_it_removes(open_log: OpenLo
     append(log, 3)
     assert log.append_aborted_txn(2, 5, bases[2] + 1, bases[2] + 2)
     log.truncate_fully_and_start_at(500)
-    assert _txn_files(log) == [] and log.aborted_transactions(500, 600) == []
+    assert _txn_files(log) == []
+    assert log.aborted_transactions(500, 600) == []
 
 
 def test_retention_deletes_indexes_with_their_segments(open_log: OpenLog) -> None:

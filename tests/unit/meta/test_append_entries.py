@@ -34,7 +34,8 @@ def test_entries_the_log_holds_leave_the_message() -> None:
     got = trim_append_entries(LOG, append((2, 1), (3, 2), (4, 2), (5, 2), (6, 2)))
     assert (got["prevLogIdx"], got["prevLogTerm"]) == (5, 2)
     assert got["entries"] == entries((6, 2))
-    assert got["commit_index"] == 3 and got["term"] == 2
+    assert got["commit_index"] == 3
+    assert got["term"] == 2
 
 
 def test_deletion_starts_at_the_first_conflict() -> None:

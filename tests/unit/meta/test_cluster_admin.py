@@ -120,7 +120,8 @@ def test_validate_only_configs_change_nothing() -> None:
     )
     assert [o.error_code for o in outcome] == [0, 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     assert machine.state.offset == offset
-    assert machine.state.topics["t"].configs == {} and machine.state.broker_configs == {}
+    assert machine.state.topics["t"].configs == {}
+    assert machine.state.broker_configs == {}
 
 
 def test_the_cluster_default_enables_unclean_elections() -> None:
@@ -168,7 +169,9 @@ def test_create_partitions_places_new_partitions_like_a_new_topic() -> None:
     partitions = machine.state.topics["t"].partitions
     assert [p.index for p in partitions] == list(range(6))
     for p in partitions[2:]:
-        assert len(set(p.replicas)) == 3 and p.isr == p.replicas and p.leader == p.replicas[0]
+        assert len(set(p.replicas)) == 3
+        assert p.isr == p.replicas
+        assert p.leader == p.replicas[0]
     assert len({p.leader for p in partitions[2:]}) == 4  # leaders go round-robin
     assert [(c.kind, c.key) for c in machine.changes if c.offset > offset] == [("topic", "t")]
     restored(machine)
@@ -199,7 +202,8 @@ def test_create_partitions_errors(count, assignments, code, message) -> None:
     machine = cluster()
     before = machine.state.topics["t"]
     outcome = grow(machine, count, assignments)
-    assert outcome.error_code == code and message in outcome.error_message
+    assert outcome.error_code == code
+    assert message in outcome.error_message
     assert machine.state.topics["t"] == before
 
 
@@ -236,7 +240,8 @@ def test_a_reassignment_adds_then_completes_when_the_isr_holds_the_target(caplog
     ]
     restored(machine)
     code, after = only(machine.alter(1, machine.isr_change("t", 0, (1, 2, 3))))  # no change
-    assert code == ErrorCode.NONE and after == moving
+    assert code == ErrorCode.NONE
+    assert after == moving
     with caplog.at_level(logging.INFO, logger="rafka.meta.state"):
         outcome = machine.alter(1, machine.isr_change("t", 0, (1, 2, 3, 4)))
     assert only(outcome)[0] == ErrorCode.NEW_LEADER_ELECTED  # Kafka's answer to the old leader
@@ -392,7 +397,8 @@ def test_features_are_bootstrapped_once() -> None:
     assert not machine.state.features_initialized
     machine.run(InitCluster("other", ((TV, 2), (GV, 0))))
     assert machine.state.cluster_id == "c"
-    assert machine.state.features == {TV: 2} and machine.state.features_initialized
+    assert machine.state.features == {TV: 2}
+    assert machine.state.features_initialized
     assert [c.kind for c in machine.changes] == ["features"]
     machine.run(InitCluster("c", ((TV, 1),)))
     assert machine.state.features == {TV: 2}
@@ -445,7 +451,8 @@ def test_validate_only_features_change_nothing() -> None:
     machine.run(InitCluster("c", ((TV, 2),)))
     offset = machine.state.offset
     assert features(machine, (GV, 1, 1), validate_only=True) == [FeatureOutcome(GV)]
-    assert machine.state.features == {TV: 2} and machine.state.offset == offset
+    assert machine.state.features == {TV: 2}
+    assert machine.state.offset == offset
 
 
 # ---------------------------------------------------------------- offline replicas
@@ -508,4 +515,5 @@ def test_a_snapshot_tells_config_listeners_only_of_a_change() -> None:
     cache.config_listeners.append(lambda: calls.append(1))
     cache.apply(wire.snapshot_event(fed.machine.state))
     cache.apply(wire.snapshot_event(fed.machine.state))
-    assert calls == [1] and cache.broker_configs == {1: {"a": "1"}}
+    assert calls == [1]
+    assert cache.broker_configs == {1: {"a": "1"}}

@@ -42,8 +42,10 @@ def test_three_voters_from_overrides_and_properties(tmp_path: Path) -> None:
         "broker.session.timeout.ms=3000\n"
     )
     config = MetaConfig.load(properties, {"node.id": "2", "unclean.leader.election.enable": "true"})
-    assert config.node_id == 2 and config.unclean_leader_election_enable
-    assert config.voters()[3] == "c:9292" and config.grpc_addresses()[1] == "a:9192"
+    assert config.node_id == 2
+    assert config.unclean_leader_election_enable
+    assert config.voters()[3] == "c:9292"
+    assert config.grpc_addresses()[1] == "a:9192"
     assert config.broker_session_timeout_ms == 3000
     assert config.as_properties()["meta.quorum.voters"] == "1@a:9292,2@b:9292,3@c:9292"
 

@@ -276,10 +276,12 @@ def test_a_request_over_kafkas_record_bound_is_refused_whole() -> None:
     configs = {"retention.ms": "1000"}
     assert plan_topics([new_topic("t", 9_999, configs=configs)], {}, brokers(1)) == refused
     fits = plan_topics([new_topic("t", 9_999)], {}, brokers(1))
-    assert isinstance(fits[0], Topic) and len(fits[0].partitions) == 9_999
+    assert isinstance(fits[0], Topic)
+    assert len(fits[0].partitions) == 9_999
     # Only topics that would be created count: a refused one writes no record.
     two = plan_topics([new_topic("t", 9_990, rf=2), new_topic("u", 9)], {}, brokers(1))
-    assert isinstance(two[0], Rejection) and isinstance(two[1], Topic)
+    assert isinstance(two[0], Rejection)
+    assert isinstance(two[1], Topic)
 
 
 def test_topic_configs() -> None:
@@ -308,7 +310,8 @@ def test_fencing_the_leader_elects_the_next_isr_replica() -> None:
 
 def test_fenced_leader_skips_isr_replicas_that_are_fenced_too() -> None:
     after = on_broker_fenced(partition((1, 2, 3), (1, 2, 3), 1), 1, {3}, False, "t")
-    assert after is not None and after.leader == 3
+    assert after is not None
+    assert after.leader == 3
 
 
 def test_fencing_a_follower_shrinks_the_isr_only() -> None:

@@ -19,7 +19,8 @@ def test_register_and_unregister_groups() -> None:
     assert machine.run(UnregisterGroups(("a", "zzz"))) == 1
     assert machine.state.groups == {"b": 7, "c": 1}
     # brokers do not watch the registry: no metadata offset is spent on it
-    assert machine.state.offset == 0 and machine.changes == []
+    assert machine.state.offset == 0
+    assert machine.changes == []
 
 
 def test_a_retried_registration_is_applied_once() -> None:
@@ -34,4 +35,5 @@ def test_a_state_dumped_before_the_registry_loads_with_an_empty_one() -> None:
     old = MetaState(cluster_id="c")
     del old.__dict__["groups"]  # as pickled by a version without the field
     restored = pickle.loads(pickle.dumps(old))
-    assert restored.groups == {} and restored.cluster_id == "c"
+    assert restored.groups == {}
+    assert restored.cluster_id == "c"

@@ -120,7 +120,8 @@ def test_raft_entries_and_acks_go_out_only_once_synced(tmp_path: Path, os_events
         elif message["type"] == "next_node_idx" and message["success"]:
             acks += 1
             assert synced_before(i, 1 - leader, message["next_node_idx"] - 1), message
-    assert appends and acks
+    assert appends
+    assert acks
 
 
 def test_a_follower_never_deletes_entries_it_holds(
@@ -185,14 +186,16 @@ def test_acknowledgements_carry_their_term_and_stale_ones_are_dropped(
     injected = [m for m in delivered if m.get("next_node_idx") == -7]  # not the follower's own
     assert injected == [ack | {"term": term}, ack]  # the stale one dropped; no term: let through
     acks = [m for _, (_, m) in os_events.of("send") if isinstance(m, dict) and "next_node_idx" in m]
-    assert acks and all(1 <= m["term"] <= term for m in acks), acks
+    assert acks, acks
+    assert all(1 <= m["term"] <= term for m in acks), acks
 
 
 def test_a_burst_of_appends_costs_one_sync(tmp_path: Path, os_events: OsEvents) -> None:
     journal = DurableJournal(tmp_path / "raft.log")
     for i in range(1, 101):
         journal.add(b"command %d" % i, i, 1)
-    assert journal.sync() and not journal.sync()
+    assert journal.sync()
+    assert not journal.sync()
     assert [e[0] for e in os_events.events if e[0] == "fdatasync"] == ["fdatasync"]
     journal._destroy()
     assert [entry[1] for entry in DurableJournal(tmp_path / "raft.log")] == list(range(1, 101))

@@ -28,11 +28,12 @@ def entry(kind: str, member: Member, previous: Member | None = None) -> bytes:
 def test_kafka_uuid_text_round_trips_and_zero_is_none() -> None:
     value = uuid.uuid4()
     text = quorum.kafka_uuid(value)
-    assert len(text) == 22 and "=" not in text
+    assert len(text) == 22
+    assert "=" not in text
     assert quorum.parse_kafka_uuid(text) == value
     assert quorum.kafka_uuid(None) == quorum.kafka_uuid(uuid.UUID(int=0)) == ""
     assert quorum.parse_kafka_uuid("") is None
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="is not a Kafka Uuid"):
         quorum.parse_kafka_uuid("AAAA")
 
 
@@ -41,7 +42,8 @@ def test_directory_id_is_made_once_and_kept(tmp_path: Path) -> None:
     assert quorum.parse_kafka_uuid(made) is not None
     assert quorum.directory_id(tmp_path, 3) == made
     text = (tmp_path / quorum.DIRECTORY_FILE).read_text()
-    assert "node.id=3" in text and f"directory.id={made}" in text
+    assert "node.id=3" in text
+    assert f"directory.id={made}" in text
 
 
 def test_directory_of_another_node_is_refused(tmp_path: Path) -> None:
@@ -52,7 +54,9 @@ def test_directory_of_another_node_is_refused(tmp_path: Path) -> None:
 
 def test_membership_entries_carry_the_identity() -> None:
     request = quorum.parse_change(entry(ADD, D))
-    assert request is not None and request[0] == ADD and request[1] == D.raft_address
+    assert request is not None
+    assert request[0] == ADD
+    assert request[1] == D.raft_address
     assert quorum.member_of(request[2]) == D
     assert quorum.parse_change(b"\x00regular command") is None
 
@@ -114,7 +118,8 @@ def test_bare_nodes_of_an_old_dump_get_their_ids_from_the_configuration() -> Non
 )
 def test_add_refusals(new: Member, code: ErrorCode, message: str) -> None:
     refusal = quorum.check_add([A, B, C], new)
-    assert isinstance(refusal, Refusal) and refusal.error_code == code
+    assert isinstance(refusal, Refusal)
+    assert refusal.error_code == code
     assert message in refusal.message
 
 
@@ -135,7 +140,8 @@ def test_a_node_is_added_only_as_it_runs_and_once_caught_up() -> None:
 def test_remove_finds_the_voter_by_id_and_directory() -> None:
     assert quorum.find_voter([A, B, C], 2, "dirB") == B
     refusal = quorum.find_voter([A, B, C], 2, "dirX")
-    assert isinstance(refusal, Refusal) and refusal.error_code == ErrorCode.VOTER_NOT_FOUND
+    assert isinstance(refusal, Refusal)
+    assert refusal.error_code == ErrorCode.VOTER_NOT_FOUND
     assert "Cannot remove voter ReplicaKey(id=2, directoryId=dirX)" in refusal.message
     unknown = Member(5, "e:1")  # a voter of meta.quorum.voters not started yet
     assert quorum.find_voter([A, unknown], 5, "") == unknown

@@ -98,7 +98,8 @@ def test_raft_data_still_loads() -> None:
     command = RegisterBroker(1, "h", 9092, None, "", b"i", False)
     value = (message, {TCPNode("127.0.0.1:9292")}, frozenset({1}), broker, command)
     loaded = loads(pickle.dumps(value, protocol=2))
-    assert loaded[0] == message and loaded[2:] == value[2:]
+    assert loaded[0] == message
+    assert loaded[2:] == value[2:]
     assert [node.address for node in loaded[1]] == ["127.0.0.1:9292"]
     assert loads(pickle.dumps(ErrorCode.INELIGIBLE_REPLICA, protocol=2)) is (
         ErrorCode.INELIGIBLE_REPLICA
@@ -239,8 +240,10 @@ def test_a_dump_from_the_leader_that_does_not_load_stops_the_follower(
                 assert lagging.failure is None
                 return
             failure = wait_for(lambda: lagging.failure, 30, "the follower's failure")
-        assert failure and outcome in failure, failure
-        assert "this meta node stops" in failure and "meta.data.dir aside" in failure
+        assert failure, failure
+        assert outcome in failure, failure
+        assert "this meta node stops" in failure
+        assert "meta.data.dir aside" in failure
         assert [r.getMessage() for r in caplog.records if r.name == "rafka.meta.raft"].count(
             failure
         ) == 1  # once, though the leader sends it again

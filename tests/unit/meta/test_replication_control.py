@@ -74,7 +74,8 @@ def test_the_same_isr_changes_nothing() -> None:
     offset = machine.state.offset
     code, after = only(machine.alter(1, machine.isr_change("t", 0, (1, 2, 3))))
     assert (code, after) == (ErrorCode.NONE, machine.partition("t"))
-    assert after.partition_epoch == 0 and machine.state.offset == offset
+    assert after.partition_epoch == 0
+    assert machine.state.offset == offset
 
 
 @pytest.mark.parametrize(
@@ -186,7 +187,8 @@ def test_a_retried_alter_partition_is_applied_once() -> None:
     change = machine.isr_change("t", 0, (1, 2))
     first = machine.alter(1, change, request_id="retry-me")
     again = machine.alter(1, change, request_id="retry-me")
-    assert again == first and only(first) == (ErrorCode.NONE, machine.partition("t"))
+    assert again == first
+    assert only(first) == (ErrorCode.NONE, machine.partition("t"))
     assert machine.partition("t").partition_epoch == 1
     assert only(machine.alter(1, change))[0] == ErrorCode.INVALID_UPDATE_VERSION  # a new request
 
@@ -213,12 +215,15 @@ def test_controlled_shutdown_moves_leaders_and_shrinks_isrs(caplog) -> None:
         outcome = machine.shutdown(2)
     assert outcome == ShutdownOutcome(may_exit=True, leaderships_left=0)
     for old, new in zip(before, machine.state.topics["t"].partitions, strict=True):
-        assert 2 not in new.isr and new.leader in (1, 3)
+        assert 2 not in new.isr
+        assert new.leader in (1, 3)
         assert new.leader_epoch == old.leader_epoch + (old.leader == 2)
         assert new.partition_epoch == old.partition_epoch + 1
         assert new.leader == next(b for b in old.replicas if b != 2)  # next ISR replica
     broker = machine.state.brokers[2]
-    assert broker.in_controlled_shutdown and broker.fenced  # let go: may exit
+    # let go: may exit
+    assert broker.in_controlled_shutdown
+    assert broker.fenced
     assert [(c.kind, c.key) for c in machine.changes if c.offset > offset] == [
         ("broker", 2),
         ("topic", "t"),
@@ -227,7 +232,8 @@ def test_controlled_shutdown_moves_leaders_and_shrinks_isrs(caplog) -> None:
     assert "Broker 2 leads no partition any more: it may shut down" in caplog.text
 
     offset = machine.state.offset
-    assert machine.shutdown(2) == outcome and machine.state.offset == offset  # polling again
+    assert machine.shutdown(2) == outcome
+    assert machine.state.offset == offset  # polling again
 
 
 def test_controlled_shutdown_of_the_last_isr_member_takes_its_partition_offline() -> None:
@@ -277,7 +283,9 @@ def test_unregister_broker_moves_it_off_isrs_and_leaderships_then_forgets_it(cap
     assert 2 not in machine.state.brokers
     assert "Unregistered broker 2 (epoch 2, still unfenced" in caplog.text
     for old, new in zip(before, machine.state.topics["t"].partitions, strict=True):
-        assert new.replicas == old.replicas and 2 not in new.isr and new.leader != 2
+        assert new.replicas == old.replicas
+        assert 2 not in new.isr
+        assert new.leader != 2
     assert machine.partition("solo").leader == NO_LEADER
     assert [(c.kind, c.key) for c in machine.changes if c.offset > offset] == [
         ("topic", "t"),
@@ -297,7 +305,8 @@ def test_controlled_shutdown_with_a_stale_epoch() -> None:
     old_epoch = machine.epoch(1)
     machine.register(1)
     outcome = machine.run(ControlledShutdown(1, old_epoch, False))
-    assert outcome.error_code == ErrorCode.STALE_BROKER_EPOCH and not outcome.may_exit  # type: ignore[attr-defined]
+    assert outcome.error_code == ErrorCode.STALE_BROKER_EPOCH  # type: ignore[attr-defined]
+    assert not outcome.may_exit  # type: ignore[attr-defined]
     assert not machine.state.brokers[1].in_controlled_shutdown
 
 
@@ -321,7 +330,8 @@ def test_balance_leaders_moves_leadership_back_to_preferred_replicas(caplog) -> 
     assert machine.run(BalanceLeaders()) == 0  # 1 is not in any ISR yet
     fence_and_rejoin(machine, 1)
     moved = [p for p in machine.state.topics["t"].partitions if p.replicas[0] == 1]
-    assert len(moved) == 2 and all(p.leader != 1 for p in moved)
+    assert len(moved) == 2
+    assert all(p.leader != 1 for p in moved)
     with caplog.at_level(logging.INFO, logger="rafka.meta.state"):
         assert machine.run(BalanceLeaders()) == 2
     for old in moved:
@@ -445,7 +455,8 @@ def test_producer_id_blocks_are_monotonic_and_unique() -> None:
     assert after == ProducerIdBlock(5000, 1000)
 
     stale = machine.run(AllocateProducerIds(3, machine.epoch(3) - 1))
-    assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH and stale.first == -1  # type: ignore[attr-defined]
+    assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH  # type: ignore[attr-defined]
+    assert stale.first == -1  # type: ignore[attr-defined]
     assert machine.state.next_producer_id == 5000
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from meta import wire
+from meta import entity_proto
 from meta.acl import (
     AclBinding,
     AclBindingFilter,
@@ -120,7 +120,8 @@ def test_create_acls_validates_each_binding_as_kafka() -> None:
     assert list(machine.state.acls) == [bindings[0], bindings[-1]]
     [change] = machine.changes  # one offset for the whole request
     assert (change.offset, change.kind) == (1, "acls")
-    assert change.acls_added == (bindings[0], bindings[-1]) and change.acls_removed == ()
+    assert change.acls_added == (bindings[0], bindings[-1])
+    assert change.acls_removed == ()
 
 
 def test_an_acl_already_present_succeeds_without_a_change() -> None:
@@ -128,7 +129,8 @@ def test_an_acl_already_present_succeeds_without_a_change() -> None:
     run(machine, CreateAcls((acl(),)))
     assert run(machine, CreateAcls((acl(), acl()))) == [Outcome(), Outcome()]
     assert list(machine.state.acls) == [acl()]
-    assert machine.state.offset == 1 and len(machine.changes) == 1
+    assert machine.state.offset == 1
+    assert len(machine.changes) == 1
 
 
 def test_delete_acls_by_filters() -> None:
@@ -159,7 +161,8 @@ def test_delete_acls_by_filters() -> None:
     ]
     assert machine.state.acls == {}
     [_, change] = machine.changes
-    assert change.kind == "acls" and set(change.acls_removed) == set(stored)
+    assert change.kind == "acls"
+    assert set(change.acls_removed) == set(stored)
     assert len(change.acls_removed) == len(stored)
 
 
@@ -206,7 +209,8 @@ def test_delete_acls_refuses_unknown_filters_and_a_no_op_changes_nothing() -> No
         AclDeleteOutcome(bad, "Unknown entryFilter."),
         AclDeleteOutcome(),
     ]
-    assert list(machine.state.acls) == [acl()] and machine.state.offset == 1
+    assert list(machine.state.acls) == [acl()]
+    assert machine.state.offset == 1
 
 
 # ---------------------------------------------------------------- SCRAM credentials
@@ -273,7 +277,8 @@ def test_scram_errors_as_kafka() -> None:
 
 
 def test_credentials_keep_their_keys_out_of_logs() -> None:
-    assert "stored-key" not in repr(KEYS) and "4096" in repr(KEYS)
+    assert "stored-key" not in repr(KEYS)
+    assert "4096" in repr(KEYS)
 
 
 # ---------------------------------------------------------------- delegation tokens
@@ -393,16 +398,20 @@ def test_a_pickled_dump_from_before_security_metadata_loads() -> None:
     for name in ("acls", "scram_credentials", "delegation_tokens"):
         del machine.state.__dict__[name]
     loaded: MetaState = pickle.loads(pickle.dumps(machine.state))
-    assert loaded.acls == {} and loaded.scram_credentials == {} and loaded.delegation_tokens == {}
+    assert loaded.acls == {}
+    assert loaded.scram_credentials == {}
+    assert loaded.delegation_tokens == {}
     assert loaded.brokers[1].endpoints == ()
 
 
 def test_the_wire_keeps_null_filter_fields_and_reads_unknown_codes_as_unknown() -> None:
     f = acl_filter(name="", principal=None, host="*")
-    assert wire.acl_filter_from_proto(wire.acl_filter_to_proto(f)) == f  # "" is not None
-    odd = wire.acl_to_proto(acl())
+    assert (
+        entity_proto.acl_filter_from_proto(entity_proto.acl_filter_to_proto(f)) == f
+    )  # "" is not None
+    odd = entity_proto.acl_to_proto(acl())
     odd.operation = 99  # a code of a newer Kafka
-    binding = wire.acl_from_proto(odd)
+    binding = entity_proto.acl_from_proto(odd)
     assert binding.operation == AclOperation.UNKNOWN
     [outcome] = run(Machine(), CreateAcls((binding,)))
     assert outcome == Outcome(ErrorCode.INVALID_REQUEST, "Invalid operation UNKNOWN")

@@ -24,11 +24,12 @@ from meta.commands import (
     RegisterBroker,
     UnfenceBroker,
 )
+from meta.dispatch import REQUEST_MEMORY_MS, apply
 from meta.model import NO_LEADER
 from meta.partition_leadership import ElectionType, IsrChange
 from meta.protocol import ErrorCode
 from meta.records import decode_command, decode_state, encode_command, encode_state
-from meta.state import REQUEST_MEMORY_MS, MetaState, apply
+from meta.state import MetaState
 from meta.topic_planning import NewTopic, Rejection
 
 from .machine import NOW, Machine
@@ -38,7 +39,8 @@ def test_cluster_id_is_set_once() -> None:
     machine = Machine()
     assert machine.run(InitCluster("first")) == "first"
     assert machine.run(InitCluster("second")) == "first"
-    assert machine.state.cluster_id == "first" and machine.state.offset == 0
+    assert machine.state.cluster_id == "first"
+    assert machine.state.offset == 0
 
 
 def test_every_change_gets_the_next_offset() -> None:
@@ -100,7 +102,8 @@ def test_a_retried_request_is_applied_once() -> None:
     machine = Machine()
     first = machine.run(RegisterBroker(1, "h", 1, None, "", b"i", False), request_id="r1")
     again = machine.run(RegisterBroker(1, "h", 1, None, "", b"i", False), request_id="r1")
-    assert first == again == 1 and machine.state.offset == 1
+    assert first == again == 1
+    assert machine.state.offset == 1
     later = NOW + REQUEST_MEMORY_MS + 1  # forgotten after a while: applied anew
     assert machine.run(RegisterBroker(1, "h", 1, None, "", b"i", False), "r1", later) == 2
 
@@ -122,7 +125,8 @@ def test_fence_then_register_moves_leadership_and_back() -> None:
 
     offset = machine.state.offset
     epoch = machine.register(2)
-    assert epoch == offset + 1 and not machine.state.brokers[2].fenced
+    assert epoch == offset + 1
+    assert not machine.state.brokers[2].fenced
     for index in led_by_2:
         p = machine.state.topics["t"].partitions[index]
         assert (p.leader, p.leader_epoch, p.partition_epoch) == (2, 2, 2)
@@ -175,7 +179,8 @@ def test_a_dump_from_before_new_fields_loads_with_their_defaults() -> None:
     del machine.state.__dict__["next_producer_id"]
     loaded = pickle.loads(pickle.dumps(machine.state))
     assert loaded.next_producer_id == 0
-    assert not loaded.brokers[1].in_controlled_shutdown and loaded.brokers[1].active
+    assert not loaded.brokers[1].in_controlled_shutdown
+    assert loaded.brokers[1].active
 
 
 # ---------------------------------------------------------------- replay determinism
@@ -293,11 +298,13 @@ def check_invariants(state: MetaState, previous_producer_id: int) -> None:
     active = {b.id for b in state.brokers.values() if b.active}
     for topic in state.topics.values():
         for p in topic.partitions:
-            assert p.isr and set(p.isr) <= set(p.replicas)
+            assert p.isr
+            assert set(p.isr) <= set(p.replicas)
             assert len(set(p.isr)) == len(p.isr)
             if p.leader != NO_LEADER:
                 # a led partition's ISR holds only brokers that may lead
-                assert p.leader in p.isr and set(p.isr) <= active, (p, state.brokers)
+                assert p.leader in p.isr, (p, state.brokers)
+                assert set(p.isr) <= active, (p, state.brokers)
             else:
                 # an offline partition has no ISR member that could lead it
                 assert not set(p.isr) & active, (p, state.brokers)

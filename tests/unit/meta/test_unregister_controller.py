@@ -101,6 +101,8 @@ def test_an_observer_registers_again_with_its_next_report() -> None:
     report(admin, OBSERVER)
     assert observers(admin) == [4]
     assert admin.unregister(4) is None
-    assert observers(admin) == [] and admin.unregister(4) == not_registered(4)
+    assert observers(admin) == []
+    assert admin.unregister(4) == not_registered(4)
     report(admin, OBSERVER)
-    assert observers(admin) == [4] and admin.unregister(4) is None
+    assert observers(admin) == [4]
+    assert admin.unregister(4) is None

@@ -30,7 +30,8 @@ def _value(name: str, labels: dict[str, str] | None = None) -> float:
 
 
 def test_request_phases_are_observed_per_api() -> None:
-    assert request_name(18) == "ApiVersions" and request_name(0) == "Produce"
+    assert request_name(18) == "ApiVersions"
+    assert request_name(0) == "Produce"
     assert request_name(94) == "UnregisterController"  # an API kio lacks
     registry = CollectorRegistry()
     registry.register(RequestCollector())

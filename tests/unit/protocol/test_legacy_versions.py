@@ -82,7 +82,8 @@ def test_the_old_versions_are_advertised_and_not_flexible() -> None:
 def test_offset_commit_v0_request() -> None:
     req = decode(COMMIT, 0, COMMIT_V0)
     assert req.group_id == "grp"
-    assert not hasattr(req, "member_id") and not hasattr(req, "generation_id_or_member_epoch")
+    assert not hasattr(req, "member_id")
+    assert not hasattr(req, "generation_id_or_member_epoch")
     (topic,) = req.topics
     assert topic.name == "tp"
     assert [
@@ -231,7 +232,8 @@ DESCRIBE_CONFIGS_V0 = i32(2) + DESCRIBE_CONFIGS_V0 + (i8(4) + s16("1") + i32(-1)
 
 
 def test_describe_configs_v0_request() -> None:
-    assert SUPPORTED_VERSIONS[DESCRIBE_CONFIGS][0] == 0 and not is_flexible(DESCRIBE_CONFIGS, 0)
+    assert SUPPORTED_VERSIONS[DESCRIBE_CONFIGS][0] == 0
+    assert not is_flexible(DESCRIBE_CONFIGS, 0)
     req = decode(DESCRIBE_CONFIGS, 0, DESCRIBE_CONFIGS_V0)
     assert [(r.resource_type, r.resource_name, r.configuration_keys) for r in req.resources] == [
         (2, "tp", ("retention.ms",)),

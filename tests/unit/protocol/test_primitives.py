@@ -33,12 +33,12 @@ def test_read_uvarint(value: int) -> None:
 
 @pytest.mark.parametrize("data", [b"", b"\x80", b"\xff\xff\xff\xff\xff\x01"])
 def test_read_uvarint_refuses_truncated_and_overlong(data: bytes) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="bad unsigned varint"):
         primitives.read_uvarint(data, 0)
 
 
 def test_uvarint_refuses_negative() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="cannot be -1"):
         primitives.uvarint(-1)
 
 

@@ -64,7 +64,8 @@ def test_a_spec_with_every_kind_of_field(tmp_path: Path) -> None:
     namespace: dict[str, object] = {}
     exec(compile(record_module([load_spec("SampleValue", tmp_path)]), "sample", "exec"), namespace)
     cls, schema = namespace["SampleValue"], namespace["SAMPLE_VALUE"]
-    assert isinstance(schema, Message) and schema.api_key == 99
+    assert isinstance(schema, Message)
+    assert schema.api_key == 99
     default = cls()  # type: ignore[operator]
     assert (default.flag, default.small, default.ratio, default.label, default.owner) == (
         True,
@@ -73,7 +74,8 @@ def test_a_spec_with_every_kind_of_field(tmp_path: Path) -> None:
         None,
         None,
     )
-    assert default.note == "none" and default.ids == ()
+    assert default.note == "none"
+    assert default.ids == ()
     owner = cls.Owner("me")  # type: ignore[attr-defined]
     value = cls(False, -2, 8080, 1.5, "x", owner, (bytes(16), bytes(range(16))), "hi")  # type: ignore[operator]
     for version in (0, 1, 2):
@@ -87,4 +89,5 @@ def test_a_spec_with_every_kind_of_field(tmp_path: Path) -> None:
         assert schema.encode(decoded, version) == (data if version else schema.encode(decoded, 0))
     # the tagged Note is left out at its default
     plain = schema.encode(cls(note="none"), 2)  # type: ignore[operator]
-    assert plain.endswith(b"\x00") and b"none" not in plain
+    assert plain.endswith(b"\x00")
+    assert b"none" not in plain

@@ -83,7 +83,8 @@ def test_v6_request() -> None:
         None,
     )
     (topic,) = req.topics
-    assert topic.topic_id == TOPIC_ID and not hasattr(topic, "name")
+    assert topic.topic_id == TOPIC_ID
+    assert not hasattr(topic, "name")
     assert [
         (p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
         for p in topic.partitions

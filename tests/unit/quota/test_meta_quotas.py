@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from meta.commands import Command
+from meta.dispatch import apply
 from meta.protocol import ErrorCode
 from meta.quotas import (
     CLIENT_ID,
@@ -18,7 +19,7 @@ from meta.quotas import (
     QuotaOutcome,
     entity_of,
 )
-from meta.state import MetaState, apply
+from meta.state import MetaState
 
 ALICE = ((USER, "alice"),)
 
@@ -40,13 +41,15 @@ def test_set_change_and_remove_quotas() -> None:
     run(state, QuotaAlteration(ALICE, (("producer_byte_rate", None),)))
     assert state.client_quotas == {ALICE: {"request_percentage": 50.5}}
     _, changes = run(state, QuotaAlteration(ALICE, (("request_percentage", None),)))
-    assert state.client_quotas == {} and len(changes) == 1  # the entity is gone
+    assert state.client_quotas == {}
+    assert len(changes) == 1  # the entity is gone
 
 
 def test_removing_what_is_not_there_changes_nothing() -> None:
     state = MetaState()
     outcomes, changes = run(state, QuotaAlteration(ALICE, (("producer_byte_rate", None),)))
-    assert outcomes == [QuotaOutcome()] and changes == []
+    assert outcomes == [QuotaOutcome()]
+    assert changes == []
 
 
 def test_validate_only_changes_nothing() -> None:
@@ -54,7 +57,9 @@ def test_validate_only_changes_nothing() -> None:
     outcomes, changes = run(
         state, QuotaAlteration(ALICE, (("producer_byte_rate", 1.0),)), validate_only=True
     )
-    assert outcomes == [QuotaOutcome()] and changes == [] and state.client_quotas == {}
+    assert outcomes == [QuotaOutcome()]
+    assert changes == []
+    assert state.client_quotas == {}
 
 
 @pytest.mark.parametrize(
@@ -92,7 +97,8 @@ def test_kafkas_refusals(entity: tuple, ops: tuple, message: str) -> None:
     state = MetaState()
     [outcome], changes = run(state, QuotaAlteration(entity, ops))
     assert outcome == QuotaOutcome(ErrorCode.INVALID_REQUEST, message)
-    assert changes == [] and state.client_quotas == {}
+    assert changes == []
+    assert state.client_quotas == {}
 
 
 def test_one_refused_entity_does_not_stop_the_others() -> None:

@@ -12,7 +12,7 @@ import pytest
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
-from dataplane.handlers.context import Connection
+from dataplane.connection import Connection
 from dataplane.protocol.codec import ResponseBuilder, entity_class
 from dataplane.protocol.encoders import (
     ProducePartition,
@@ -40,7 +40,8 @@ def test_encoded_metadata_and_fetch_get_the_larger_throttle_time() -> None:
     first field), which the broker used to send with 0 while it muted the connection."""
     body = encode_metadata_response(12, [], [], "cluster", 1)
     throttled = with_throttle_time(body, 250, 3, 12)
-    assert throttled[:4] == (250).to_bytes(4, "big") and throttled[4:] == body[4:]
+    assert throttled[:4] == (250).to_bytes(4, "big")
+    assert throttled[4:] == body[4:]
     assert with_throttle_time(throttled, 100, 3, 12) == throttled
     fetch = (300).to_bytes(4, "big") + b"rest"
     assert with_throttle_time(fetch, 100, 1, 12) == fetch  # its own is larger

@@ -48,7 +48,8 @@ def test_waits_settle_in_offset_order_as_the_high_watermark_passes_them() -> Non
     acks.add(leader, 9, 3, second, 0)
     leader.high_watermark = 6
     acks.settle(leader)
-    assert first.done and not second.done
+    assert first.done
+    assert not second.done
 
 
 def test_an_already_replicated_batch_is_done_without_waiting() -> None:

@@ -43,8 +43,12 @@ def test_sequences_wrap_at_int32_max() -> None:
     assert increment_sequence(INT32_MAX, 0) == INT32_MAX
     assert increment_sequence(INT32_MAX, 1) == 0
     assert increment_sequence(INT32_MAX - 1, 4) == 2
-    assert in_sequence(4, 5) and in_sequence(INT32_MAX, 0) and in_sequence(-1, 0)
-    assert not in_sequence(4, 6) and not in_sequence(INT32_MAX, 1) and not in_sequence(5, 5)
+    assert in_sequence(4, 5)
+    assert in_sequence(INT32_MAX, 0)
+    assert in_sequence(-1, 0)
+    assert not in_sequence(4, 6)
+    assert not in_sequence(INT32_MAX, 1)
+    assert not in_sequence(5, 5)
 
 
 # -- the rules ---------------------------------------------------------------------------------
@@ -54,7 +58,8 @@ def test_unknown_producer_may_start_at_any_sequence_and_epoch(leader: Replica) -
     assert leader.produce(idem(1, 0, 0, 2)).base_offset == 0
     assert leader.produce(idem(2, 7, 42, 3)).base_offset == 2
     entry = leader.producers.last_entry(2)
-    assert entry is not None and (entry.epoch, entry.last_seq) == (7, 44)
+    assert entry is not None
+    assert (entry.epoch, entry.last_seq) == (7, 44)
     assert list(entry.batches) == [BatchMetadata(42, 44, 2, 4, NOW)]
 
 
@@ -62,7 +67,9 @@ def test_in_order_batches_are_appended(leader: Replica) -> None:
     offsets = [leader.produce(idem(1, 0, seq, 2)).base_offset for seq in range(0, 20, 2)]
     assert offsets == list(range(0, 20, 2))
     entry = leader.producers.last_entry(1)
-    assert entry is not None and entry.last_seq == 19 and len(entry.batches) == 5
+    assert entry is not None
+    assert entry.last_seq == 19
+    assert len(entry.batches) == 5
 
 
 def test_gap_is_out_of_order(leader: Replica) -> None:
@@ -85,7 +92,9 @@ def test_new_epoch_must_start_at_sequence_zero(leader: Replica) -> None:
     assert refused(leader, idem(1, 3, 1)) == OUT_OF_ORDER
     assert leader.produce(idem(1, 3, 0)).base_offset == 5
     entry = leader.producers.last_entry(1)
-    assert entry is not None and entry.epoch == 3 and len(entry.batches) == 1  # old ones dropped
+    assert entry is not None
+    assert entry.epoch == 3
+    assert len(entry.batches) == 1  # old ones dropped
 
 
 def test_retry_of_each_of_the_last_five_batches_gets_its_original_offsets(leader: Replica) -> None:
@@ -125,7 +134,8 @@ def test_sequence_wraps_after_int32_max(leader: Replica) -> None:
     # A batch whose range crosses the wrap: last sequence is 1, so 2 comes next.
     leader.produce(idem(2, 0, INT32_MAX - 1, 4))
     entry = leader.producers.last_entry(2)
-    assert entry is not None and entry.last_seq == 1
+    assert entry is not None
+    assert entry.last_seq == 1
     assert leader.produce(idem(2, 0, INT32_MAX - 1, 4)).duplicate
     assert refused(leader, idem(2, 0, 0)) == OUT_OF_ORDER
     assert leader.produce(idem(2, 0, 2)).base_offset == 8
@@ -165,7 +175,8 @@ def test_control_batch_only_moves_the_epoch(leader: Replica, follower: Replica) 
     ):
         follower.replicate(data)
     entry = leader.producers.last_entry(1)
-    assert entry is not None and (entry.epoch, list(entry.batches)) == (1, [])
+    assert entry is not None
+    assert (entry.epoch, list(entry.batches)) == (1, [])
     assert follower.state() == leader.state()
     assert refused(leader, idem(1, 0, 2)) == INVALID_EPOCH
     assert refused(leader, idem(1, 1, 2)) == OUT_OF_ORDER  # same epoch, no batch: needs 0
@@ -176,7 +187,8 @@ def test_transaction_start_is_tracked_and_ended_by_a_marker(leader: Replica) -> 
     leader.write_as_coordinator(idem(1, 0, 0, transactional=True))
     leader.write_as_coordinator(idem(1, 0, 1, transactional=True))
     entry = leader.producers.last_entry(1)
-    assert entry is not None and entry.current_txn_first_offset == 0
+    assert entry is not None
+    assert entry.current_txn_first_offset == 0
     leader.producers.expiration_ms = 1
     assert leader.producers.remove_expired(NOW + 10) == 0  # an open transaction never expires
     assert leader.producers.open_transactions() == [(1, 0, 0)]
@@ -185,7 +197,8 @@ def test_transaction_start_is_tracked_and_ended_by_a_marker(leader: Replica) -> 
     assert leader.producers.open_transactions() == [(1, 0, 0)]
     leader.write_as_coordinator(build_marker_batch(1, 0, False, 3, NOW))
     entry = leader.producers.last_entry(1)
-    assert entry is not None and (entry.current_txn_first_offset, entry.coordinator_epoch) == (
+    assert entry is not None
+    assert (entry.current_txn_first_offset, entry.coordinator_epoch) == (
         -1,
         3,
     )
@@ -306,7 +319,7 @@ def test_only_the_newest_snapshots_are_kept(leader: Replica, store: StateStore) 
     assert len(keys) == 3
     leader.producers.snapshot()  # same offset: nothing new
     assert leader.producers.snapshot_offsets == [4, 5, 6]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="the state is as of 6"):
         leader.producers.snapshot(3)
 
 
@@ -356,7 +369,8 @@ def test_full_truncation_empties_the_state(leader: Replica) -> None:
     leader.producers.snapshot()
     leader.log.truncate_fully_and_start_at(100)
     leader.producers.truncate_and_reload()
-    assert leader.state() == {} and leader.producers.snapshot_offsets == []
+    assert leader.state() == {}
+    assert leader.producers.snapshot_offsets == []
     assert leader.producers.end_offset == 100
     assert leader.produce(idem(1, 0, 7)).base_offset == 100  # unknown again
 
@@ -409,7 +423,8 @@ def test_follower_keeps_the_same_state_and_dedups_after_failover(
     # The follower takes over: a retry of the last batch, whose answer was lost, is not
     # written twice; the producer carries on where it was.
     retry = follower.produce(sent[-1])
-    assert retry.duplicate and retry.base_offset == leader.producers.producers[2].batches[-1][2]
+    assert retry.duplicate
+    assert retry.base_offset == leader.producers.producers[2].batches[-1][2]
     assert not follower.produce(idem(2, 0, 18)).duplicate
     assert refused(follower, idem(1, 0, 19)) == OUT_OF_ORDER
 
@@ -420,7 +435,8 @@ def test_follower_mirrors_the_log_even_when_the_epoch_goes_down(follower: Replic
     follower.replicate(idem(1, 3, 0, 2, base_offset=0))
     follower.replicate(idem(1, 2, 5, base_offset=2))
     entry = follower.producers.last_entry(1)
-    assert entry is not None and entry.epoch == 2
+    assert entry is not None
+    assert entry.epoch == 2
     assert list(entry.batches) == [BatchMetadata(5, 5, 2, 2, NOW)]
     before = follower.state()
     follower.reopen(clean=False)

@@ -124,8 +124,8 @@ class Scenario:
         records = idem(pid, epoch, first, count, ts=self.clock)
         try:
             produced = self.leader.produce(records, self.clock)
-        except ProducerStateError as e:
-            assert e.code == expected
+        except ProducerStateError as e:  # the model says whether this produce is refused
+            assert e.code == expected  # noqa: PT017
             event(f"refused {e.code.name}")
             return
         if produced.duplicate:

@@ -48,7 +48,8 @@ def test_the_first_request_is_full_then_only_changes_go() -> None:
     f.session.changed(P1)
     f.session.changed(P2)  # a candidate whose state is unchanged is not sent
     assert f.request() == ({P1: state(5)}, [], False)
-    assert f.session.expected_epoch(P1) == 1 and f.session.expected_epoch(P0) is None
+    assert f.session.expected_epoch(P1) == 1
+    assert f.session.expected_epoch(P0) is None
 
 
 def test_an_older_leader_that_keeps_no_session_gets_full_requests() -> None:
@@ -124,8 +125,11 @@ def test_a_full_request_replaces_the_session_and_an_incremental_one_updates_it()
     s.settled(P1)
     s.answered(P2, 0, 0, 0, keep=False)
     s.receive([(P1, state(3))], [], full=False, now=2)
-    assert s.to_evaluate(False) == [P1] and s.to_evaluate(True) == [P1, P2]
-    assert s.entries[P1].state == state(3) and s.entries[P1].fresh and s.last_request_ms == 2
+    assert s.to_evaluate(False) == [P1]
+    assert s.to_evaluate(True) == [P1, P2]
+    assert s.entries[P1].state == state(3)
+    assert s.entries[P1].fresh
+    assert s.last_request_ms == 2
     s.receive([], [P2], full=False, now=3)
     assert list(s.entries) == [P1]
     s.receive([(P2, state(0))], [], full=True, now=4)
@@ -151,15 +155,18 @@ def test_changes_of_a_bound_partition_mark_it_dirty_and_urgent_ones_end_the_long
     s.bind(s.entries[P0], p)
     s.settled(P0)
     p.record_follower_fetch(C, 0, now_ms())  # nothing moves
-    assert s.to_evaluate(False) == [] and not s.event.is_set()
+    assert s.to_evaluate(False) == []
+    assert not s.event.is_set()
     leader.append(2)  # urgent
-    assert s.to_evaluate(False) == [P0] and s.event.is_set()
+    assert s.to_evaluate(False) == [P0]
+    assert s.event.is_set()
     s.settled(P0)
     s.receive([], [], full=False, now=now_ms())  # a new request: a new long poll
     p.record_follower_fetch(B, 2, now_ms())
     p.record_follower_fetch(C, 2, now_ms())  # the high watermark moves: not urgent
     assert p.high_watermark == 2
-    assert s.to_evaluate(False) == [P0] and not s.event.is_set()
+    assert s.to_evaluate(False) == [P0]
+    assert not s.event.is_set()
 
 
 def test_a_removed_partition_or_a_closed_session_stops_listening(leader: Replica) -> None:
@@ -169,12 +176,14 @@ def test_a_removed_partition_or_a_closed_session_stops_listening(leader: Replica
     s.bind(s.entries[P0], p)
     s.close()
     leader.append(1)
-    assert s.to_evaluate(False) == [] and not s.event.is_set()
+    assert s.to_evaluate(False) == []
+    assert not s.event.is_set()
     s.receive([(P0, state(0))], [], full=True, now=now_ms())
     s.bind(s.entries[P0], p)
     s.receive([], [P0], full=False, now=now_ms())
     leader.append(1)
-    assert s.to_evaluate(False) == [] and not s.event.is_set()
+    assert s.to_evaluate(False) == []
+    assert not s.event.is_set()
 
 
 def test_out_of_sync_partitions_are_recorded_again_at_every_request() -> None:
@@ -186,7 +195,9 @@ def test_out_of_sync_partitions_are_recorded_again_at_every_request() -> None:
     s.settled(P1)
     s.settled(P2)
     s.receive([], [], full=False, now=2)
-    assert s.to_evaluate(False) == [P1] and s.entries[P1].fresh and not s.entries[P2].fresh
+    assert s.to_evaluate(False) == [P1]
+    assert s.entries[P1].fresh
+    assert not s.entries[P2].fresh
     s.set_in_sync(P1, True)
     s.settled(P1)
     s.receive([], [], full=False, now=3)
@@ -206,7 +217,8 @@ def test_a_new_broker_epoch_records_every_partition_again() -> None:
     assert s.to_evaluate(False) == []
     s.receive([], [], full=False, now=3, broker_epoch=8)
     assert s.broker_epoch == 8
-    assert s.to_evaluate(False) == [P1, P2] and all(e.fresh for e in s.entries.values())
+    assert s.to_evaluate(False) == [P1, P2]
+    assert all(e.fresh for e in s.entries.values())
 
 
 # -- ISR standing of a standing fetch ------------------------------------------------------------

@@ -42,7 +42,8 @@ def test_throttled_partitions_of_a_broker() -> None:
 
 def test_only_listed_replicas_out_of_sync_are_held_back() -> None:
     t, _, _ = throttle(replicas="0:4,1:5", rate=100)
-    assert t.applies(TOPIC_ID, 0) and not t.applies(TOPIC_ID, 1)
+    assert t.applies(TOPIC_ID, 0)
+    assert not t.applies(TOPIC_ID, 1)
     assert not t.applies(b"x" * 16, 0)  # unknown topic
     t.record(TOPIC_ID, 0, 1000)  # overdraws the bucket: 10 s at 100 B/s
     assert t.holds_back(TOPIC_ID, 0, in_sync=False)
@@ -52,7 +53,8 @@ def test_only_listed_replicas_out_of_sync_are_held_back() -> None:
 
 def test_bucket_refills_at_the_rate_and_holds_one_second() -> None:
     t, clock, _ = throttle(replicas="*", rate=1000)
-    assert t.rate() == 1000 and t.delay_s() == 0
+    assert t.rate() == 1000
+    assert t.delay_s() == 0
     t.record(TOPIC_ID, 9, 3000)
     assert t.delay_s() == 3.0
     clock.now += 2.5
@@ -74,9 +76,11 @@ def test_a_changed_rate_applies_at_once() -> None:
 def test_unlimited_never_holds_back_nor_runs_up_debt() -> None:
     t, _, settings = throttle(replicas="*")
     t.record(TOPIC_ID, 0, 10**12)
-    assert t.delay_s() == 0 and not t.holds_back(TOPIC_ID, 0, in_sync=False)
+    assert t.delay_s() == 0
+    assert not t.holds_back(TOPIC_ID, 0, in_sync=False)
     settings.follower_replication_throttled_rate = 1000  # a limit set later starts afresh
-    assert t.rate() == 1000 and t.delay_s() == 0
+    assert t.rate() == 1000
+    assert t.delay_s() == 0
 
 
 def test_static_config_fields_default_to_unlimited() -> None:

@@ -140,7 +140,8 @@ def test_write_marker_checks(node: Callable[..., Node]) -> None:
     n.end(1, commit=True, epoch=4, coordinator_epoch=5)  # a bumped epoch (TV2) is fine
     end += 1
     entry = p.producers.last_entry(1)
-    assert entry is not None and (entry.epoch, entry.coordinator_epoch) == (4, 5)
+    assert entry is not None
+    assert (entry.epoch, entry.coordinator_epoch) == (4, 5)
     # A marker for a producer this partition never saw is written (nothing to end).
     n.end(9, commit=False)
     assert n.aborted() == [(1, 0)]
@@ -155,7 +156,8 @@ def test_open_transaction_checks(node: Callable[..., Node]) -> None:
     p = n.p
     assert not p.has_open_transaction(1, 0)
     n.txn(1, 0)
-    assert p.has_open_transaction(1, 0) and not p.has_open_transaction(1, 1)
+    assert p.has_open_transaction(1, 0)
+    assert not p.has_open_transaction(1, 1)
     with pytest.raises(KafkaError) as e:  # Kafka: a transactional producer stays transactional
         p.append(bytearray(idem(1, 0, 1)), NOW)
     assert e.value.code == ErrorCode.invalid_txn_state
@@ -186,7 +188,8 @@ def test_open_transactions_and_the_index_survive_a_clean_restart(
     assert n.p.producers.open_transactions() == opened == [(1, 0, 0), (3, 0, 3)]
     assert n.p.last_stable_offset == lso == 0
     entry = n.p.producers.last_entry(2)
-    assert entry is not None and entry.coordinator_epoch == 7
+    assert entry is not None
+    assert entry.coordinator_epoch == 7
     n.end(1, commit=True)
     assert n.p.last_stable_offset == 3
     assert n.p.log.aborted_transactions(0, 100) == [(2, 1)]
@@ -201,7 +204,8 @@ def test_crash_recovery_rebuilds_the_index_once(node: Callable[..., Node]) -> No
         if pid == 10:
             n.p.producers.snapshot()
     expected = n.p.log.aborted_transactions(0, n.p.last_stable_offset)
-    assert len(expected) == 10 and n.index_entries() == 10
+    assert len(expected) == 10
+    assert n.index_entries() == 10
     assert len(n.p.log._bases) > 3
     crash(n.p.log)
     plog = PartitionLog.open(n.directory, SMALL, n.store, n.directory.name)
@@ -210,10 +214,12 @@ def test_crash_recovery_rebuilds_the_index_once(node: Callable[..., Node]) -> No
     crash(plog)
     n.open()  # ...and the producer state's load put them back
     assert n.p.log.txn_index_rebuild_from is None
-    assert n.aborted() == expected and n.index_entries() == 10
+    assert n.aborted() == expected
+    assert n.index_entries() == 10
     n.reopen(clean=False)
     n.reopen()
-    assert n.aborted() == expected and n.index_entries() == 10
+    assert n.aborted() == expected
+    assert n.index_entries() == 10
 
 
 def test_crash_with_an_open_transaction(node: Callable[..., Node]) -> None:
@@ -224,7 +230,8 @@ def test_crash_with_an_open_transaction(node: Callable[..., Node]) -> None:
     n.reopen(clean=False)
     assert n.p.producers.open_transactions() == [(1, 0, 0)]
     n.end(1, commit=False)
-    assert n.aborted() == [(2, 1), (1, 0)] and n.index_entries() == 2  # marker order
+    assert n.aborted() == [(2, 1), (1, 0)]
+    assert n.index_entries() == 2  # marker order
 
 
 def test_followers_apply_markers_and_truncate_them(node: Callable[..., Node]) -> None:
@@ -247,7 +254,8 @@ def test_followers_apply_markers_and_truncate_them(node: Callable[..., Node]) ->
     assert fp.last_stable_offset == 0
     fp.append_as_follower(leader.p.log.read(3, 1 << 20, 6, True))
     fp.follow_high_watermark(6)
-    assert follower.aborted() == [(1, 0)] and follower.index_entries() == 1
+    assert follower.aborted() == [(1, 0)]
+    assert follower.index_entries() == 1
 
 
 def test_a_replay_after_a_truncation_does_not_index_twice(node: Callable[..., Node]) -> None:
@@ -275,7 +283,8 @@ def test_retention_passes_open_transactions(node: Callable[..., Node]) -> None:
     assert n.p.last_stable_offset == first
     n.p.log.enforce_retention(now_ms(), n.p.high_watermark)
     start = n.p.log.log_start_offset
-    assert start > first and n.p.last_stable_offset == start
+    assert start > first
+    assert n.p.last_stable_offset == start
     n.end(1, commit=True)
     assert n.p.last_stable_offset == n.p.high_watermark == n.p.log.log_end_offset
 
@@ -325,10 +334,12 @@ def test_a_marker_during_verification_voids_the_guard(node: Callable[..., Node])
     # ... the transaction coordinator is asked and says yes; meanwhile the abort lands:
     n.end(1, commit=False)
     assert refused_append(p, txn_batch(1, 0), guard) == ErrorCode.invalid_txn_state
-    assert not p.has_open_transaction(1, 0) and p.producers.first_unstable_offset is None
+    assert not p.has_open_transaction(1, 0)
+    assert p.producers.first_unstable_offset is None
     # The producer's retry verifies again and gets a new guard: the old one stays void (ABA).
     fresh = p.maybe_start_transaction_verification(1, 0, 0)
-    assert fresh is not None and fresh is not guard
+    assert fresh is not None
+    assert fresh is not guard
     assert refused_append(p, txn_batch(1, 0), guard) == ErrorCode.invalid_txn_state
     p.append(txn_batch(1, 0), NOW, fresh)
     assert p.has_open_transaction(1, 0)
@@ -356,7 +367,8 @@ def test_verification_asks_again_when_the_previous_transactions_marker_lands(
         return answers[asked - 1]
 
     code, guard = anyio.run(p.verify_transaction, 1, 0, 2, ask)
-    assert (code, asked) == (ErrorCode.none, 2) and guard is not None
+    assert (code, asked) == (ErrorCode.none, 2)
+    assert guard is not None
     p.append(txn_batch(1, 0, epoch=2), NOW, guard)  # a new epoch starts at sequence 0
     assert p.has_open_transaction(1, 2)
 
@@ -380,10 +392,12 @@ def test_a_verified_batch_opens_the_transaction_and_the_next_needs_no_guard(
     n = node()
     p = n.p
     guard = p.maybe_start_transaction_verification(1, 0, 0)
-    assert guard is not None and p.producers.verification_guard(1) is guard
+    assert guard is not None
+    assert p.producers.verification_guard(1) is guard
     n.end(2, commit=True)  # another producer's marker leaves this guard alone
     first = p.append(txn_batch(1, 0, 2), NOW, guard).base_offset
-    assert p.has_open_transaction(1, 0) and p.last_stable_offset == first
+    assert p.has_open_transaction(1, 0)
+    assert p.last_stable_offset == first
     assert p.producers.verification_guard(1) is None  # written: the guard is dropped
     assert p.maybe_start_transaction_verification(1, 2, 0) is None  # open: no check
     p.append(txn_batch(1, 2), NOW)

@@ -156,6 +156,7 @@ def test_nothing_at_or_above_the_lso_is_cleaned(replica: Replica) -> None:
     w.fill(30)
     assert len(replica.log._bases) > 3
     job = compact(replica)
-    assert job is not None and job.end_offset <= first
+    assert job is not None
+    assert job.end_offset <= first
     assert (first, b"a", b"open") in records_in(read_all(replica.log))
     assert replica.producers.open_transactions() == [(1, 0, first)]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from dataplane.config import BrokerConfig
-from dataplane.handlers.context import Connection
+from dataplane.connection import Connection
 from dataplane.security.authorizer import Authorizer, AuthorizerConfigError
 from meta.acl import (
     SUPPORTED_OPERATIONS,
@@ -221,5 +221,7 @@ def test_denials_are_logged_once_a_minute(caplog: pytest.LogCaptureFixture) -> N
         auth.authorize(ALICE, Op.READ, T, "hidden", log_denied=False)
     denials = [r.getMessage() for r in caplog.records if "Denied" in r.getMessage()]
     assert len(denials) == 1
-    assert "User:alice" in denials[0] and "WRITE" in denials[0] and "TOPIC:orders" in denials[0]
+    assert "User:alice" in denials[0]
+    assert "WRITE" in denials[0]
+    assert "TOPIC:orders" in denials[0]
     assert "10.0.0.1" in denials[0]

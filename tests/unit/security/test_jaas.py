@@ -40,7 +40,8 @@ def test_unquoted_values_escapes_whitespace_and_several_modules() -> None:
 
 
 def test_empty() -> None:
-    assert parse_jaas_config("") == [] and parse_jaas_config("   ") == []
+    assert parse_jaas_config("") == []
+    assert parse_jaas_config("   ") == []
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from dataplane.config import BrokerConfig
-from dataplane.handlers.context import Connection
+from dataplane.connection import Connection
 from dataplane.protocol.errors import ConnectionClosed, ErrorCode
 from dataplane.security.sasl import SaslAuthenticator, SaslConfigError
 from dataplane.security.sasl.scram import SCRAM_MECHANISMS
@@ -70,8 +70,11 @@ def test_plain_login_sets_the_principal() -> None:
     error, mechanisms = sasl.handshake(conn, "PLAIN", 1)
     assert (error, mechanisms) == (ErrorCode.none, ("PLAIN", "SCRAM-SHA-256", "OAUTHBEARER"))
     result = authenticate(sasl, conn, b"\x00alice\x00alice-secret")
-    assert result.error == ErrorCode.none and result.session_lifetime_ms == 0
-    assert conn.principal == "User:alice" and conn.sasl is not None and conn.sasl.authenticated
+    assert result.error == ErrorCode.none
+    assert result.session_lifetime_ms == 0
+    assert conn.principal == "User:alice"
+    assert conn.sasl is not None
+    assert conn.sasl.authenticated
     assert conn.sasl.expires_at_ms == 0
 
 
@@ -82,8 +85,11 @@ def test_wrong_password_fails_and_closes(caplog: pytest.LogCaptureFixture) -> No
         result = plain(sasl, conn, "alice", "nope-nope")
     assert result.error == ErrorCode.sasl_authentication_failed
     assert result.message == "Authentication failed: Invalid username or password"
-    assert conn.sasl is not None and conn.sasl.closing and not conn.sasl.authenticated
-    assert "10.0.0.1:5555" in caplog.text and "nope-nope" not in caplog.text
+    assert conn.sasl is not None
+    assert conn.sasl.closing
+    assert not conn.sasl.authenticated
+    assert "10.0.0.1:5555" in caplog.text
+    assert "nope-nope" not in caplog.text
     assert conn.principal == "User:ANONYMOUS"
     with pytest.raises(ConnectionClosed):
         sasl.handshake(conn, "PLAIN", 1)
@@ -93,8 +99,10 @@ def test_mechanism_not_enabled() -> None:
     sasl, _ = authenticator()
     conn = connection(sasl)
     error, mechanisms = sasl.handshake(conn, "SCRAM-SHA-512", 1)
-    assert error == ErrorCode.unsupported_sasl_mechanism and "PLAIN" in mechanisms
-    assert conn.sasl is not None and conn.sasl.closing
+    assert error == ErrorCode.unsupported_sasl_mechanism
+    assert "PLAIN" in mechanisms
+    assert conn.sasl is not None
+    assert conn.sasl.closing
 
 
 def test_authenticate_before_handshake_and_second_handshake() -> None:
@@ -102,11 +110,13 @@ def test_authenticate_before_handshake_and_second_handshake() -> None:
     conn = connection(sasl)
     result = authenticate(sasl, conn, b"\x00alice\x00alice-secret")
     assert result.error == ErrorCode.illegal_sasl_state
-    assert conn.sasl is not None and conn.sasl.closing
+    assert conn.sasl is not None
+    assert conn.sasl.closing
     conn = connection(sasl)
     sasl.handshake(conn, "PLAIN", 1)
     assert sasl.handshake(conn, "PLAIN", 1)[0] == ErrorCode.illegal_sasl_state
-    assert conn.sasl is not None and conn.sasl.closing
+    assert conn.sasl is not None
+    assert conn.sasl.closing
 
 
 def test_oversized_token() -> None:
@@ -114,7 +124,8 @@ def test_oversized_token() -> None:
     conn = connection(sasl)
     result = plain(sasl, conn, "alice", "x" * 100)
     assert result.error == ErrorCode.sasl_authentication_failed
-    assert conn.sasl is not None and conn.sasl.closing
+    assert conn.sasl is not None
+    assert conn.sasl.closing
 
 
 def test_garbage_never_raises() -> None:
@@ -135,10 +146,12 @@ def test_session_lifetime_and_reauthentication() -> None:
     before = int(time.time() * 1000)
     result = plain(sasl, conn, "alice", "alice-secret")
     assert result.session_lifetime_ms == 60000
-    assert conn.sasl is not None and conn.sasl.expires_at_ms >= before + 60000
+    assert conn.sasl is not None
+    assert conn.sasl.expires_at_ms >= before + 60000
     # KIP-368: a new handshake + authenticate on the same connection, same principal
     result = plain(sasl, conn, "alice", "alice-secret")
-    assert result.error == ErrorCode.none and conn.sasl.authenticated
+    assert result.error == ErrorCode.none
+    assert conn.sasl.authenticated
     # another principal is refused and the connection closes
     result = plain(sasl, conn, "bob", "bob-secret")
     assert result.error == ErrorCode.sasl_authentication_failed
@@ -146,7 +159,8 @@ def test_session_lifetime_and_reauthentication() -> None:
         result.message
         == "Cannot change principals during re-authentication from User.alice: User.bob"
     )
-    assert conn.sasl.closing and not conn.sasl.authenticated
+    assert conn.sasl.closing
+    assert not conn.sasl.authenticated
 
 
 def test_reauthentication_keeps_the_mechanism() -> None:
@@ -156,7 +170,8 @@ def test_reauthentication_keeps_the_mechanism() -> None:
     assert sasl.handshake(conn, "SCRAM-SHA-256", 1)[0] == ErrorCode.none
     result = authenticate(sasl, conn, b"n,,n=alice,r=abc")
     assert result.error == ErrorCode.sasl_authentication_failed
-    assert result.message is not None and "re-authentication of mechanism 'PLAIN'" in result.message
+    assert result.message is not None
+    assert "re-authentication of mechanism 'PLAIN'" in result.message
 
 
 def test_v0_clients_cannot_reauthenticate() -> None:
@@ -165,7 +180,9 @@ def test_v0_clients_cannot_reauthenticate() -> None:
     sasl.handshake(conn, "PLAIN", 1)
     authenticate(sasl, conn, b"\x00alice\x00alice-secret", version=0)
     assert sasl.handshake(conn, "PLAIN", 1)[0] == ErrorCode.illegal_sasl_state
-    assert conn.sasl is not None and conn.sasl.authenticated and not conn.sasl.closing
+    assert conn.sasl is not None
+    assert conn.sasl.authenticated
+    assert not conn.sasl.closing
     again = authenticate(sasl, conn, b"\x00alice\x00alice-secret")
     assert again.error == ErrorCode.illegal_sasl_state
 
@@ -181,13 +198,15 @@ def test_v0_handshake_takes_bare_tokens() -> None:
     sasl, _ = authenticator()
     conn = connection(sasl)
     assert sasl.handshake(conn, "SCRAM-SHA-256", 0)[0] == ErrorCode.none
-    assert conn.sasl is not None and conn.sasl.raw_tokens
+    assert conn.sasl is not None
+    assert conn.sasl.raw_tokens
     first = b"n,,n=carol,r=abc"
     server_first = raw(sasl, conn, first)
     assert raw(sasl, conn, client_final(SHA256, b"carol-secret", first, server_first)).startswith(
         b"v="
     )
-    assert conn.principal == "User:carol" and not conn.sasl.raw_tokens
+    assert conn.principal == "User:carol"
+    assert not conn.sasl.raw_tokens
 
     conn = connection(sasl)  # a wrong proof closes the connection, no e=invalid-proof (Kafka's)
     sasl.handshake(conn, "SCRAM-SHA-256", 0)
@@ -216,7 +235,8 @@ def test_scram_and_delegation_tokens() -> None:
     sasl, cache = authenticator(**{"connections.max.reauth.ms": "3600000"})
     conn = connection(sasl)
     assert scram_login(sasl, conn, "carol", b"carol-secret").error == ErrorCode.none
-    assert conn.principal == "User:carol" and conn.sasl is not None
+    assert conn.principal == "User:carol"
+    assert conn.sasl is not None
     assert not conn.sasl.token_authenticated
 
     now = int(time.time() * 1000)
@@ -227,8 +247,10 @@ def test_scram_and_delegation_tokens() -> None:
     conn = connection(sasl)
     password = base64.b64encode(token.hmac)
     result = scram_login(sasl, conn, "tok", password, ",tokenauth=true")
-    assert result.error == ErrorCode.none and conn.principal == "User:dave"
-    assert conn.sasl is not None and conn.sasl.token_authenticated
+    assert result.error == ErrorCode.none
+    assert conn.principal == "User:dave"
+    assert conn.sasl is not None
+    assert conn.sasl.token_authenticated
     assert 0 < result.session_lifetime_ms <= 5000  # the token's expiry, not reauth.ms
 
     cache.delegation_tokens["tok"] = DelegationToken(
@@ -257,4 +279,5 @@ def test_config_errors(caplog: pytest.LogCaptureFixture) -> None:
     assert "pw" not in str(e.value).replace("password", "")
     with caplog.at_level(logging.WARNING, "rafka.sasl"):
         authenticator(**{"listener.name.sasl_plaintext.plain.sasl.jaas.config": ""})
-    assert "unsecured validator" in caplog.text and "every PLAIN login fails" in caplog.text
+    assert "unsecured validator" in caplog.text
+    assert "every PLAIN login fails" in caplog.text

@@ -98,7 +98,7 @@ def test_unsecured_validator_options() -> None:
     with pytest.raises(TokenInvalid) as e:
         v.validate(unsecured({"user": "bob", "exp": now + 60, "scope": "x"}), now * 1000)
     assert e.value.scope == "kafka"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="must be a non-negative integer"):
         UnsecuredValidator({"unsecuredValidatorAllowableClockSkewMs": "-1"})
 
 
@@ -113,15 +113,18 @@ def test_server_success_and_error_challenge() -> None:
     now = int(time.time())
     server = OAuthBearerServer(UnsecuredValidator({}))
     assert run(server, initial(unsecured({"sub": "alice", "exp": now + 60}))) == b""
-    assert server.identity is not None and server.identity.principal == "User:alice"
+    assert server.identity is not None
+    assert server.identity.principal == "User:alice"
     assert server.identity.credential_expiry_ms == (now + 60) * 1000
 
     server = OAuthBearerServer(UnsecuredValidator({}))
     challenge = run(server, initial(unsecured({"sub": "alice", "exp": now - 60})))
-    assert json.loads(challenge) == {"status": "invalid_token"} and server.identity is None
+    assert json.loads(challenge) == {"status": "invalid_token"}
+    assert server.identity is None
     with pytest.raises(SaslFailure) as e:
         run(server, b"\x01")
-    assert e.value.public == challenge.decode() and "expired" in e.value.reason
+    assert e.value.public == challenge.decode()
+    assert "expired" in e.value.reason
 
     server = OAuthBearerServer(UnsecuredValidator({}))
     with pytest.raises(SaslFailure, match="authorization id"):

@@ -83,8 +83,10 @@ def test_rfc7677_vector(monkeypatch: pytest.MonkeyPatch) -> None:
     assert evaluate(s, RFC_CLIENT_FIRST) == RFC_SERVER_FIRST
     assert s.identity is None
     assert evaluate(s, RFC_CLIENT_FINAL) == RFC_SERVER_FINAL
-    assert s.identity is not None and s.identity.principal == "User:user"
-    assert not s.identity.token_authenticated and s.identity.credential_expiry_ms is None
+    assert s.identity is not None
+    assert s.identity.principal == "User:user"
+    assert not s.identity.token_authenticated
+    assert s.identity.credential_expiry_ms is None
 
 
 def test_stored_keys_match_the_rfc_definitions() -> None:
@@ -102,13 +104,15 @@ def test_round_trip_and_wrong_password(mechanism: scram.ScramMechanism) -> None:
     first = b"n,,n=alice,r=abcdef"
     s = server(mechanism, creds)
     final = evaluate(s, client_final(mechanism, b"alice-secret", first, evaluate(s, first)))
-    assert final.startswith(b"v=") and s.identity is not None
+    assert final.startswith(b"v=")
+    assert s.identity is not None
 
     s = server(mechanism, creds)
     wrong = client_final(mechanism, b"guess", first, evaluate(s, first))
     with pytest.raises(SaslFailure) as e:
         evaluate(s, wrong)
-    assert "wrong password" in e.value.reason and s.identity is None
+    assert "wrong password" in e.value.reason
+    assert s.identity is None
     assert "guess" not in e.value.reason  # never a password in a log line
 
 
@@ -135,7 +139,8 @@ def test_authzid_must_be_the_user() -> None:
     creds = {"alice": credential(SHA256, b"pw")}
     with pytest.raises(SaslFailure) as e:
         evaluate(server(SHA256, creds), b"n,a=admin,n=alice,r=abc")
-    assert e.value.public and "authorization id" in e.value.public
+    assert e.value.public
+    assert "authorization id" in e.value.public
     first = b"n,a=alice,n=alice,r=abc"
     s = server(SHA256, creds)
     evaluate(s, client_final(SHA256, b"pw", first, evaluate(s, first), gs2=b"n,a=alice,"))
@@ -183,6 +188,7 @@ def test_token_authentication() -> None:
     evaluate(s, client_final(SHA512, password, first, evaluate(s, first)))
     assert s.identity is not None
     assert s.identity.principal == "User:alice"
-    assert s.identity.token_authenticated and s.identity.credential_expiry_ms == 5000
+    assert s.identity.token_authenticated
+    assert s.identity.credential_expiry_ms == 5000
     with pytest.raises(SaslFailure, match="unknown or expired"):
         evaluate(server(SHA512, {}), first)

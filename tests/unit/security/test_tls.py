@@ -109,7 +109,8 @@ def test_client_certificate_required_and_its_principal(tls: Path) -> None:
     server = ServerTls(config, "SSL", "SSL")
     assert server.context.verify_mode == ssl.CERT_REQUIRED
     der = _handshake(server.context, tls / "ca.pem", client)
-    assert der is not None and server.principal(der) == "User:alice"
+    assert der is not None
+    assert server.principal(der) == "User:alice"
     with pytest.raises(ssl.SSLError):  # no certificate: refused
         _handshake(server.context, tls / "ca.pem")
 
@@ -170,7 +171,8 @@ def test_reload_picks_up_a_new_certificate_and_keeps_the_old_on_a_broken_one(tls
     first = server.context
     assert not server.reload_if_changed()
     dev_ca.issue_certificate(tls, keystore.name, "broker-1-renewed", server=True)
-    assert server.reload_if_changed() and server.context is not first
+    assert server.reload_if_changed()
+    assert server.context is not first
     renewed = server.context
     keystore.write_text("not a certificate")
     assert not server.reload_if_changed()

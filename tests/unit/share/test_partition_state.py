@@ -88,7 +88,8 @@ def test_accept_moves_the_start_offset():
     sp = new()
     acquire(sp, "m1", batches((0, 9), (10, 19)))
     assert ack(sp, "m1", (0, 9, (A.ACCEPT,))).durable
-    assert sp.start_offset == 10 and sp.runs() == [(10, 19, S.ACQUIRED, 1, "m1")]
+    assert sp.start_offset == 10
+    assert sp.runs() == [(10, 19, S.ACQUIRED, 1, "m1")]
     ack(sp, "m1", (10, 19, (A.ACCEPT,)))
     assert (sp.start_offset, sp.end_offset, sp.runs()) == (20, 20, [])
 
@@ -99,20 +100,25 @@ def test_only_acks_that_free_a_full_window_make_room():
     sp = new(locks=20)
     acquire(sp, "m1", batches((0, 9)))
     accepted = ack(sp, "m1", (0, 4, (A.ACCEPT,)))
-    assert accepted.durable and not accepted.room and not accepted.released
+    assert accepted.durable
+    assert not accepted.room
+    assert not accepted.released
     acquire(sp, "m1", batches((10, 19), (20, 29)))  # whole batches: the window is 5-29
     assert not sp.can_acquire()
     assert not ack(sp, "m1", (6, 9, (A.ACCEPT,))).room  # 5 is still in flight
     assert not ack(sp, "m1", (5, 5, (A.ACCEPT,))).room  # 10-29: still 20 in flight
     freed = ack(sp, "m1", (10, 14, (A.ACCEPT,)))
-    assert freed.room and sp.start_offset == 15 and sp.can_acquire()
+    assert freed.room
+    assert sp.start_offset == 15
+    assert sp.can_acquire()
 
 
 def test_release_makes_records_available_again_and_redelivers_with_a_higher_count():
     sp = new()
     acquire(sp, "m1", batches((0, 9)))
     outcome = ack(sp, "m1", (3, 5, (A.RELEASE,)))
-    assert outcome.released and sp.next_fetch_offset() == 3
+    assert outcome.released
+    assert sp.next_fetch_offset() == 3
     assert sp.runs() == [
         (0, 2, S.ACQUIRED, 1, "m1"),
         (3, 5, S.AVAILABLE, 1, ""),
@@ -176,7 +182,8 @@ def test_renew_extends_the_lock_without_a_durable_change():
     sp = new()
     acquire(sp, "m1", batches((0, 9)), deadline=100)
     outcome = ack(sp, "m1", (0, 9, (A.RENEW,)))
-    assert not outcome.durable and sp.next_deadline() == 999
+    assert not outcome.durable
+    assert sp.next_deadline() == 999
     assert not sp.expire_locks(500).durable
 
 
@@ -187,7 +194,8 @@ def test_lock_expiry_releases_and_the_delivery_limit_archives():
             Acquired(0, 0, delivery)
         ]
         outcome = sp.expire_locks(delivery * 10)
-        assert outcome.durable and outcome.released == (delivery < LIMIT)
+        assert outcome.durable
+        assert outcome.released == (delivery < LIMIT)
     # the third delivery reached the limit of 3: archived, and the start offset moves past it
     assert (sp.start_offset, sp.runs()) == (1, [])
 
@@ -202,7 +210,8 @@ def test_the_last_delivery_of_a_record_is_alone():
     ack(sp, "m1", (0, 0, (A.RELEASE,)))
     assert acquire(sp, "m2", batches((0, 4))) == [Acquired(1, 1, LIMIT)]
     ack(sp, "m2", (1, 1, (A.ACCEPT,)))
-    assert sp.start_offset == 2 and sp.runs()[0] == (2, 4, S.AVAILABLE, LIMIT - 1, "")
+    assert sp.start_offset == 2
+    assert sp.runs()[0] == (2, 4, S.AVAILABLE, LIMIT - 1, "")
 
 
 def test_expiry_only_touches_expired_locks():
@@ -220,7 +229,8 @@ def test_release_member_on_session_close():
     acquire(sp, "m1", batches((0, 4)))
     acquire(sp, "m2", batches((5, 9)))
     outcome = sp.release_member("m1")
-    assert outcome.durable and outcome.released
+    assert outcome.durable
+    assert outcome.released
     assert sp.runs() == [(0, 4, S.AVAILABLE, 1, ""), (5, 9, S.ACQUIRED, 1, "m2")]
     assert not sp.release_member("m3").durable
 
@@ -257,7 +267,8 @@ def test_log_start_moving_past_the_window():
     assert sp.advance_log_start(5)
     assert (sp.start_offset, sp.runs()) == (5, [(5, 9, S.ACQUIRED, 1, "m1")])
     assert ack(sp, "m1", (0, 9, (A.ACCEPT,))).error == ErrorCode.none
-    assert sp.advance_log_start(50) and (sp.start_offset, sp.end_offset) == (50, 50)
+    assert sp.advance_log_start(50)
+    assert (sp.start_offset, sp.end_offset) == (50, 50)
     assert not sp.advance_log_start(40)
 
 
@@ -354,7 +365,8 @@ def test_batches_sharing_an_offset():
     acquire(sp, "m1", batches((0, 9)))
     before = sp.runs()
     outcome = ack(sp, "m1", (0, 4, (A.ACCEPT,)), (4, 6, (A.ACCEPT,)))
-    assert outcome.error == ErrorCode.invalid_record_state and sp.runs() == before
+    assert outcome.error == ErrorCode.invalid_record_state
+    assert sp.runs() == before
     ack(sp, "m1", (0, 4, (A.ACCEPT,)))
     assert ack(sp, "m1", (3, 4, (A.ACCEPT,)), (4, 6, (A.ACCEPT,))).error == ErrorCode.none
 

@@ -19,9 +19,12 @@ def codes(fn, *args) -> ErrorCode:
 def test_open_update_close():
     cache = ShareSessionCache(10, 1000)
     session, previous = cache.open("g", "m", [(T1, 0)], now_ms=0)
-    assert previous is None and session.epoch == 1 and list(session.partitions) == [(T1, 0)]
+    assert previous is None
+    assert session.epoch == 1
+    assert list(session.partitions) == [(T1, 0)]
     session = cache.update("g", "m", 1, [(T2, 0)], [], now_ms=1)
-    assert session.epoch == 2 and list(session.partitions) == [(T1, 0), (T2, 0)]
+    assert session.epoch == 2
+    assert list(session.partitions) == [(T1, 0), (T2, 0)]
     session = cache.update("g", "m", 2, [], [(T1, 0)], now_ms=2)
     assert list(session.partitions) == [(T2, 0)]
     assert cache.close("g", "m") is session
@@ -42,7 +45,8 @@ def test_acknowledge_cannot_open_and_advances_the_epoch():
     cache.open("g", "m", [], 0)
     cache.acknowledged("g", "m", 1, 0)
     session = cache.get("g", "m")
-    assert session is not None and session.epoch == 2
+    assert session is not None
+    assert session.epoch == 2
 
 
 def test_reopening_replaces_the_session():
@@ -50,7 +54,9 @@ def test_reopening_replaces_the_session():
     first, _ = cache.open("g", "m", [(T1, 0)], 0)
     cache.update("g", "m", 1, [], [], 0)
     second, previous = cache.open("g", "m", [(T2, 1)], 0)
-    assert previous is first and second.epoch == 1 and list(second.partitions) == [(T2, 1)]
+    assert previous is first
+    assert second.epoch == 1
+    assert list(second.partitions) == [(T2, 1)]
 
 
 def test_limit_reached_unless_an_idle_session_can_go():
@@ -59,13 +65,15 @@ def test_limit_reached_unless_an_idle_session_can_go():
     cache.open("g", "b", [], 50)
     assert codes(cache.open, "g", "c", [], 100) == ErrorCode.share_session_limit_reached
     cache.open("g", "c", [], 101)  # "a" idle for 101 ms: evicted
-    assert cache.get("g", "a") is None and cache.get("g", "c") is not None
+    assert cache.get("g", "a") is None
+    assert cache.get("g", "c") is not None
     # a member reopening its own session is never refused
     cache.open("g", "b", [], 102)
 
 
 def test_epoch_wraps_past_max_int():
-    assert next_epoch(0x7FFFFFFF) == 1 and next_epoch(5) == 6
+    assert next_epoch(0x7FFFFFFF) == 1
+    assert next_epoch(5) == 6
 
 
 def test_a_closed_connection_ends_the_sessions_it_opened():
@@ -77,7 +85,9 @@ def test_a_closed_connection_ends_the_sessions_it_opened():
     cache.open("g", "b", [(T1, 0)], 1, second)  # b reopened on another connection: it stays
     closed = cache.close_connection(first, [("g", "a"), ("g", "b"), ("g", "gone")])
     assert [s.member_id for s in closed] == ["a"]
-    assert cache.get("g", "a") is None and cache.get("g", "b") is not None and len(cache) == 2
+    assert cache.get("g", "a") is None
+    assert cache.get("g", "b") is not None
+    assert len(cache) == 2
 
 
 def test_subsequent_answers_carry_only_news():

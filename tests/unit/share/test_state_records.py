@@ -40,7 +40,9 @@ def test_snapshot_key_is_kafkas_layout() -> None:
 def test_snapshot_round_trip() -> None:
     state = ShareState(2, 5, 100, (StateBatch(100, 104, ACK, 1), StateBatch(107, 107, A, 3)))
     record = decode_record(snapshot_key(KEY), snapshot_value(state, 4, 1000, 2000))
-    assert record is not None and record.record_type == SNAPSHOT and record.key == KEY
+    assert record is not None
+    assert record.record_type == SNAPSHOT
+    assert record.key == KEY
     value = record.value
     assert isinstance(value, ShareSnapshotValue)
     assert (value.snapshot_epoch, value.state_epoch, value.leader_epoch) == (4, 2, 5)
@@ -54,7 +56,9 @@ def test_snapshot_round_trip() -> None:
 
 def test_tombstone_and_unknown_types() -> None:
     record = decode_record(snapshot_key(KEY), None)
-    assert record is not None and record.value is None and record.key == KEY
+    assert record is not None
+    assert record.value is None
+    assert record.key == KEY
     assert decode_record(struct.pack(">h", 9) + b"junk", b"") is None
     with pytest.raises(CorruptRecord):
         decode_record(b"\x00", None)
@@ -78,7 +82,8 @@ def _update(start: int, *batches: tuple[int, int, int, int]) -> ShareUpdateValue
     record = decode_record(
         update_key(KEY), struct.pack(">h", 0) + SHARE_UPDATE_VALUE.encode(value, 0)
     )
-    assert record is not None and record.record_type == UPDATE
+    assert record is not None
+    assert record.record_type == UPDATE
     assert isinstance(record.value, ShareUpdateValue)
     return record.value
 

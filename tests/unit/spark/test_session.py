@@ -26,7 +26,9 @@ def test_a_folder_is_its_jars(tmp_path: Path) -> None:
 def test_a_connector_of_another_spark_is_refused(tmp_path: Path) -> None:
     other = tmp_path / "spark-sql-kafka-0-10_2.13-3.5.1.jar"
     other.write_text("")
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(
+        ValueError, match=r"is Spark's Kafka connector 3\.5\.1, but pyspark is"
+    ) as e:
         connector_jars(str(tmp_path))
     assert f"is Spark's Kafka connector 3.5.1, but pyspark is {pyspark.__version__}" in str(e.value)
     assert connector_package() in str(e.value)

@@ -7,12 +7,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import anyio
-from kio.schema.list_config_resources.v0.request import ListConfigResourcesRequest as V0
-from kio.schema.list_config_resources.v1.request import ListConfigResourcesRequest as V1
+from kio.schema.list_config_resources.v0.request import ListConfigResourcesRequest as RequestV0
+from kio.schema.list_config_resources.v1.request import ListConfigResourcesRequest as RequestV1
 from kio.static.primitive import i8
 
+from dataplane.connection import Connection
 from dataplane.handlers import list_config_resources
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.handlers.get_telemetry_subscriptions import client_attributes
 from dataplane.protocol.errors import ErrorCode
 
@@ -56,21 +57,23 @@ def _names(response: Any) -> list[tuple[int, str]]:
 
 
 def test_v0_lists_client_metrics_subscriptions() -> None:
-    response = _list(0, V0())
+    response = _list(0, RequestV0())
     assert response.error_code == ErrorCode.none
     assert [r.resource_name for r in response.config_resources] == ["subs-a", "subs-b"]
 
 
 def test_v1_by_type_and_all_types() -> None:
-    response = _list(1, V1(resource_types=(i8(16), i8(2))))
+    response = _list(1, RequestV1(resource_types=(i8(16), i8(2))))
     assert _names(response) == [(2, "audit"), (2, "orders"), (16, "subs-a"), (16, "subs-b")]
-    everything = _names(_list(1, V1(resource_types=())))
-    assert (4, "1") in everything and (8, "2") in everything and (32, "g1") in everything
+    everything = _names(_list(1, RequestV1(resource_types=())))
+    assert (4, "1") in everything
+    assert (8, "2") in everything
+    assert (32, "g1") in everything
 
 
 def test_unsupported_type_and_authorization() -> None:
-    assert _list(1, V1(resource_types=(i8(1),))).error_code == ErrorCode.unsupported_version
-    denied = _list(1, V1(resource_types=()), allow=False)
+    assert _list(1, RequestV1(resource_types=(i8(1),))).error_code == ErrorCode.unsupported_version
+    denied = _list(1, RequestV1(resource_types=()), allow=False)
     assert denied.error_code == ErrorCode.cluster_authorization_failed
     assert denied.config_resources == ()
 

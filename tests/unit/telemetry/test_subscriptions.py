@@ -139,7 +139,8 @@ def test_all_metrics_and_no_subscription() -> None:
     assert manager.get_subscriptions(None, ATTRS).metrics == ("*",)
     configs.by_name.clear()
     answer = manager.get_subscriptions(None, ATTRS)
-    assert answer.metrics == () and answer.interval_ms == 300_000
+    assert answer.metrics == ()
+    assert answer.interval_ms == 300_000
 
 
 def test_push_flow_errors() -> None:
@@ -163,7 +164,8 @@ def test_push_flow_errors() -> None:
     clock.now += 1000
     assert manager.push(iid, ATTRS, sid, False, 0, _payload()) == ErrorCode.unknown_subscription_id
     again = manager.get_subscriptions(iid, ATTRS)
-    assert again.error == ErrorCode.none and again.subscription_id != sid
+    assert again.error == ErrorCode.none
+    assert again.subscription_id != sid
     sid = again.subscription_id
     clock.now += 1000
     assert manager.push(iid, ATTRS, sid, False, 9, b"x") == ErrorCode.unsupported_compression_type
@@ -218,7 +220,8 @@ def test_pushed_metrics_exported_in_every_codec(codec: int) -> None:
         f'org_apache_kafka_producer_buffer_available_bytes{{client_id="app-1",client_instance_id="{iid}"'
         in text
     )
-    assert "org_apache_kafka_producer_latency_bucket{" in text and 'le="+Inf"} 3.0' in text
+    assert "org_apache_kafka_producer_latency_bucket{" in text
+    assert 'le="+Inf"} 3.0' in text
     # a client that stops pushing is forgotten after max(60 s, 3 intervals)
     clock.now += 61_000
     assert "org_apache_kafka_producer" not in generate_latest(registry).decode()

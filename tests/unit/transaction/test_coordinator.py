@@ -46,12 +46,14 @@ def test_init_commit_abort_tv1() -> None:
         assert await c.add_partitions(TID, pid, epoch, TP) == dict.fromkeys(TP, E.none)
         assert await c.add_offsets(TID, pid, epoch, "group") == E.none
         meta = runtime.shard(TID).transactions[TID]
-        assert meta.state == S.ONGOING and len(meta.partitions) == 3
+        assert meta.state == S.ONGOING
+        assert len(meta.partitions) == 3
         assert await c.end_txn(TID, pid, epoch, commit=True, tv2=False) == (E.none, -1, -1)
         await settle()
         assert markers.written[-1][:4] == (1000, 0, True, 5)
         assert {tp[0] for tp in markers.written[-1][4]} == {"out", "__consumer_offsets"}
-        assert meta.state == S.COMPLETE_COMMIT and not meta.partitions
+        assert meta.state == S.COMPLETE_COMMIT
+        assert not meta.partitions
         # a retried commit is fine; an abort of it is not
         assert await c.end_txn(TID, pid, epoch, commit=True, tv2=False) == (E.none, -1, -1)
         assert (await c.end_txn(TID, pid, epoch, commit=False, tv2=False))[0] == (
@@ -61,7 +63,8 @@ def test_init_commit_abort_tv1() -> None:
         await c.add_partitions(TID, pid, epoch, TP[:1])
         assert (await c.end_txn(TID, pid, epoch, commit=False, tv2=False))[0] == E.none
         await settle()
-        assert markers.written[-1][2] is False and meta.state == S.COMPLETE_ABORT
+        assert markers.written[-1][2] is False
+        assert meta.state == S.COMPLETE_ABORT
 
     run(test)
 
@@ -112,7 +115,8 @@ def test_tv2_abort_right_after_commit_waits_for_its_markers() -> None:
         await settle()
         meta = runtime.shard(TID).transactions[TID]
         assert (meta.state, meta.producer_epoch) == (S.COMPLETE_ABORT, 2)
-        assert markers.written[-1][:3] == (pid, 2, False) and markers.written[-1][4] == ()
+        assert markers.written[-1][:3] == (pid, 2, False)
+        assert markers.written[-1][4] == ()
 
     run(test)
 
@@ -159,7 +163,8 @@ def test_tv2_next_end_txn_after_the_epochs_ran_out(monkeypatch) -> None:
         await c.add_partitions(TID, pid, MAX_EPOCH - 1, TP)
         markers.gate = anyio.Event()
         code, new_pid, epoch = await c.end_txn(TID, pid, MAX_EPOCH - 1, commit=True, tv2=True)
-        assert (code, epoch) == (E.none, 0) and new_pid != pid
+        assert (code, epoch) == (E.none, 0)
+        assert new_pid != pid
         await settle()
         code = (await c.end_txn(TID, new_pid, 0, commit=False, tv2=True))[0]
         assert code == E.concurrent_transactions
@@ -192,7 +197,8 @@ def test_fencing_decisions_are_logged(caplog) -> None:
         assert seen in refusals[0]
         assert "EndTxn (abort, transaction version 2)" in refusals[1]
         assert "INVALID_PRODUCER_ID_MAPPING" in refusals[2]
-        assert refusals[3].startswith("InitProducerId") and "expects epoch 1." in refusals[3]
+        assert refusals[3].startswith("InitProducerId")
+        assert "expects epoch 1." in refusals[3]
 
     run(test)
 
@@ -204,7 +210,8 @@ def test_tv2_epoch_overflow_gives_new_producer_id() -> None:
         meta.producer_epoch = MAX_EPOCH - 1
         await c.add_partitions(TID, pid, MAX_EPOCH - 1, TP)
         code, new_pid, epoch = await c.end_txn(TID, pid, MAX_EPOCH - 1, commit=True, tv2=True)
-        assert (code, epoch) == (E.none, 0) and new_pid != pid
+        assert (code, epoch) == (E.none, 0)
+        assert new_pid != pid
         await settle()
         assert (meta.producer_id, meta.producer_epoch, meta.previous_producer_id) == (
             new_pid,
@@ -286,7 +293,8 @@ def test_write_failure_leaves_state_unchanged() -> None:
         runtime.fail = E.not_enough_replicas
         assert (await c.add_partitions(TID, pid, epoch, TP))[TP[0]] == E.coordinator_not_available
         meta = runtime.shard(TID).transactions[TID]
-        assert meta.state == S.EMPTY and meta.pending_state is None
+        assert meta.state == S.EMPTY
+        assert meta.pending_state is None
         runtime.fail = None
         assert (await c.add_partitions(TID, pid, epoch, TP))[TP[0]] == E.none
 
@@ -304,7 +312,9 @@ def test_init_fences_and_aborts_the_previous_incarnation() -> None:
         meta = runtime.shard(TID).transactions[TID]
         assert meta.state == S.COMPLETE_ABORT
         code, pid2, epoch2 = await c.init_producer_id(TID, 60_000)
-        assert code == E.none and pid2 == pid and epoch2 > markers.written[-1][1]
+        assert code == E.none
+        assert pid2 == pid
+        assert epoch2 > markers.written[-1][1]
         # the zombie is fenced
         assert (await c.add_partitions(TID, pid, epoch, TP))[TP[0]] == E.producer_fenced
         assert (await c.end_txn(TID, pid, epoch, True, False))[0] == E.producer_fenced
@@ -327,7 +337,9 @@ def test_init_errors_and_kip360() -> None:
         # exhausted epochs: a new producer id
         runtime.shard(TID).transactions[TID].producer_epoch = MAX_EPOCH - 1
         code, new_pid, new_epoch = await c.init_producer_id(TID, 1000)
-        assert code == E.none and new_pid != pid and new_epoch == 0
+        assert code == E.none
+        assert new_pid != pid
+        assert new_epoch == 0
 
     run(test)
 
@@ -380,7 +392,8 @@ def test_timed_out_transaction_is_aborted_with_fenced_epoch() -> None:
         await settle()
         meta = runtime.shard(TID).transactions[TID]
         assert meta.state == S.COMPLETE_ABORT
-        assert markers.written[-1][2] is False and markers.written[-1][1] > epoch
+        assert markers.written[-1][2] is False
+        assert markers.written[-1][1] > epoch
         # the producer that timed out is fenced
         assert (await c.end_txn(TID, pid, epoch, True, False))[0] == E.producer_fenced
 

@@ -239,7 +239,8 @@ def test_stale_markers_end_without_retry() -> None:
     w.transport.errors["a", 0] = [E.transaction_coordinator_fenced]
     w.partitions["a", 1].write_errors = [E.invalid_producer_epoch]
     write(w, [("a", 0), ("a", 1)])
-    assert len(w.transport.calls) == 1 and w.partitions["a", 1].markers == []
+    assert len(w.transport.calls) == 1
+    assert w.partitions["a", 1].markers == []
 
 
 def test_the_group_coordinator_learns_of_offsets_markers_once_replicated() -> None:
@@ -294,7 +295,8 @@ def test_write_txn_markers_handler() -> None:
         ("a", 2): E.unknown_topic_or_partition,
         (OFFSETS, 1): E.none,
     }
-    assert w.partitions["a", 0].markers == [(5, 1, True, 4)] and follower.markers == []
+    assert w.partitions["a", 0].markers == [(5, 1, True, 4)]
+    assert follower.markers == []
     assert w.completed == [(1, 5, True)]
 
 

@@ -77,7 +77,7 @@ def test_value_v0_bytes_are_kafkas() -> None:
 def test_empty_state_has_null_partitions() -> None:
     value = encode_value(transit(S.EMPTY), TV_0)
     assert struct.pack(">i", -1) in value
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="an Empty transaction has no partitions"):
         encode_value(transit(S.EMPTY, {("a", 0)}), TV_0)
 
 
@@ -92,4 +92,5 @@ def test_tombstone_and_shard_replay() -> None:
     assert set(shard.transactions) == {"b"}
     shard.replay(Record(4, 0, key, b"\x00\x09garbage", ()))  # unknown version: skipped
     shard.replay(Record(5, 0, struct.pack(">hh", 3, 1) + b"z", None, ()))  # unknown key
-    assert shard.skipped_records == 2 and set(shard.transactions) == {"b"}
+    assert shard.skipped_records == 2
+    assert set(shard.transactions) == {"b"}

@@ -71,13 +71,18 @@ def test_kip360_retry_and_fencing() -> None:
 def test_transaction_tv1_keeps_epoch() -> None:
     meta = metadata(epoch=2)
     apply(meta, meta.prepare_add_partitions([("a", 0)], NOW + 5, TV_0))
-    assert meta.state == S.ONGOING and meta.txn_start_timestamp == NOW + 5
+    assert meta.state == S.ONGOING
+    assert meta.txn_start_timestamp == NOW + 5
     apply(meta, meta.prepare_add_partitions([("b", 1)], NOW + 6, TV_0))
-    assert meta.partitions == {("a", 0), ("b", 1)} and meta.txn_start_timestamp == NOW + 5
+    assert meta.partitions == {("a", 0), ("b", 1)}
+    assert meta.txn_start_timestamp == NOW + 5
     apply(meta, meta.prepare_abort_or_commit(S.PREPARE_COMMIT, TV_0, -1, NOW + 7, False))
-    assert meta.state == S.PREPARE_COMMIT and meta.producer_epoch == 2
+    assert meta.state == S.PREPARE_COMMIT
+    assert meta.producer_epoch == 2
     apply(meta, meta.prepare_complete(NOW + 8))
-    assert meta.state == S.COMPLETE_COMMIT and not meta.partitions and meta.producer_epoch == 2
+    assert meta.state == S.COMPLETE_COMMIT
+    assert not meta.partitions
+    assert meta.producer_epoch == 2
 
 
 def test_transaction_tv2_bumps_epoch_at_end() -> None:
@@ -88,7 +93,8 @@ def test_transaction_tv2_bumps_epoch_at_end() -> None:
     done = meta.prepare_complete(NOW)
     assert (done.producer_id, done.producer_epoch) == (7, 3)
     apply(meta, done)
-    assert meta.state == S.COMPLETE_ABORT and meta.client_transaction_version == TV_2
+    assert meta.state == S.COMPLETE_ABORT
+    assert meta.client_transaction_version == TV_2
 
 
 def test_tv2_overflow_rotates_producer_id_at_complete() -> None:
@@ -105,7 +111,8 @@ def test_tv2_overflow_rotates_producer_id_at_complete() -> None:
 def test_tv2_abort_of_nothing_starts_now() -> None:
     meta = metadata(epoch=1, state=S.COMPLETE_COMMIT)
     apply(meta, meta.prepare_abort_or_commit(S.PREPARE_ABORT, TV_2, -1, NOW + 9, True))
-    assert meta.state == S.PREPARE_ABORT and meta.txn_start_timestamp == NOW + 9
+    assert meta.state == S.PREPARE_ABORT
+    assert meta.txn_start_timestamp == NOW + 9
 
 
 def test_fence_bumps_once_after_a_failed_fence() -> None:

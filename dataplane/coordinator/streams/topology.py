@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from dataplane.coordinator import streams_group_records as rec
 from dataplane.coordinator.assignors import TopicMetadata
+from dataplane.coordinator.streams import records as rec
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("rafka.coordinator.streams_group")
@@ -251,7 +251,7 @@ def configure(
         return ConfiguredTopology(topology.epoch, metadata_hash, None, {}, (e.status, e.message))
 
 
-def _decide_partition_counts(
+def _decide_partition_counts(  # noqa: C901 - Kafka's three steps, in turn
     topology: rec.TopologyValue, topics: Mapping[str, TopicMetadata]
 ) -> dict[str, int]:
     """Partition counts of the internal topics: repartition topics (Kafka's RepartitionTopics),
