@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -19,7 +21,7 @@ def answer(write_error: ErrorCode) -> ErrorCode:
     stored.complete(write_error)
     topic = offset_commit.Topic("t", b"\x01" * 16, [0])
     ok = {("t", 0): E.none}
-    response = anyio.run(
+    response: Any = anyio.run(
         offset_commit._stored, ResponseBuilder(offset_commit.API_KEY, 9), [topic], ok, ok, stored
     )
     [partition] = response.topics[0].partitions

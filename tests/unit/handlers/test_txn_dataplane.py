@@ -430,7 +430,7 @@ def test_describe_producers() -> None:
     partition.producers = SimpleNamespace(producers={PID: entry})  # type: ignore[attr-defined]
     replicas = FakeReplicas({("t", 0): partition})
     ctx = context(0, replicas, authorizer=FakeAuthorizer(denied_topics=["secret"]))
-    req = SimpleNamespace(
+    req: Any = SimpleNamespace(  # the fields DescribeProducersRequest has
         topics=[
             SimpleNamespace(name="t", partition_indexes=[0, 1, 7]),
             SimpleNamespace(name="secret", partition_indexes=[0]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import time
 import uuid
+from typing import Any
 
 import anyio
 import pytest
@@ -28,24 +29,24 @@ def test_a_kio_response_gets_the_larger_throttle_time() -> None:
     response = b.DescribeClientQuotasResponse(
         throttle_time=0, error_code=0, error_message=None, entries=()
     )
-    throttled = with_throttle_time(response, 250, 48, 1)
+    throttled: Any = with_throttle_time(response, 250, 48, 1)  # the kio response it was given
     assert throttled.throttle_time == datetime.timedelta(milliseconds=250)
-    assert with_throttle_time(throttled, 100, 48, 1).throttle_time == datetime.timedelta(
-        milliseconds=250
-    )
+    again: Any = with_throttle_time(throttled, 100, 48, 1)
+    assert again.throttle_time == datetime.timedelta(milliseconds=250)
 
 
 def test_encoded_metadata_and_fetch_get_the_larger_throttle_time() -> None:
     """A request_percentage throttle reaches the encoded Metadata and Fetch answers (their
     first field), which the broker used to send with 0 while it muted the connection."""
     body = encode_metadata_response(12, [], [], "cluster", 1)
-    throttled = with_throttle_time(body, 250, 3, 12)
+    throttled: Any = with_throttle_time(body, 250, 3, 12)  # bytes, as given
     assert throttled[:4] == (250).to_bytes(4, "big")
     assert throttled[4:] == body[4:]
     assert with_throttle_time(throttled, 100, 3, 12) == throttled
     fetch = (300).to_bytes(4, "big") + b"rest"
     assert with_throttle_time(fetch, 100, 1, 12) == fetch  # its own is larger
-    assert with_throttle_time(fetch, 400, 1, 12)[:4] == (400).to_bytes(4, "big")
+    raised: Any = with_throttle_time(fetch, 400, 1, 12)
+    assert raised[:4] == (400).to_bytes(4, "big")
 
 
 @pytest.mark.parametrize("version", [3, 8, 9, 13])
@@ -55,7 +56,7 @@ def test_encoded_produce_gets_the_larger_throttle_time(version: int) -> None:
     topics = [ProduceTopic("t", [ProducePartition(0, 0, 5, -1, 0)], uuid.uuid4().bytes)]
     body = encode_produce_response(version, topics, throttle_time_ms=100)
     reader = entity_reader(entity_class(0, version, EntityType.response))
-    throttled = with_throttle_time(body, 250, 0, version)
+    throttled: Any = with_throttle_time(body, 250, 0, version)
     answer = reader(throttled, 0)[0]
     assert answer.throttle_time == datetime.timedelta(milliseconds=250)
     assert answer.responses == reader(body, 0)[0].responses
