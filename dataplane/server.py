@@ -35,9 +35,10 @@ from anyio.abc import ByteStream, SocketAttribute, SocketListener, SocketStream
 from kio.schema.index import api_key_map
 
 from dataplane import metrics
+from dataplane.connection import Connection
 from dataplane.connection_quotas import ConnectionQuotas, Live
 from dataplane.handlers import HANDLERS, SUPPORTED_VERSIONS
-from dataplane.handlers.context import BrokerServices, Connection, RequestContext
+from dataplane.handlers.context import BrokerServices, RequestContext
 from dataplane.log.errors import out_of_resources, resource_advice
 from dataplane.metrics.requests import BY_API, RequestStamp
 from dataplane.metrics.requests import listener as listener_metrics

@@ -2,8 +2,8 @@
 
 Every change of cluster metadata is one ``Command`` (a Raft log entry): a request id, the
 proposer's wall clock and a body, one of the classes below (``Body``) or a command kind that lives
-with its applier (``meta.resource_configs``, ``meta.quotas``). ``meta.state.apply`` applies it and
-answers one of the results below, which the state remembers to answer a retry. Commands and
+with its applier (``meta.resource_configs``, ``meta.quotas``). ``meta.dispatch.apply`` applies it
+and answers one of the results below, which the state remembers to answer a retry. Commands and
 results are stored as the versioned records of ``meta.records``: a change of these classes is a
 change of its converters. The format before those records pickled some of them under their old
 module, ``meta.state``, which therefore still answers for them (``meta.state.PICKLED_CLASS_NAMES``).

@@ -4,7 +4,7 @@ A quota entity is a set of (entity type, name) components: ``user``, ``client-id
 together) or ``ip`` (alone); a name of None is the type's default entity (Kafka's
 ``<default>``). Each entity maps quota keys to values; an entity left without quotas is
 removed. ``alter`` validates each alteration as Kafka's controller does (the same
-INVALID_REQUEST messages) and applies the valid ones; ``meta.state`` only dispatches to it.
+INVALID_REQUEST messages) and applies the valid ones; ``meta.dispatch`` only dispatches to it.
 The command, its versioned record converters and the watch-event form live here.
 """
 

@@ -40,6 +40,7 @@ from pysyncobj.tcp_connection import CONNECTION_STATE
 
 from meta import quorum, raft_port, records, wire
 from meta.commands import Body, Command
+from meta.dispatch import apply
 from meta.feed import ChangeFeed
 from meta.journal import (
     DurableJournal,
@@ -51,7 +52,7 @@ from meta.journal import (
 )
 from meta.quorum import Member
 from meta.raft_port import MAX_ENTRY_BYTES, GuardedConnection, GuardedServer, GuardedTransport
-from meta.state import MetaState, apply
+from meta.state import MetaState
 
 log = logging.getLogger("rafka.meta.raft")
 

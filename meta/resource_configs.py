@@ -5,7 +5,7 @@ subscriptions), kept in ``MetaState.resource_configs`` keyed by (resource type, 
 Like Kafka's ConfigurationControlManager for these types: the resource need not exist (a group's
 configs may be set before its first member joins), values were validated by the broker against
 the type's catalog, and a resource left without configs is removed. The command and its
-versioned record converters live here; ``meta.state`` only dispatches to ``alter``.
+versioned record converters live here; ``meta.dispatch`` only dispatches to ``alter``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The replicated metadata state machine: ``MetaState`` and ``apply``, which changes it.
+"""The replicated metadata state machine: ``MetaState``, which ``meta.dispatch.apply`` changes.
 
 Every change of cluster metadata is one Raft command (a ``meta.commands.Command``) and
 ``apply`` is the only code that changes a ``MetaState``. Applying the same commands in the same
@@ -13,30 +13,24 @@ producer-id counter is state too, but nothing brokers watch: it bumps no offset.
 the state are stored as the versioned records of ``meta.records`` (the Raft log and its
 dumps): a change of these classes is a change of its converters.
 
-Here are the state, the dispatch of each command kind to its applier and the recording of
-changes; the appliers live with their concern: ``meta.replication_control`` (topics, brokers,
-ISRs, leaders, producer ids, groups), ``meta.security_state`` (ACLs, SCRAM credentials,
-delegation tokens), ``meta.cluster_admin`` (configs, partitions, reassignments, features,
-offline replicas), ``meta.resource_configs`` and ``meta.quotas``.
+Here are the state and the recording of changes. ``meta.dispatch.apply`` routes each command
+kind to its applier, which lives with its concern and imports this module, never the dispatch:
+``meta.replication_control`` (topics, brokers, ISRs, leaders, producer ids, groups),
+``meta.security_state`` (ACLs, SCRAM credentials, delegation tokens), ``meta.cluster_admin``
+(configs, partitions, reassignments, features, offline replicas), ``meta.resource_configs`` and
+``meta.quotas``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from meta import cluster_admin, commands, replication_control, security_state
+from meta import commands
 from meta.acl import AclBinding
-from meta.commands import Applied, Body, Change, ChangeKey, ChangeKind, Command
+from meta.commands import Body, Change, ChangeKey, ChangeKind
 from meta.model import Broker, DelegationToken, ScramCredential, Topic
-from meta.quotas import AlterClientQuotas, QuotaEntity
-from meta.quotas import alter as _alter_client_quotas
-from meta.resource_configs import AlterResourceConfigs
-from meta.resource_configs import alter as _alter_resource_configs
-
-# How long a request id is remembered, so a client retry of an applied write is not re-applied.
-REQUEST_MEMORY_MS = 5 * 60 * 1000
+from meta.quotas import QuotaEntity
 
 
 class Remembered(NamedTuple):
@@ -128,28 +122,6 @@ if not TYPE_CHECKING:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def apply(state: MetaState, command: Command) -> Applied:
-    """Apply one command to ``state``; return its result and the changes it made."""
-    _forget_requests_before(state, command.now_ms - REQUEST_MEMORY_MS)
-    remembered = state.applied_requests.get(command.request_id)
-    if remembered is not None:
-        return Applied(remembered.result, [])
-    changes = Changes(state)
-    kind = type(command.body)
-    result = _APPLIERS[kind](state, command.body, changes)
-    state.applied_requests[command.request_id] = Remembered(command.now_ms, kind, result)
-    return Applied(result, changes.recorded)
-
-
-def _forget_requests_before(state: MetaState, cutoff_ms: int) -> None:
-    requests = state.applied_requests
-    while requests:
-        oldest = next(iter(requests))
-        if requests[oldest].now_ms >= cutoff_ms:
-            return
-        del requests[oldest]
-
-
 class Changes:
     """Records what a command changed; each topic or broker once, with a new offset."""
 
@@ -201,12 +173,3 @@ class Changes:
             self._offsets[kind, key] = self._state.offset
             self.recorded.append(Change(self._state.offset, kind, key, topic_id))
         return self._offsets[kind, key]
-
-
-_APPLIERS: dict[type, Callable[[MetaState, Any, Changes], Any]] = {
-    **replication_control.APPLIERS,
-    **security_state.APPLIERS,
-    **cluster_admin.APPLIERS,
-    AlterResourceConfigs: _alter_resource_configs,
-    AlterClientQuotas: _alter_client_quotas,
-}

@@ -52,7 +52,7 @@ RECORD_MODULES: dict[str, tuple[str, ...]] = {
         "ConsumerGroupRegularExpressionValue",
     ),
     "dataplane/transaction/record_schemas.py": ("TransactionLogKey", "TransactionLogValue"),
-    "dataplane/coordinator/share_group_schemas.py": tuple(
+    "dataplane/coordinator/share/schemas.py": tuple(
         f"ShareGroup{name}{part}"
         for name in (
             "MemberMetadata",
@@ -64,7 +64,7 @@ RECORD_MODULES: dict[str, tuple[str, ...]] = {
         )
         for part in ("Key", "Value")
     ),
-    "dataplane/coordinator/streams_group_schemas.py": tuple(
+    "dataplane/coordinator/streams/schemas.py": tuple(
         f"StreamsGroup{name}{part}"
         for name in (
             "Metadata",

@@ -1,7 +1,7 @@
 """What every group type shares, and what a `GroupShard` needs of a group.
 
-A group type (the classic protocol in `classic_group.py`; KIP-848 consumer groups in
-`consumer_group_adapter.py`, around the pure logic of `consumer_group.py`) subclasses `Group`.
+A group type (the classic protocol in `classic/group.py`; KIP-848 consumer groups in
+`consumer/adapter.py`, around the pure logic of `consumer/group.py`) subclasses `Group`.
 The shard owns the committed offsets and routes the group-agnostic APIs through these methods:
 OffsetCommit/OffsetFetch member checks, DescribeGroups, ListGroups, DeleteGroups,
 OffsetDelete, offsets expiry and unloading. The shard and its groups reach their host (config,
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 import anyio
 
 from dataplane.coordinator.assignors import TopicMetadata
-from dataplane.coordinator.consumer_group import ConsumerGroupConfig
-from dataplane.coordinator.share_group import ShareGroupConfig
-from dataplane.coordinator.streams_group import StreamsGroupConfig
+from dataplane.coordinator.consumer.group import ConsumerGroupConfig
+from dataplane.coordinator.share.group import ShareGroupConfig
+from dataplane.coordinator.streams.group import StreamsGroupConfig
 from dataplane.coordinator.timer import Timer
 from dataplane.protocol.errors import ErrorCode, KafkaError
 

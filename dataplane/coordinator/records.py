@@ -4,7 +4,7 @@ A record's key starts with a big-endian int16, the *record type* (Kafka's "key v
 4.0, the coordinator-key `apiKey` since), followed by the key's fields at version 0. The value
 (None: a tombstone) starts with its own int16 version, then the value's fields at that version.
 Types 0 and 1 are OffsetCommit (0 is the pre-0.10 legacy key, same layout), 2 is GroupMetadata;
-KIP-848 adds types 3-8 and 16 (`consumer_group_records`). Kafka 3.x and 4.x write
+KIP-848 adds types 3-8 and 16 (`consumer.records`). Kafka 3.x and 4.x write
 OffsetCommitValue v3 (v1 when the commit carries an expire timestamp, OffsetCommit v2-v4 with a
 retention time) and GroupMetadataValue v3.
 
@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from dataplane.coordinator.consumer_group_records import CONSUMER_GROUP_RECORD_TYPES
+from dataplane.coordinator.consumer.records import CONSUMER_GROUP_RECORD_TYPES
 from dataplane.coordinator.record_schemas import (
     GROUP_METADATA_KEY,
     GROUP_METADATA_VALUE,

@@ -28,12 +28,12 @@ import anyio
 
 from dataplane.coordinator.assignors import ASSIGNORS, TopicMetadata
 from dataplane.coordinator.base import GroupConfig, Records, ShardServices, map_append_error
-from dataplane.coordinator.consumer_group import ConsumerGroupConfig
+from dataplane.coordinator.consumer.group import ConsumerGroupConfig
 from dataplane.coordinator.offsets import CommitPartition
 from dataplane.coordinator.runtime import CoordinatorRuntime, InternalTopic, next_sequence
 from dataplane.coordinator.shard import GroupShard
-from dataplane.coordinator.share_group import ShareGroupConfig
-from dataplane.coordinator.streams_group import StreamsGroupConfig
+from dataplane.coordinator.share.group import ShareGroupConfig
+from dataplane.coordinator.streams.group import StreamsGroupConfig
 from dataplane.coordinator.timer import monotonic_ms, wall_ms
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.client import MetaError

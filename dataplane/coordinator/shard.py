@@ -15,10 +15,10 @@ Transactional offsets (TxnOffsetCommit) arrive in transactional batches and are 
 transaction markers: the runtime hands those to `replay_transactional` and
 `replay_end_transaction` (a `runtime.TransactionalShard`).
 
-Group types: classic groups (`classic_group.ClassicGroup`, record types 0-2), KIP-848
-consumer groups (`consumer_group_adapter.ConsumerGroupAdapter`, record types 3-8 and 16),
-KIP-932 share groups (`share_group_adapter.ShareGroupAdapter`, record types 10-15) and KIP-1071
-streams groups (`streams_group_adapter.StreamsGroupAdapter`, record types 17, 19-23) share
+Group types: classic groups (`classic.group.ClassicGroup`, record types 0-2), KIP-848
+consumer groups (`consumer.adapter.ConsumerGroupAdapter`, record types 3-8 and 16),
+KIP-932 share groups (`share.adapter.ShareGroupAdapter`, record types 10-15) and KIP-1071
+streams groups (`streams.adapter.StreamsGroupAdapter`, record types 17, 19-23) share
 `groups`, one group per id; the committed offsets are the shard's whatever the group's type.
 """
 
@@ -27,11 +27,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
-from dataplane.coordinator import (
-    consumer_group_adapter,
-    share_group_adapter,
-    streams_group_adapter,
-)
 from dataplane.coordinator.base import (
     DescribedGroup,
     Group,
@@ -45,10 +40,11 @@ from dataplane.coordinator.base import (
     map_append_error,
     unknown_members,
 )
-from dataplane.coordinator.classic_group import ClassicGroup
-from dataplane.coordinator.classic_membership import GroupState
-from dataplane.coordinator.consumer_group import DescribedGroup as ConsumerDescribedGroup
-from dataplane.coordinator.consumer_group import HeartbeatRequest, HeartbeatResponse
+from dataplane.coordinator.classic.group import ClassicGroup
+from dataplane.coordinator.classic.membership import GroupState
+from dataplane.coordinator.consumer import adapter as consumer_adapter
+from dataplane.coordinator.consumer.group import DescribedGroup as ConsumerDescribedGroup
+from dataplane.coordinator.consumer.group import HeartbeatRequest, HeartbeatResponse
 from dataplane.coordinator.offsets import CommitPartition, FetchedTopic, OffsetStore
 from dataplane.coordinator.records import (
     CONSUMER_GROUP_RECORD_TYPES,
@@ -61,17 +57,19 @@ from dataplane.coordinator.records import (
     group_metadata_record,
     record_type,
 )
-from dataplane.coordinator.share_group import DescribedGroup as ShareDescribedGroup
-from dataplane.coordinator.share_group import HeartbeatRequest as ShareHeartbeatRequest
-from dataplane.coordinator.share_group import HeartbeatResponse as ShareHeartbeatResponse
-from dataplane.coordinator.share_group_records import SHARE_GROUP_RECORD_TYPES
-from dataplane.coordinator.streams_group import StreamsGroup
-from dataplane.coordinator.streams_group_records import STREAMS_GROUP_RECORD_TYPES
-from dataplane.coordinator.streams_group_requests import HeartbeatRequest as StreamsHeartbeatRequest
-from dataplane.coordinator.streams_group_requests import (
+from dataplane.coordinator.share import adapter as share_adapter
+from dataplane.coordinator.share.group import DescribedGroup as ShareDescribedGroup
+from dataplane.coordinator.share.group import HeartbeatRequest as ShareHeartbeatRequest
+from dataplane.coordinator.share.group import HeartbeatResponse as ShareHeartbeatResponse
+from dataplane.coordinator.share.records import SHARE_GROUP_RECORD_TYPES
+from dataplane.coordinator.streams import adapter as streams_adapter
+from dataplane.coordinator.streams.group import StreamsGroup
+from dataplane.coordinator.streams.records import STREAMS_GROUP_RECORD_TYPES
+from dataplane.coordinator.streams.requests import HeartbeatRequest as StreamsHeartbeatRequest
+from dataplane.coordinator.streams.requests import (
     HeartbeatResponse as StreamsHeartbeatResponse,
 )
-from dataplane.coordinator.streams_group_requests import HeartbeatResult as StreamsHeartbeatResult
+from dataplane.coordinator.streams.requests import HeartbeatResult as StreamsHeartbeatResult
 from dataplane.log.records import Record
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
@@ -181,13 +179,13 @@ class GroupShard:
         self.groups[group_id] = ClassicGroup.from_record(group_id, decoded.value, self.services)
 
     def _replay_consumer_group(self, record: Record) -> None:
-        consumer_group_adapter.replay_record(self, record)
+        consumer_adapter.replay_record(self, record)
 
     def _replay_share_group(self, record: Record) -> None:
-        share_group_adapter.replay_record(self, record)
+        share_adapter.replay_record(self, record)
 
     def _replay_streams_group(self, record: Record) -> None:
-        streams_group_adapter.replay_record(self, record)
+        streams_adapter.replay_record(self, record)
 
     # ==================================================================== classic group APIs
 
@@ -210,7 +208,7 @@ class GroupShard:
         group = self.groups.get(req.group_id)
         if (
             group is not None
-            and not isinstance(group, ClassicGroup | share_group_adapter.ShareGroupAdapter)
+            and not isinstance(group, ClassicGroup | share_adapter.ShareGroupAdapter)
             and group.is_empty()
         ):
             # an empty group of another type becomes a classic group (Kafka's
@@ -292,12 +290,12 @@ class GroupShard:
     ) -> Reply[HeartbeatResponse]:
         """ConsumerGroupHeartbeat (KIP-848): completes once the records it wrote are
         replicated."""
-        return consumer_group_adapter.heartbeat(
+        return consumer_adapter.heartbeat(
             self, req, api_version=api_version, client_id=client_id, client_host=client_host
         )
 
     def consumer_group_describe(self, group_ids: Sequence[str]) -> list[ConsumerDescribedGroup]:
-        return consumer_group_adapter.describe(self, group_ids)
+        return consumer_adapter.describe(self, group_ids)
 
     # ==================================================================== share group APIs
 
@@ -305,14 +303,12 @@ class GroupShard:
         self, req: ShareHeartbeatRequest, client_id: str, client_host: str
     ) -> Reply[ShareHeartbeatResponse]:
         """ShareGroupHeartbeat (KIP-932): completes once its records are replicated."""
-        return share_group_adapter.heartbeat(
-            self, req, client_id=client_id, client_host=client_host
-        )
+        return share_adapter.heartbeat(self, req, client_id=client_id, client_host=client_host)
 
     def share_group_describe(
         self, group_ids: Sequence[str]
     ) -> list[ShareDescribedGroup | KafkaError]:
-        return share_group_adapter.describe(self, group_ids)
+        return share_adapter.describe(self, group_ids)
 
     # ==================================================================== streams group APIs
 
@@ -321,12 +317,10 @@ class GroupShard:
     ) -> tuple[Reply[StreamsHeartbeatResponse], StreamsHeartbeatResult | None]:
         """StreamsGroupHeartbeat (KIP-1071): completes once its records are replicated; the
         result names the internal topics to create."""
-        return streams_group_adapter.heartbeat(
-            self, req, client_id=client_id, client_host=client_host
-        )
+        return streams_adapter.heartbeat(self, req, client_id=client_id, client_host=client_host)
 
     def streams_group_describe(self, group_ids: Sequence[str]) -> list[StreamsGroup | KafkaError]:
-        return streams_group_adapter.describe(self, group_ids)
+        return streams_adapter.describe(self, group_ids)
 
     # ==================================================================== offsets
 

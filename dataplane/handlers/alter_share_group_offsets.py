@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from dataplane.coordinator import share_group_offsets as offsets
+from dataplane.coordinator.share import offsets
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from dataplane.coordinator.consumer_group import DescribedGroup
+from dataplane.coordinator.consumer.group import DescribedGroup
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError

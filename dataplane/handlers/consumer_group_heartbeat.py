@@ -1,5 +1,5 @@
 """ConsumerGroupHeartbeat (68) v0-v1: a member of a KIP-848 consumer group joins, heartbeats,
-reconciles its assignment or leaves (see dataplane/coordinator/consumer_group.py).
+reconciles its assignment or leaves (see dataplane/coordinator/consumer/group.py).
 
 As in Kafka, the request is validated before it is routed (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR
 on any broker); the coordinator answers once the records the heartbeat caused are replicated.
@@ -14,7 +14,7 @@ from typing import Any
 
 from dataplane.coordinator.api import client_host
 from dataplane.coordinator.base import Reply
-from dataplane.coordinator.consumer_group import (
+from dataplane.coordinator.consumer.group import (
     HeartbeatRequest,
     HeartbeatResponse,
     validate_heartbeat_request,

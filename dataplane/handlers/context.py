@@ -9,11 +9,12 @@ authorizer) belongs in one place: the server's dispatch, which builds each `Requ
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from kio.static.protocol import Payload
 
+from dataplane.connection import Connection
 from dataplane.protocol.codec import RequestHeader
 from dataplane.protocol.encoders import Bytes
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from dataplane.quota.manager import QuotaManagers
     from dataplane.replica.manager import ReplicaManager
     from dataplane.security.authorizer import Authorizer
-    from dataplane.security.sasl import SaslAuthenticator, SaslSession
+    from dataplane.security.sasl import SaslAuthenticator
     from dataplane.share.group_settings import GroupConfigs
     from dataplane.share.manager import SharePartitionManager
     from dataplane.share.model import Persister
@@ -62,24 +63,6 @@ class BrokerServices:
     share_partitions: SharePartitionManager  # the share-partitions this broker leads
     quotas: QuotaManagers  # client quotas (dataplane/quota): each type's `enabled` flag
     fetch_sessions: FetchSessionCache  # incremental fetch sessions (KIP-227)
-
-
-@dataclass(slots=True)
-class Connection:
-    """Per-connection state a handler may read or update."""
-
-    peer: str  # "ip:port", for log lines
-    client_software: tuple[str, str] = ("", "")
-    attrs: dict[str, Any] = field(default_factory=dict)
-    listener: str = "PLAINTEXT"  # name of the listener the client came in through
-    security_protocol: str = "PLAINTEXT"  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
-    host: str = ""  # the client's IP address, as ACLs name hosts
-    principal: str = "User:ANONYMOUS"  # set by TLS client authentication or SASL
-    sasl: SaslSession | None = None  # on SASL listeners: the authentication state
-    # KIP-219: while throttled for a quota, no request is read before this time.monotonic()
-    muted_until: float = 0.0
-    # (group id, member id) of the share sessions it opened: they end when it closes
-    share_sessions: set[tuple[str, str]] = field(default_factory=set)
 
 
 @dataclass(slots=True)

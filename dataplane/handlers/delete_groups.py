@@ -14,8 +14,8 @@ from typing import Any
 
 from dataplane.coordinator.base import map_append_error
 from dataplane.coordinator.shard import GroupShard
-from dataplane.coordinator.share_group_adapter import ShareGroupAdapter
-from dataplane.coordinator.share_group_offsets import delete_group_state
+from dataplane.coordinator.share.adapter import ShareGroupAdapter
+from dataplane.coordinator.share.offsets import delete_group_state
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError

@@ -16,9 +16,9 @@ from __future__ import annotations
 import logging
 
 from dataplane.handlers.context import Request, RequestContext, Response
-from dataplane.handlers.metadata import _cluster_operations
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.security.authorizer import cluster_operations
 
 log = logging.getLogger("rafka.describe_cluster")
 
@@ -81,5 +81,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         # Kafka's: a controller id that is not among the brokers is -1, not to confuse clients
         controller_id=controller if any(br.broker_id == controller for br in brokers) else -1,
         brokers=tuple(brokers),
-        cluster_authorized_operations=_cluster_operations(ctx, req),
+        cluster_authorized_operations=cluster_operations(
+            ctx.services.authorizer, ctx.conn, req.include_cluster_authorized_operations
+        ),
     )

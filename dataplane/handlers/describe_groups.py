@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from dataplane.coordinator.api import AUTHORIZED_OPERATIONS_OMITTED
 from dataplane.coordinator.base import DescribedGroup
-from dataplane.coordinator.classic_group import ClassicGroup
+from dataplane.coordinator.classic.group import ClassicGroup
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError

@@ -15,8 +15,8 @@ import logging
 from functools import partial
 from typing import Any
 
-from dataplane.coordinator import share_group_offsets as offsets
-from dataplane.coordinator.share_group_adapter import ShareGroupAdapter
+from dataplane.coordinator.share import offsets
+from dataplane.coordinator.share.adapter import ShareGroupAdapter
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError

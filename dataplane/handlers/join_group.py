@@ -1,5 +1,5 @@
 """JoinGroup (11) v0-v9: a member joins a classic group (a long poll until the rebalance's join
-phase completes; see dataplane/coordinator/classic_group.py). READ on the group is needed
+phase completes; see dataplane/coordinator/classic/group.py). READ on the group is needed
 (GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations

@@ -13,26 +13,29 @@ partition (Kafka's ReplicaManager.isListOffsetsTimestampUnsupported). v10's time
 Kafka's asynchronous reads from remote storage (KIP-1075): every lookup here is local.
 
 A partition the request names twice is answered once, INVALID_REQUEST, and each topic once
-(Kafka's ReplicaManager.fetchOffset answers by partition), the refused topics last."""
+(Kafka's ReplicaManager.fetchOffset answers by partition), the refused topics last. The lookup
+itself is the replica layer's (replica/offset_lookup.py): share groups use it too."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.replica.offset_lookup import (
+    EARLIEST,
+    EARLIEST_LOCAL,
+    EARLIEST_PENDING_UPLOAD,
+    LATEST,
+    LATEST_TIERED,
+    MAX_TIMESTAMP,
+    lookup,
+)
 from meta.acl import AclOperation, ResourceType
-
-if TYPE_CHECKING:
-    from dataplane.replica.partition import Partition
 
 API_KEY = 2
 VERSIONS = (1, 11)
-
-LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
-LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -5, -6
-READ_COMMITTED = 1
 
 # The first version that may ask for each special timestamp (Kafka's
 # ReplicaManager.timestampMinSupportedVersion).
@@ -49,31 +52,6 @@ _MIN_VERSION = {
 def timestamp_unsupported(timestamp: int, version: int) -> bool:
     """Whether a request of this version may not ask for this (special) timestamp."""
     return timestamp < 0 and version < _MIN_VERSION.get(timestamp, version + 1)
-
-
-def lookup(partition: Partition, timestamp: int, isolation_level: int = 0) -> tuple[int, int]:
-    """(offset, timestamp) for a ListOffsets query; (-1, -1) when no record matches."""
-    log = partition.log
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return log.log_start_offset, -1
-    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
-        return -1, -1  # nothing is in remote storage
-    readable = (
-        partition.last_stable_offset
-        if isolation_level == READ_COMMITTED
-        else partition.high_watermark
-    )
-    if timestamp == LATEST:
-        return readable, -1
-    if timestamp == MAX_TIMESTAMP:
-        found = log.max_timestamp()
-    elif timestamp < 0:
-        raise KafkaError(ErrorCode.invalid_request, f"unknown special timestamp {timestamp}")
-    else:
-        found = log.offset_for_timestamp(timestamp)
-    if found is None or found[0] >= readable:
-        return -1, -1
-    return found
 
 
 async def handle(ctx: RequestContext, req: Request) -> Response:

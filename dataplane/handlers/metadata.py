@@ -28,6 +28,7 @@ from dataplane.protocol.encoders import (
     encode_metadata_topic,
 )
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.security.authorizer import cluster_operations
 from dataplane.topic_admin import INTERNAL_TOPICS, NewTopic, valid_topic_name
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
@@ -114,7 +115,11 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         topics,
         cluster_id=cache.cluster_id,
         controller_id=cache.controller_id(),
-        cluster_authorized_operations=_cluster_operations(ctx, req),
+        cluster_authorized_operations=cluster_operations(
+            ctx.services.authorizer,
+            ctx.conn,
+            getattr(req, "include_cluster_authorized_operations", False),
+        ),
     )
 
 
@@ -165,18 +170,6 @@ def _create_denied(ctx: RequestContext, missing: list[str]) -> frozenset[str]:
 
 def _refused(name: str | None, topic_id: bytes = bytes(16)) -> MetadataTopic:
     return MetadataTopic(_REFUSED, name, topic_id, False, [], _UNKNOWN_OPS)
-
-
-def _cluster_operations(ctx: RequestContext, req: Any) -> int:
-    """v8-v10's cluster authorized operations: asked for, and DESCRIBE on the cluster."""
-    if not getattr(req, "include_cluster_authorized_operations", False):
-        return _UNKNOWN_OPS
-    authorizer = ctx.services.authorizer
-    if not authorizer.authorize(
-        ctx.conn, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME
-    ):
-        return 0
-    return authorizer.authorized_operations(ctx.conn, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def _topic(

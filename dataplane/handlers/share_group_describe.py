@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from dataplane.coordinator.api import AUTHORIZED_OPERATIONS_OMITTED
-from dataplane.coordinator.share_group import DescribedGroup
+from dataplane.coordinator.share.group import DescribedGroup
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError

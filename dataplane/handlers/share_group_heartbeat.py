@@ -1,5 +1,5 @@
 """ShareGroupHeartbeat (76) v1: a member of a KIP-932 share group joins (epoch 0), heartbeats,
-gets its assignment or leaves (epoch -1); see dataplane/coordinator/share_group.py.
+gets its assignment or leaves (epoch -1); see dataplane/coordinator/share/group.py.
 
 As in Kafka the request is validated before it is routed (INVALID_REQUEST on any broker); the
 coordinator answers once the records the heartbeat caused are replicated. Authorization as
@@ -14,7 +14,7 @@ from typing import Any
 
 from dataplane.coordinator.api import client_host
 from dataplane.coordinator.base import Reply
-from dataplane.coordinator.share_group import (
+from dataplane.coordinator.share.group import (
     HeartbeatRequest,
     HeartbeatResponse,
     validate_heartbeat,

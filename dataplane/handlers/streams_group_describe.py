@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dataplane.coordinator.streams_group import StreamsGroup
-from dataplane.coordinator.streams_group_member import Member, Tasks, TasksTuple
-from dataplane.coordinator.streams_group_requests import TaskOffsets
-from dataplane.coordinator.streams_topology import Subtopology, TopicInfo, required_topics
+from dataplane.coordinator.streams.group import StreamsGroup
+from dataplane.coordinator.streams.member import Member, Tasks, TasksTuple
+from dataplane.coordinator.streams.requests import TaskOffsets
+from dataplane.coordinator.streams.topology import Subtopology, TopicInfo, required_topics
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.handlers.streams_group_heartbeat import streams_enabled
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder

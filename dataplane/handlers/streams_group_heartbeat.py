@@ -1,5 +1,5 @@
 """StreamsGroupHeartbeat (88) v0-v1: a member of a KIP-1071 streams group joins with its
-topology, heartbeats, reconciles its tasks or leaves (dataplane/coordinator/streams_group.py).
+topology, heartbeats, reconciles its tasks or leaves (dataplane/coordinator/streams/group.py).
 
 As Kafka's KafkaApis.handleStreamsGroupHeartbeat: UNSUPPORTED_VERSION while the `streams.version`
 feature is below 1; READ on the group (GROUP_AUTHORIZATION_FAILED); a topology naming an
@@ -22,12 +22,12 @@ from collections.abc import Sequence
 
 from dataplane import features
 from dataplane.coordinator.api import client_host
-from dataplane.coordinator.streams_group_requests import (
+from dataplane.coordinator.streams.requests import (
     HeartbeatRequest,
     HeartbeatResponse,
     validate_heartbeat,
 )
-from dataplane.coordinator.streams_topology import InternalTopic, Status
+from dataplane.coordinator.streams.topology import InternalTopic, Status
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError

@@ -18,7 +18,8 @@ from typing import Any
 
 import anyio
 
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.connection import Connection
+from dataplane.handlers.context import RequestContext
 from dataplane.metrics import quotas as quota_metrics
 from dataplane.protocol.encoders import produce_throttle_position
 

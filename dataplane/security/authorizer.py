@@ -22,7 +22,9 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
+from dataplane.protocol.encoders import UNKNOWN_AUTHORIZED_OPERATIONS
 from meta.acl import (
+    CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
     WILDCARD,
     AclBinding,
@@ -34,7 +36,7 @@ from meta.acl import (
 
 if TYPE_CHECKING:
     from dataplane.config import BrokerConfig
-    from dataplane.handlers.context import Connection
+    from dataplane.connection import Connection
     from dataplane.metadata_cache import MetadataCache
 
 log = logging.getLogger("rafka.authorizer")
@@ -315,3 +317,14 @@ class Authorizer:
             key.resource_type.name,
             key.name,
         )
+
+
+def cluster_operations(authorizer: Authorizer, conn: Connection, requested: bool) -> int:
+    """The cluster's authorized operations of Metadata (v8-v10) and DescribeCluster, as Kafka's
+    KafkaApis answers them: unknown when not requested, none without DESCRIBE on the cluster,
+    else the operations `conn` may do on it."""
+    if not requested:
+        return UNKNOWN_AUTHORIZED_OPERATIONS
+    if not authorizer.authorize(conn, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return 0
+    return authorizer.authorized_operations(conn, ResourceType.CLUSTER, CLUSTER_NAME)

@@ -33,9 +33,9 @@ import anyio
 import anyio.abc
 
 from dataplane.config_resources import by_duration_ms
-from dataplane.handlers.list_offsets import EARLIEST, LATEST
-from dataplane.handlers.list_offsets import lookup as lookup_offset
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.replica.offset_lookup import EARLIEST, LATEST
+from dataplane.replica.offset_lookup import lookup as lookup_offset
 from dataplane.share.acquire import FetchedPart, read_and_acquire
 from dataplane.share.model import (
     AcknowledgeType,

@@ -32,7 +32,7 @@ from meta.model import DelegationToken, ScramCredential
 
 if TYPE_CHECKING:
     from dataplane.config import BrokerConfig
-    from dataplane.handlers.context import Connection
+    from dataplane.connection import Connection
     from dataplane.metadata_cache import MetadataCache
 
 log = logging.getLogger("rafka.sasl")

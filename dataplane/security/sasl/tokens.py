@@ -20,7 +20,8 @@ from meta.model import DelegationToken
 
 if TYPE_CHECKING:
     from dataplane.config import BrokerConfig
-    from dataplane.handlers.context import Connection, RequestContext
+    from dataplane.connection import Connection
+    from dataplane.handlers.context import RequestContext
 
 log = logging.getLogger("rafka.sasl")
 

@@ -24,7 +24,8 @@ from dataplane.config_admin import (
     Change,
     alter,
 )
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.connection import Connection
+from dataplane.handlers.context import RequestContext
 from dataplane.protocol.errors import ErrorCode
 from meta.model import ConfigAlteration
 

@@ -17,14 +17,16 @@ import pytest
 from dataplane.config import BrokerConfig
 from dataplane.config_admin import DELETE, SET, Change, alter
 from dataplane.config_resources import GROUP, by_duration_ms, group_configs_problem
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.connection import Connection
+from dataplane.handlers.context import RequestContext
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode
 from dataplane.share.group_settings import GroupConfigs
 from meta import wire
 from meta.commands import Command
+from meta.dispatch import apply
 from meta.resource_configs import AlterResourceConfigs, ResourceConfigAlteration
-from meta.state import MetaState, apply
+from meta.state import MetaState
 
 CONFIG = BrokerConfig.load(overrides={"node.id": "1"})
 

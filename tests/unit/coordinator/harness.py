@@ -11,14 +11,14 @@ from typing import Any
 
 from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.base import GroupConfig, JoinRequest, JoinResult, Reply, SyncResult
-from dataplane.coordinator.classic_group import ClassicGroup
-from dataplane.coordinator.consumer_group import (
+from dataplane.coordinator.classic.group import ClassicGroup
+from dataplane.coordinator.consumer.adapter import ConsumerGroupAdapter
+from dataplane.coordinator.consumer.group import (
     ConsumerGroup,
     ConsumerGroupConfig,
     HeartbeatRequest,
     HeartbeatResponse,
 )
-from dataplane.coordinator.consumer_group_adapter import ConsumerGroupAdapter
 from dataplane.coordinator.offsets import CommitPartition
 from dataplane.coordinator.shard import GroupShard
 from dataplane.log.records import Record

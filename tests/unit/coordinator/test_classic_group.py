@@ -4,7 +4,7 @@ generation checks — and a replay of what was written gives the same state."""
 
 from __future__ import annotations
 
-from dataplane.coordinator.classic_membership import GroupState
+from dataplane.coordinator.classic.membership import GroupState
 from dataplane.coordinator.records import GroupMetadataValue, decode_record
 
 from .harness import RANGE, E, Harness, snapshot, subscription

@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from dataplane.coordinator import consumer_group_records as rec
-from dataplane.coordinator.consumer_group import (
+from dataplane.coordinator.consumer import records as rec
+from dataplane.coordinator.consumer.group import (
     ConsumerGroup,
     ConsumerGroupConfig,
     GroupState,
@@ -87,7 +87,7 @@ def test_first_member_gets_everything_at_once() -> None:
     types = [rec.record_type(k) for k, _ in h.log]
     assert types == [5, 3, 7, 6, 8]
     # The deadline set by the heartbeat that created the group survived its creation.
-    assert g.session_deadline_ms("a") == h.now + 45_000
+    assert g.deadlines.session_ms("a") == h.now + 45_000
 
 
 def test_heartbeat_only_computes() -> None:
@@ -169,7 +169,7 @@ def test_late_joiner_waits_for_revocation() -> None:
     assert r.member_epoch == 2
     assert len(a.assignment) == 2
     assert h.consumer_group().members["a"].state == MemberState.UNREVOKED_PARTITIONS
-    assert h.consumer_group().rebalance_deadline_ms("a") == h.now + 30_000
+    assert h.consumer_group().deadlines.rebalance_ms("a") == h.now + 30_000
 
     b.heartbeat()  # a has not revoked yet: still nothing for b
     assert b.owned == set()
@@ -180,7 +180,7 @@ def test_late_joiner_waits_for_revocation() -> None:
     r = a.heartbeat()  # a reports the smaller set: moves to epoch 3
     assert r.member_epoch == 3
     assert h.consumer_group().members["a"].state == MemberState.STABLE
-    assert h.consumer_group().rebalance_deadline_ms("a") is None
+    assert h.consumer_group().deadlines.rebalance_ms("a") is None
     r = b.heartbeat()
     assert parts(r.assignment) == all_parts(4) - a.owned
     assert h.consumer_group().state == GroupState.STABLE
@@ -578,7 +578,7 @@ def test_session_expiry() -> None:
     a, b = Client(h, "a"), Client(h, "b")
     settle([a, b])
     t0 = h.now
-    assert h.consumer_group().session_deadline_ms("a") == t0 + 45_000
+    assert h.consumer_group().deadlines.session_ms("a") == t0 + 45_000
     assert h.consumer_group().next_deadline_ms() == t0 + 45_000
     h.now = t0 + 44_999
     b.heartbeat()
@@ -608,7 +608,7 @@ def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
     b.heartbeat()
     a.heartbeat(rebalance_timeout_ms=10_000)  # told to revoke, does not
     assert h.consumer_group().members["a"].state == MemberState.UNREVOKED_PARTITIONS
-    deadline = h.consumer_group().rebalance_deadline_ms("a")
+    deadline = h.consumer_group().deadlines.rebalance_ms("a")
     assert deadline == h.now + 10_000
     h.now = deadline - 1
     a.heartbeat()
@@ -633,9 +633,9 @@ def test_deadlines_after_load() -> None:
     assert g is not None
     assert g.next_deadline_ms() is None
     shard.on_loaded()
-    assert g.session_deadline_ms("a") == 5_000 + 45_000
-    assert g.rebalance_deadline_ms("a") == 5_000 + 30_000
-    assert g.rebalance_deadline_ms("b") is None
+    assert g.deadlines.session_ms("a") == 5_000 + 45_000
+    assert g.deadlines.rebalance_ms("a") == 5_000 + 30_000
+    assert g.deadlines.rebalance_ms("b") is None
     assert g.next_deadline_ms() == 35_000
     assert shard.timer.next_deadline() == 35_000
     assert g.expired_members(35_000) == ["a"]
@@ -830,7 +830,7 @@ def test_reconcile_unknown_state_forces_a_fresh_start() -> None:
 
 
 def test_replay_refuses_double_ownership() -> None:
-    from dataplane.coordinator.consumer_group_state import IllegalStateError
+    from dataplane.coordinator.consumer.state import IllegalStateError
 
     g = ConsumerGroup(GROUP)
     value = rec.CurrentMemberAssignmentValue(1, 0, 0, (rec.TopicPartitions(T, (0,)),), ())

@@ -11,7 +11,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from dataplane.coordinator.consumer_group import GroupState
+from dataplane.coordinator.consumer.group import GroupState
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 from .harness import Client, Harness, consumer_group, parts, tid, topic
@@ -145,7 +145,7 @@ class GroupMachine(RuleBasedStateMachine):
             self.h.fence(member_id)
             # Everyone else heartbeated in the meantime (keep their sessions alive).
             for m in group.members:
-                group._session_deadlines[m] = self.h.now + 45_000
+                group.deadlines.session(m, self.h.now + 45_000)
 
     @rule(data=st.data())
     @precondition(lambda self: self.clients)
@@ -155,7 +155,8 @@ class GroupMachine(RuleBasedStateMachine):
         slow = sorted(
             n
             for n, c in self.clients.items()
-            if c.member_id in group.members and group.rebalance_deadline_ms(c.member_id) is not None
+            if c.member_id in group.members
+            and group.deadlines.rebalance_ms(c.member_id) is not None
         )
         if slow:
             self.lose(data.draw(st.sampled_from(slow)))

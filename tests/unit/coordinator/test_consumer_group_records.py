@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataplane.coordinator import consumer_group_records as rec
+from dataplane.coordinator.consumer import records as rec
 
 TID = bytes(range(16))
 TID2 = bytes(range(16, 32))

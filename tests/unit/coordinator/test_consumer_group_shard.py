@@ -12,11 +12,11 @@ import anyio
 import pytest
 
 from dataplane.config import BrokerConfig
-from dataplane.coordinator import consumer_group_records as rec
 from dataplane.coordinator.base import JoinRequest, JoinResult, Reply
-from dataplane.coordinator.classic_group import ClassicGroup
-from dataplane.coordinator.consumer_group import GroupState, HeartbeatRequest
-from dataplane.coordinator.consumer_group_adapter import ConsumerGroupAdapter
+from dataplane.coordinator.classic.group import ClassicGroup
+from dataplane.coordinator.consumer import records as rec
+from dataplane.coordinator.consumer.adapter import ConsumerGroupAdapter
+from dataplane.coordinator.consumer.group import GroupState, HeartbeatRequest
 from dataplane.coordinator.offsets import CommitPartition
 from dataplane.coordinator.records import decode_record
 from dataplane.coordinator.service import ClusterTopics, consumer_assignors, group_config

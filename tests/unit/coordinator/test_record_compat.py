@@ -1,7 +1,7 @@
 """A `__consumer_offsets` partition written before the codecs were generated still loads.
 
 `fixtures/consumer_offsets_records.json` holds the bytes the hand-written codecs (records.py and
-consumer_group_records.py before `proto/generate_records.py`) wrote for the records below; the
+consumer/records.py before `proto/generate_records.py`) wrote for the records below; the
 generated codecs must decode each to the same value and encode that value to the same bytes.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dataplane.coordinator import consumer_group_records as rec
+from dataplane.coordinator.consumer import records as rec
 from dataplane.coordinator.records import (
     GROUP_METADATA,
     OFFSET_COMMIT,

@@ -8,7 +8,8 @@ import pytest
 
 from dataplane.coordinator.base import GroupConfig, JoinRequest
 from dataplane.coordinator.shard import GroupShard
-from dataplane.coordinator.share_group import (
+from dataplane.coordinator.share.adapter import ShareGroupAdapter
+from dataplane.coordinator.share.group import (
     HeartbeatRequest,
     HeartbeatResponse,
     ShareGroup,
@@ -16,7 +17,6 @@ from dataplane.coordinator.share_group import (
     simple_assign,
     validate_heartbeat,
 )
-from dataplane.coordinator.share_group_adapter import ShareGroupAdapter
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 from .harness import GROUP, Harness, parts, tid, topic

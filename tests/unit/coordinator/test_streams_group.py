@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from cluster.kafka_client import builder
-from dataplane.coordinator import streams_group_records as rec
-from dataplane.coordinator import streams_topology as topo
 from dataplane.coordinator.base import GroupConfig
 from dataplane.coordinator.offsets import CommitPartition
-from dataplane.coordinator.streams_assignor import MemberSpec, SubtopologySpec, assign
-from dataplane.coordinator.streams_group import GroupState, StreamsGroup, StreamsGroupConfig
-from dataplane.coordinator.streams_group_adapter import StreamsGroupAdapter
-from dataplane.coordinator.streams_group_member import MemberState, TasksTuple
-from dataplane.coordinator.streams_group_requests import (
+from dataplane.coordinator.streams import records as rec
+from dataplane.coordinator.streams import topology as topo
+from dataplane.coordinator.streams.adapter import StreamsGroupAdapter
+from dataplane.coordinator.streams.assignor import MemberSpec, SubtopologySpec, assign
+from dataplane.coordinator.streams.group import GroupState, StreamsGroup, StreamsGroupConfig
+from dataplane.coordinator.streams.member import MemberState, TasksTuple
+from dataplane.coordinator.streams.requests import (
     HeartbeatRequest,
     HeartbeatResponse,
     validate_heartbeat,

@@ -16,8 +16,9 @@ from kio.schema.fetch.v13 import request as v13
 from kio.schema.fetch.v13.response import FetchResponse as FetchResponseV13
 from kio.serial import entity_reader
 
+from dataplane.connection import Connection
 from dataplane.fetch_session import FetchSessionCache
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.quota import QuotaManagers, WindowConfig
 

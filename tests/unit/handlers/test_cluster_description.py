@@ -18,8 +18,9 @@ from kio.schema.describe_topic_partitions.v0.request import (
     TopicRequest,
 )
 
+from dataplane.connection import Connection
 from dataplane.handlers import describe_cluster, describe_topic_partitions
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.metadata_cache import BrokerInfo, MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.errors import ErrorCode
 from meta.acl import AclOperation, ResourceType

@@ -15,8 +15,9 @@ from kio.serial import entity_reader
 from kio.static.constants import EntityType
 from kio.static.protocol import Entity
 
+from dataplane.connection import Connection
 from dataplane.handlers import metadata
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.metadata_cache import BrokerInfo, MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol import encoders
 from dataplane.protocol.codec import entity_class

@@ -17,9 +17,10 @@ from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopi
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
+from dataplane.connection import Connection
 from dataplane.coordinator.runtime import InternalTopic
 from dataplane.handlers import metadata
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.codec import entity_class
 from dataplane.protocol.errors import ErrorCode

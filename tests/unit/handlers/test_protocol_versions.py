@@ -12,8 +12,9 @@ import anyio
 import pytest
 from kio.static.constants import EntityType
 
+from dataplane.connection import Connection
 from dataplane.handlers import api_versions, produce
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.handlers.list_offsets import timestamp_unsupported
 from dataplane.metadata_cache import MetadataCache, TopicInfo
 from dataplane.protocol.codec import EntityBuilder, entity_class

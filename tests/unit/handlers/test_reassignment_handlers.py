@@ -35,12 +35,13 @@ from kio.schema.list_partition_reassignments.v0.request import (
 )
 from kio.static.primitive import i8, i32
 
+from dataplane.connection import Connection
 from dataplane.handlers import (
     alter_partition_reassignments,
     elect_leaders,
     list_partition_reassignments,
 )
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.errors import ErrorCode
 from meta.acl import AclOperation, ResourceType

@@ -17,8 +17,9 @@ from kio.schema.delete_topics.v6 import request as delete_v6
 from kio.schema.describe_configs.v4 import request as describe_v4
 
 from dataplane.config import BrokerConfig
+from dataplane.connection import Connection
 from dataplane.handlers import create_topics, delete_topics, describe_configs
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.protocol.errors import ErrorCode
 from proto import meta_pb2
 

@@ -15,14 +15,16 @@ import pytest
 from kio.schema.describe_producers.v0.response import DescribeProducersResponse
 from kio.serial import entity_reader
 
-from dataplane.handlers import describe_producers, fetch, list_offsets, produce
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.connection import Connection
+from dataplane.handlers import describe_producers, fetch, produce
+from dataplane.handlers.context import RequestContext
 from dataplane.log import AppendResult, LogConfig, PartitionLog, StateStore
 from dataplane.log.batch import ATTR_TRANSACTIONAL, encode_batch
 from dataplane.metadata_cache import PartitionInfo
 from dataplane.protocol.encoders import AbortedTransaction
 from dataplane.protocol.errors import ConnectionClosed, ErrorCode, KafkaError
 from dataplane.quota import QuotaManagers, WindowConfig
+from dataplane.replica import offset_lookup
 from dataplane.replica.partition import Partition, now_ms
 from dataplane.replica.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
 from tests.unit.replica.producers import NEVER, idem
@@ -402,19 +404,19 @@ class FakeTimeLog:
 @pytest.mark.parametrize(
     ("timestamp", "isolation", "expected"),
     [
-        (list_offsets.LATEST, 0, (100, -1)),
-        (list_offsets.LATEST, 1, (60, -1)),
-        (list_offsets.EARLIEST, 1, (3, -1)),
+        (offset_lookup.LATEST, 0, (100, -1)),
+        (offset_lookup.LATEST, 1, (60, -1)),
+        (offset_lookup.EARLIEST, 1, (3, -1)),
         (50, 1, (50, 50)),
         (70, 1, (-1, -1)),  # past the LSO: not visible to read_committed
         (70, 0, (70, 70)),
-        (list_offsets.MAX_TIMESTAMP, 1, (-1, -1)),
-        (list_offsets.MAX_TIMESTAMP, 0, (80, 999)),
+        (offset_lookup.MAX_TIMESTAMP, 1, (-1, -1)),
+        (offset_lookup.MAX_TIMESTAMP, 0, (80, 999)),
     ],
 )
 def test_list_offsets_isolation(timestamp: int, isolation: int, expected: tuple) -> None:
     partition = FakePartition(0, log=FakeTimeLog())
-    assert list_offsets.lookup(partition, timestamp, isolation) == expected  # type: ignore[arg-type]
+    assert offset_lookup.lookup(partition, timestamp, isolation) == expected  # type: ignore[arg-type]
 
 
 # -- DescribeProducers ---------------------------------------------------------------------

@@ -10,8 +10,9 @@ from typing import Any
 
 import anyio
 
+from dataplane.connection import Connection
 from dataplane.handlers import write_txn_markers
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 

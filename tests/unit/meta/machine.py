@@ -17,9 +17,10 @@ from meta.commands import (
     ShutdownOutcome,
     UnfenceBroker,
 )
+from meta.dispatch import apply
 from meta.model import Partition, Topic
 from meta.partition_leadership import IsrChange
-from meta.state import MetaState, apply
+from meta.state import MetaState
 from meta.topic_planning import NewTopic
 
 NOW = 1_700_000_000_000

@@ -35,6 +35,7 @@ from meta.commands import (
     UnregisterBroker,
     UpdateFeatures,
 )
+from meta.dispatch import apply
 from meta.model import ConfigAlteration, DelegationToken, Endpoint, ScramCredential
 from meta.quotas import CLIENT_ID, IP, USER, AlterClientQuotas, QuotaAlteration
 from meta.records import (
@@ -46,7 +47,7 @@ from meta.records import (
     encode_state,
 )
 from meta.resource_configs import GROUP, AlterResourceConfigs, ResourceConfigAlteration
-from meta.state import MetaState, apply
+from meta.state import MetaState
 from proto import metadata_records_pb2 as pb
 
 from .legacy_steps import AFTER_DUMP, BEFORE_DUMP, Step

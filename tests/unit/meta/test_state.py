@@ -24,11 +24,12 @@ from meta.commands import (
     RegisterBroker,
     UnfenceBroker,
 )
+from meta.dispatch import REQUEST_MEMORY_MS, apply
 from meta.model import NO_LEADER
 from meta.partition_leadership import ElectionType, IsrChange
 from meta.protocol import ErrorCode
 from meta.records import decode_command, decode_state, encode_command, encode_state
-from meta.state import REQUEST_MEMORY_MS, MetaState, apply
+from meta.state import MetaState
 from meta.topic_planning import NewTopic, Rejection
 
 from .machine import NOW, Machine

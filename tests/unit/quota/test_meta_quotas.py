@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from meta.commands import Command
+from meta.dispatch import apply
 from meta.protocol import ErrorCode
 from meta.quotas import (
     CLIENT_ID,
@@ -18,7 +19,7 @@ from meta.quotas import (
     QuotaOutcome,
     entity_of,
 )
-from meta.state import MetaState, apply
+from meta.state import MetaState
 
 ALICE = ((USER, "alice"),)
 

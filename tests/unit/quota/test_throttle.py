@@ -12,7 +12,7 @@ import pytest
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
-from dataplane.handlers.context import Connection
+from dataplane.connection import Connection
 from dataplane.protocol.codec import ResponseBuilder, entity_class
 from dataplane.protocol.encoders import (
     ProducePartition,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from dataplane.config import BrokerConfig
-from dataplane.handlers.context import Connection
+from dataplane.connection import Connection
 from dataplane.security.authorizer import Authorizer, AuthorizerConfigError
 from meta.acl import (
     SUPPORTED_OPERATIONS,

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from dataplane.config import BrokerConfig
-from dataplane.handlers.context import Connection
+from dataplane.connection import Connection
 from dataplane.protocol.errors import ConnectionClosed, ErrorCode
 from dataplane.security.sasl import SaslAuthenticator, SaslConfigError
 from dataplane.security.sasl.scram import SCRAM_MECHANISMS

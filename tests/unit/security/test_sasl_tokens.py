@@ -7,7 +7,7 @@ import hashlib
 import hmac
 
 from dataplane.config import BrokerConfig
-from dataplane.handlers.context import Connection
+from dataplane.connection import Connection
 from dataplane.security.sasl import SaslSession, tokens
 
 CONFIG = BrokerConfig.load(

@@ -11,8 +11,9 @@ from kio.schema.list_config_resources.v0.request import ListConfigResourcesReque
 from kio.schema.list_config_resources.v1.request import ListConfigResourcesRequest as RequestV1
 from kio.static.primitive import i8
 
+from dataplane.connection import Connection
 from dataplane.handlers import list_config_resources
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.handlers.get_telemetry_subscriptions import client_attributes
 from dataplane.protocol.errors import ErrorCode
 

@@ -12,6 +12,7 @@ import anyio
 import pytest
 from kio.static.constants import EntityType
 
+from dataplane.connection import Connection
 from dataplane.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -21,7 +22,7 @@ from dataplane.handlers import (
     init_producer_id,
     list_transactions,
 )
-from dataplane.handlers.context import Connection, RequestContext
+from dataplane.handlers.context import RequestContext
 from dataplane.protocol.codec import RequestHeader, encode_with_kio, entity_class
 from dataplane.protocol.errors import ErrorCode
 

@@ -11,14 +11,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from dataplane.coordinator import consumer_group_records as rec
 from dataplane.coordinator.assignors import (
     ASSIGNORS,
     AssignorError,
     MemberSubscription,
     TopicMetadata,
 )
-from dataplane.coordinator.consumer_group_member import (
+from dataplane.coordinator.consumer import records as rec
+from dataplane.coordinator.consumer.member import (
     NO_PARTITIONS,
     Member,
     ResolvedRegex,
@@ -26,8 +26,8 @@ from dataplane.coordinator.consumer_group_member import (
     freeze,
     record_key,
 )
-from dataplane.coordinator.consumer_group_requests import Record
-from dataplane.coordinator.consumer_group_state import ConsumerGroupState
+from dataplane.coordinator.consumer.requests import Record
+from dataplane.coordinator.consumer.state import ConsumerGroupState
 from dataplane.coordinator.subscriptions import check_regex, compile_regex, names_version
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.topic_admin import INTERNAL_TOPICS

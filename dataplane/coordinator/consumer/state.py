@@ -1,6 +1,6 @@
 """A KIP-848 consumer group's state as its records build it: Kafka's ConsumerGroup, changed
 only by replaying records (Kafka's `GroupMetadataManager.replay` methods), so a group rebuilt
-from its records equals the original. `consumer_group.ConsumerGroup` computes those records."""
+from its records equals the original. `group.ConsumerGroup` computes those records."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import dataclasses
 from collections import Counter
 from typing import Any
 
-from dataplane.coordinator import consumer_group_records as rec
-from dataplane.coordinator.consumer_group_member import (
+from dataplane.coordinator.consumer import records as rec
+from dataplane.coordinator.consumer.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     ConsumerGroupConfig,
     GroupState,

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from dataplane.coordinator.streams_group_member import (
+from dataplane.coordinator.streams.member import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     TasksTuple,
 )
-from dataplane.coordinator.streams_topology import validate_request_topology
+from dataplane.coordinator.streams.topology import validate_request_topology
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 
@@ -229,4 +229,4 @@ class HeartbeatResponse:
 class HeartbeatResult:
     response: HeartbeatResponse
     records: list[tuple[bytes, bytes | None]]
-    to_create: Sequence[Any] = field(default_factory=tuple)  # streams_topology.InternalTopic
+    to_create: Sequence[Any] = field(default_factory=tuple)  # topology.InternalTopic

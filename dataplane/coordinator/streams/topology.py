@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from dataplane.coordinator import streams_group_records as rec
 from dataplane.coordinator.assignors import TopicMetadata
+from dataplane.coordinator.streams import records as rec
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("rafka.coordinator.streams_group")

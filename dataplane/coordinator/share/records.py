@@ -1,5 +1,5 @@
 """The KIP-932 share group records of `__consumer_offsets`, in Kafka's coordinator record format
-(see consumer_group_records.py: int16 type + key message; int16 version + flexible value):
+(see consumer/records.py: int16 type + key message; int16 version + flexible value):
 
     10 ShareGroupMemberMetadata           key GroupId, MemberId   value rack, client, topics
     11 ShareGroupMetadata                 key GroupId             value Epoch; tag 0 MetadataHash
@@ -11,17 +11,18 @@
 
 Type 9 (ShareGroupPartitionMetadata, before Kafka 4.1) is not written; a record of it is
 skipped like any unknown type. The value classes and schemas are generated
-(`share_group_schemas`, by `python -m proto.generate_records`).
+(`schemas`, by `python -m proto.generate_records`); `group_record_codec.RecordCodec` encodes and
+decodes them, as it does the streams group records.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
-from dataplane.coordinator import share_group_schemas as schemas
-from dataplane.protocol.message_codec import CorruptRecord
+from dataplane.coordinator.group_record_codec import Key, Record, RecordCodec
+from dataplane.coordinator.share import schemas
+
+__all__ = ["Key", "Record"]
 
 MEMBER_METADATA = 10
 GROUP_METADATA = 11
@@ -63,18 +64,9 @@ _VALUE_TYPES: dict[type, int] = {
     CurrentMemberAssignmentValue: CURRENT_MEMBER_ASSIGNMENT,
     StatePartitionMetadataValue: STATE_PARTITION_METADATA,
 }
-VALUE_VERSION = 0
-_I16 = struct.Struct(">h")
-
-
-@dataclass(frozen=True, slots=True)
-class Key:
-    """A share group record key: `member_id` is "" for the per-group types (11, 12, 15)."""
-
-    type: int
-    group_id: str
-    member_id: str = ""
-
+CODEC = RecordCodec(schemas.KEYS, schemas.VALUES, _VALUE_TYPES, _MEMBER_KEY_TYPES)
+encode = CODEC.encode
+decode = CODEC.decode
 
 Assignment = Mapping[bytes, Iterable[int]]
 """topic id -> partitions"""
@@ -98,38 +90,3 @@ def current_value(epoch: int, previous_epoch: int, assignment: Assignment) -> Va
         0,  # STABLE: a share group member owns its target at once (nothing to revoke)
         tuple(CurrentMemberAssignmentValue.TopicPartitions(t, ps) for t, ps in _pairs(assignment)),
     )
-
-
-def encode(key: Key, value: Value | None) -> tuple[bytes, bytes | None]:
-    """(key bytes, value bytes or None for a tombstone)."""
-    if value is not None and _VALUE_TYPES.get(type(value)) != key.type:
-        raise ValueError(f"{type(value).__name__} does not go with record type {key.type}")
-    schema = schemas.KEYS[key.type]
-    fields = (key.group_id, key.member_id) if key.type in _MEMBER_KEY_TYPES else (key.group_id,)
-    key_bytes = _I16.pack(key.type) + schema.encode(schema.struct.cls(*fields), 0)
-    if value is None:
-        return key_bytes, None
-    return key_bytes, _I16.pack(VALUE_VERSION) + schemas.VALUES[key.type].encode(
-        value, VALUE_VERSION
-    )
-
-
-def decode(key: bytes, value: bytes | None) -> tuple[Key, Value | None] | None:
-    """A decoded share group record, None for another record type."""
-    if len(key) < 2:
-        raise CorruptRecord("key shorter than its type")
-    kind = _I16.unpack_from(key)[0]
-    if kind not in SHARE_GROUP_RECORD_TYPES:
-        return None
-    decoded, end = schemas.KEYS[kind].decode(key, 0, 2)
-    if end != len(key):
-        raise CorruptRecord(f"{len(key) - end} trailing bytes in the key")
-    k = Key(kind, decoded.group_id, getattr(decoded, "member_id", ""))
-    if value is None:
-        return k, None
-    if len(value) < 2:
-        raise CorruptRecord("value shorter than its version")
-    v, end = schemas.VALUES[kind].decode(value, _I16.unpack_from(value)[0], 2)
-    if end != len(value):
-        raise CorruptRecord(f"{len(value) - end} trailing bytes in the value")
-    return k, v

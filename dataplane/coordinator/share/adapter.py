@@ -1,6 +1,6 @@
-"""Share groups in the group coordinator: a `ShareGroup` (the pure logic of `share_group.py`)
+"""Share groups in the group coordinator: a `ShareGroup` (the pure logic of `group.py`)
 as a `base.Group` of its `GroupShard`, with its member deadlines on the shard's timer (shared
-with consumer groups: `consumer_group_adapter.ModernGroupAdapter`).
+with consumer groups: `modern_group.ModernGroupAdapter`).
 
 - `heartbeat` (ShareGroupHeartbeat): finds or creates the group and writes its records. A
   group id is one type (Kafka's getOrMaybeCreatePersistedShareGroup): a heartbeat for a classic
@@ -20,12 +20,12 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dataplane.coordinator import share_group_records as rec
 from dataplane.coordinator.base import DescribedGroup as ClassicDescribedGroup
 from dataplane.coordinator.base import OffsetAndMetadata, Reply, map_append_error
-from dataplane.coordinator.consumer_group_adapter import ModernGroupAdapter
+from dataplane.coordinator.modern_group import ModernGroupAdapter
 from dataplane.coordinator.records import CorruptRecord
-from dataplane.coordinator.share_group import (
+from dataplane.coordinator.share import records as rec
+from dataplane.coordinator.share.group import (
     DescribedGroup,
     HeartbeatRequest,
     HeartbeatResponse,

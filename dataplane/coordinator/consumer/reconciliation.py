@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from dataplane.coordinator.consumer_group_member import (
+from dataplane.coordinator.consumer.member import (
     Member,
     MemberState,
     OwnedPartitions,

@@ -2,20 +2,20 @@
 (`GroupMetadataManager.streamsGroupHeartbeat` on a `StreamsGroup`).
 
 Pure logic, no I/O and no clock of its own, driven like a KIP-848 consumer group (see
-consumer_group.py): an operation computes `(response, records)` without changing the group; the
+consumer/group.py): an operation computes `(response, records)` without changing the group; the
 caller appends the records to `__consumer_offsets` and applies them with `replay`, exactly as
-on load. `streams_group_adapter.StreamsGroupAdapter` is that caller.
+on load. `adapter.StreamsGroupAdapter` is that caller.
 
 A heartbeat: (1) creates or updates the member (a MemberMetadata record bumps the group
 epoch); (2) initializes the group's topology from the first member's (StreamsGroupTopology
 record; a different topology of the same epoch is INVALID_REQUEST, a member with an older one
 gets the STALE_TOPOLOGY status); (3) configures the topology against the cluster's topics
-(`streams_topology.configure`): a change of the required topics' metadata hash, of the
+(`topology.configure`): a change of the required topics' metadata hash, of the
 validated topology epoch or of the assignment configs (num.standby.replicas) bumps the group
 epoch; (4) when the group epoch is past the assignment epoch, computes a new target
 assignment with the sticky assignor (`streams_assignor`), unless the group's initial rebalance
 delay still runs (ASSIGNMENT_DELAYED); (5) reconciles the member towards its target
-(`streams_group_member.reconcile`). Tasks are sent back when the member joins or its tasks
+(`member.reconcile`). Tasks are sent back when the member joins or its tasks
 changed; the statuses say why there are none yet (missing source or internal topics,
 incorrectly partitioned topics, a requested shutdown).
 """
@@ -27,11 +27,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from dataplane.coordinator import streams_group_records as rec
-from dataplane.coordinator import streams_topology as topo
 from dataplane.coordinator.assignors import TopicMetadata
-from dataplane.coordinator.streams_assignor import MemberSpec, SubtopologySpec, assign
-from dataplane.coordinator.streams_group_member import (
+from dataplane.coordinator.deadlines import MemberDeadlines
+from dataplane.coordinator.streams import records as rec
+from dataplane.coordinator.streams import topology as topo
+from dataplane.coordinator.streams.assignor import MemberSpec, SubtopologySpec, assign
+from dataplane.coordinator.streams.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     NO_TASKS,
@@ -41,7 +42,7 @@ from dataplane.coordinator.streams_group_member import (
     TasksTuple,
     reconcile,
 )
-from dataplane.coordinator.streams_group_requests import (
+from dataplane.coordinator.streams.requests import (
     EndpointPartitions,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -124,8 +125,7 @@ class StreamsGroup:
         self.shutdown_requested_by: str | None = None
         # member -> (task offsets, task end offsets) last reported (StreamsGroupDescribe's)
         self.task_offsets: dict[str, tuple[TaskOffsets, TaskOffsets]] = {}
-        self._session_deadlines: dict[str, int] = {}
-        self._rebalance_deadlines: dict[str, tuple[int, int]] = {}
+        self.deadlines = MemberDeadlines()
 
     # -- state --------------------------------------------------------------------------------
 
@@ -330,37 +330,27 @@ class StreamsGroup:
 
     def on_loaded(self, now_ms: int) -> None:
         for m in self.members.values():
-            self._session_deadlines[m.member_id] = now_ms + self.config.session_timeout_ms
+            self.deadlines.session(m.member_id, now_ms + self.config.session_timeout_ms)
             if m.state == MemberState.UNREVOKED_TASKS:
-                self._rebalance_deadlines[m.member_id] = (
-                    m.member_epoch,
-                    now_ms + m.rebalance_timeout_ms,
+                self.deadlines.revoking(
+                    m.member_id, m.member_epoch, now_ms + m.rebalance_timeout_ms
                 )
 
     def _prune_deadlines(self) -> None:
-        for m in [m for m in self._session_deadlines if m not in self.members]:
-            del self._session_deadlines[m]
+        """The task offsets of a member gone go with its deadlines."""
+        for m in self.deadlines.prune(self.members):
             self.task_offsets.pop(m, None)
-        for m, (epoch, _) in list(self._rebalance_deadlines.items()):
-            member = self.members.get(m)
-            if member is None or member.member_epoch != epoch:
-                del self._rebalance_deadlines[m]
 
     def next_deadline_ms(self) -> int | None:
         self._prune_deadlines()
-        times = [*self._session_deadlines.values()]
-        times += [d for _, d in self._rebalance_deadlines.values()]
-        return min(times, default=None)
+        return self.deadlines.next_ms(self.members)
 
     def expired_members(self, now_ms: int) -> list[str]:
         self._prune_deadlines()
-        out = {m for m, d in self._session_deadlines.items() if d <= now_ms}
-        out |= {m for m, (_, d) in self._rebalance_deadlines.items() if d <= now_ms}
-        return sorted(out)
+        return self.deadlines.expired(self.members, now_ms)
 
     def postpone_expiry(self, member_id: str, deadline_ms: int) -> None:
-        if member_id in self.members:
-            self._session_deadlines[member_id] = deadline_ms
+        self.deadlines.postpone(self.members, member_id, deadline_ms)
 
     # -- heartbeat ------------------------------------------------------------------------------
 
@@ -532,13 +522,12 @@ class StreamsGroup:
                     )
                 )
         if reconciled.state == MemberState.UNREVOKED_TASKS:
-            self._rebalance_deadlines[mid] = (
-                reconciled.member_epoch,
-                now_ms + reconciled.rebalance_timeout_ms,
+            self.deadlines.revoking(
+                mid, reconciled.member_epoch, now_ms + reconciled.rebalance_timeout_ms
             )
         else:
-            self._rebalance_deadlines.pop(mid, None)
-        self._session_deadlines[mid] = now_ms + settings.session_timeout_ms
+            self.deadlines.revoked(mid)
+        self.deadlines.session(mid, now_ms + settings.session_timeout_ms)
         if req.shutdown_application and self.shutdown_requested_by is None:
             self.shutdown_requested_by = mid
         if req.task_offsets is not None or req.task_end_offsets is not None:
@@ -819,8 +808,7 @@ class StreamsGroup:
         )
         records += self.compute_assignment(others, self.configured, settings, now_ms, epoch)[1]
         for member_id in leaving:
-            self._session_deadlines.pop(member_id, None)
-            self._rebalance_deadlines.pop(member_id, None)
+            self.deadlines.forget(member_id)
         return records
 
 

@@ -1,5 +1,5 @@
 """The KIP-1071 streams group records of `__consumer_offsets`, in Kafka's coordinator record
-format (see consumer_group_records.py: int16 type + key message; int16 version + flexible value):
+format (see consumer/records.py: int16 type + key message; int16 version + flexible value):
 
     17 StreamsGroupMetadata                 key GroupId            value Epoch, MetadataHash; tags
                                                                    0 ValidatedTopologyEpoch,
@@ -16,7 +16,7 @@ format (see consumer_group_records.py: int16 type + key message; int16 version +
 
 Type 18 (StreamsGroupPartitionMetadata, before Kafka 4.1) is not written; a record of it is
 skipped like any unknown type. The value classes and schemas are generated
-(`streams_group_schemas`, by `python -m proto.generate_records`). Tasks are written sorted
+(`schemas`, by `python -m proto.generate_records`). Tasks are written sorted
 (subtopologies by id, partitions ascending); Kafka writes them in hash order.
 """
 
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dataplane.coordinator import streams_group_schemas as schemas
 from dataplane.coordinator.group_record_codec import Key, Record, RecordCodec
+from dataplane.coordinator.streams import schemas
 
 __all__ = ["Key", "Record"]
 

@@ -1,7 +1,7 @@
 """The membership half of a classic group (Kafka's ClassicGroup, ClassicGroupMember and
 ClassicGroupState): its members, state, generation and chosen protocol, the checks the shard's
 group-agnostic APIs make of it, and the GroupMetadata record it is written as and rebuilt from.
-`classic_group.ClassicGroup` runs the JoinGroup/SyncGroup protocol on this state.
+`group.ClassicGroup` runs the JoinGroup/SyncGroup protocol on this state.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
-from dataplane.coordinator import consumer_group_records as rec
 from dataplane.coordinator.assignors import ASSIGNORS
+from dataplane.coordinator.consumer import records as rec
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 
 from dataplane.coordinator.base import Reply, map_append_error
-from dataplane.coordinator.share_group import ShareGroup
-from dataplane.coordinator.share_group_adapter import ShareGroupAdapter, share_group
+from dataplane.coordinator.share.adapter import ShareGroupAdapter, share_group
+from dataplane.coordinator.share.group import ShareGroup
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.share.model import DeliveryState, SharePartitionKey, ShareState
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from dataplane.coordinator import streams_group_records as rec
+from dataplane.coordinator.streams import records as rec
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 LEAVE_GROUP_MEMBER_EPOCH = -1

@@ -1,9 +1,9 @@
 """Share groups (KIP-932): membership, the simple assignor and the group's records.
 
-Pure logic, no I/O, no clock of its own, like `consumer_group.py` (whose protocol it shares:
+Pure logic, no I/O, no clock of its own, like `consumer/group.py` (whose protocol it shares:
 group epoch, target assignment, member epochs, records written then replayed; see there). It
 follows Kafka 4.x's `GroupMetadataManager.shareGroupHeartbeat` and `ShareGroup`; the records
-are `share_group_records`' (types 10-15). What differs from a consumer group:
+are `records`' (types 10-15). What differs from a consumer group:
 
 - members subscribe by topic name only; the assignor is the server's `SimpleAssignor`: every
   subscribed partition goes to some member, and a partition is *shared* by several members when
@@ -14,7 +14,7 @@ are `share_group_records`' (types 10-15). What differs from a consumer group:
   (ShareGroupStatePartitionMetadata): every partition ever assigned, and those set by
   AlterShareGroupOffsets, until DeleteShareGroupOffsets or the group's deletion forgets them.
 
-`share_group_adapter.py` makes it a `base.Group` of its `GroupShard`.
+`adapter.py` makes it a `base.Group` of its `GroupShard`.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dataplane.coordinator import share_group_records as rec
 from dataplane.coordinator.assignors import TopicMetadata
-from dataplane.coordinator.consumer_group_member import LEAVE_GROUP_MEMBER_EPOCH
-from dataplane.coordinator.consumer_group_requests import Record
+from dataplane.coordinator.consumer.member import LEAVE_GROUP_MEMBER_EPOCH
+from dataplane.coordinator.consumer.requests import Record
+from dataplane.coordinator.deadlines import MemberDeadlines
+from dataplane.coordinator.share import records as rec
 from dataplane.coordinator.subscriptions import metadata_hash
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
@@ -172,7 +173,7 @@ class ShareGroup:
         self.target: dict[str, PartitionsMap] = {}
         # share-partitions whose state may exist: topic id -> (topic name, partitions)
         self.state_partitions: dict[bytes, tuple[str, frozenset[int]]] = {}
-        self._session_deadlines: dict[str, int] = {}
+        self.deadlines = MemberDeadlines()
 
     # -- views -------------------------------------------------------------------------------
 
@@ -372,7 +373,7 @@ class ShareGroup:
                     rec.current_value(target_epoch, previous, member_target),
                 )
             )
-        self._session_deadlines[req.member_id] = now_ms + session
+        self.deadlines.session(req.member_id, now_ms + session)
         sent = None
         if joining or updated.assigned != member.assigned:
             sent = tuple((t, tuple(sorted(ps))) for t, ps in sorted(updated.assigned.items()))
@@ -472,7 +473,7 @@ class ShareGroup:
                 )
             )
         for member in members:
-            self._session_deadlines.pop(member.member_id, None)
+            self.deadlines.forget(member.member_id)
         return records
 
     def validate_delete(self) -> None:
@@ -522,20 +523,13 @@ class ShareGroup:
     def on_loaded(self, now_ms: int) -> None:
         """After loading, every member gets a full session (Kafka's onLoaded)."""
         for member_id in self.members:
-            self._session_deadlines[member_id] = now_ms + self.config.session_timeout_ms
+            self.deadlines.session(member_id, now_ms + self.config.session_timeout_ms)
 
     def next_deadline_ms(self) -> int | None:
-        for member_id in [m for m in self._session_deadlines if m not in self.members]:
-            del self._session_deadlines[member_id]
-        return min(self._session_deadlines.values(), default=None)
+        return self.deadlines.next_ms(self.members)
 
     def expired_members(self, now_ms: int) -> list[str]:
-        self.next_deadline_ms()
-        return sorted(m for m, d in self._session_deadlines.items() if d <= now_ms)
+        return self.deadlines.expired(self.members, now_ms)
 
     def postpone_expiry(self, member_id: str, deadline_ms: int) -> None:
-        if member_id in self.members:
-            self._session_deadlines[member_id] = deadline_ms
-
-    def session_deadline_ms(self, member_id: str) -> int | None:
-        return self._session_deadlines.get(member_id)
+        self.deadlines.postpone(self.members, member_id, deadline_ms)

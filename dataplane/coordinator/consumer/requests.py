@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from dataplane.coordinator.consumer_group_member import (
+from dataplane.coordinator.consumer.member import (
     CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,

@@ -1,7 +1,7 @@
 """Kafka's classic group protocol: one group's membership state machine.
 
 A port of the classic half of Kafka's GroupMetadataManager, on the state of
-`classic_membership.ClassicMembership` (Kafka's ClassicGroup):
+`membership.ClassicMembership` (Kafka's ClassicGroup):
 
     Empty ─join─► PreparingRebalance ─all joined / rebalance timeout─► CompletingRebalance
       ▲                  ▲                                                  │ leader's
@@ -35,7 +35,7 @@ from dataplane.coordinator.base import (
     SyncResult,
     map_append_error,
 )
-from dataplane.coordinator.classic_membership import (
+from dataplane.coordinator.classic.membership import (
     ClassicMember,
     ClassicMembership,
     GroupState,

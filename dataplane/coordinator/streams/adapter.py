@@ -1,5 +1,5 @@
 """Streams groups in the group coordinator: a `StreamsGroup` (the pure logic of
-`streams_group.py`) as a `base.Group` of its `GroupShard`, with its member deadlines on the
+`group.py`) as a `base.Group` of its `GroupShard`, with its member deadlines on the
 shard's timer (shared with consumer and share groups: `ModernGroupAdapter`).
 
 - `heartbeat` (StreamsGroupHeartbeat): finds or creates the group (a joining member takes over
@@ -19,14 +19,14 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from dataplane.coordinator import streams_group_records as rec
 from dataplane.coordinator.base import DescribedGroup as ClassicDescribedGroup
 from dataplane.coordinator.base import OffsetAndMetadata, Reply, map_append_error
-from dataplane.coordinator.classic_group import ClassicGroup
-from dataplane.coordinator.consumer_group_adapter import ModernGroupAdapter
+from dataplane.coordinator.classic.group import ClassicGroup
+from dataplane.coordinator.modern_group import ModernGroupAdapter
 from dataplane.coordinator.records import CorruptRecord
-from dataplane.coordinator.streams_group import GroupState, Settings, StreamsGroup
-from dataplane.coordinator.streams_group_requests import (
+from dataplane.coordinator.streams import records as rec
+from dataplane.coordinator.streams.group import GroupState, Settings, StreamsGroup
+from dataplane.coordinator.streams.requests import (
     HeartbeatRequest,
     HeartbeatResponse,
     HeartbeatResult,

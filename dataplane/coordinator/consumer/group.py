@@ -2,9 +2,9 @@
 
 Pure logic, no I/O, no clock of its own: callers pass `now_ms`. It follows Kafka 4.x's group
 coordinator: `GroupMetadataManager.consumerGroupHeartbeat` here, on the state its records
-build (`consumer_group_state`, Kafka's `ConsumerGroup`), with the target assignment of
+build (`state`, Kafka's `ConsumerGroup`), with the target assignment of
 `target_assignment` (`TargetAssignmentBuilder`), the reconciliation of `reconciliation`
-(`CurrentAssignmentBuilder`) and the records of `consumer_group_records`.
+(`CurrentAssignmentBuilder`) and the records of `records`.
 
 How the group coordinator drives it
 -----------------------------------
@@ -13,7 +13,7 @@ group; the caller appends the records to the group's `__consumer_offsets` partit
 them with `replay`, exactly as on load. Nothing else changes the hard state, so a group rebuilt
 from its records equals the original. Between computing records and replaying them there must
 be no other operation on the same group (`ShardServices.write` appends and replays at once, with
-no `await` in between). `consumer_group_adapter.ConsumerGroupAdapter` is that caller: it makes
+no `await` in between). `adapter.ConsumerGroupAdapter` is that caller: it makes
 a `ConsumerGroup` a `base.Group` of its `GroupShard`, routes the records of types 3-8 and 16 to
 it, runs the heartbeat and fences expired members on the shard's timer:
 
@@ -58,9 +58,9 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
-from dataplane.coordinator import consumer_group_records as rec
 from dataplane.coordinator.assignors import TopicMetadata
-from dataplane.coordinator.consumer_group_member import (
+from dataplane.coordinator.consumer import records as rec
+from dataplane.coordinator.consumer.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     NO_PARTITIONS,
@@ -72,7 +72,8 @@ from dataplane.coordinator.consumer_group_member import (
     TopicPartitionsMap,
     record_key,
 )
-from dataplane.coordinator.consumer_group_requests import (
+from dataplane.coordinator.consumer.reconciliation import reconcile
+from dataplane.coordinator.consumer.requests import (
     DescribedGroup,
     DescribedMember,
     DescribedTopicPartitions,
@@ -83,15 +84,15 @@ from dataplane.coordinator.consumer_group_requests import (
     invalid_request,
     validate_heartbeat_request,
 )
-from dataplane.coordinator.consumer_group_state import ConsumerGroupState
-from dataplane.coordinator.reconciliation import reconcile
-from dataplane.coordinator.subscriptions import metadata_hash
-from dataplane.coordinator.target_assignment import (
+from dataplane.coordinator.consumer.state import ConsumerGroupState
+from dataplane.coordinator.consumer.target_assignment import (
     assignor_after,
     pick_assignor,
     update_regexes,
     update_target,
 )
+from dataplane.coordinator.deadlines import MemberDeadlines
+from dataplane.coordinator.subscriptions import metadata_hash
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.protocol.primitives import uuid_string
 
@@ -130,8 +131,7 @@ class ConsumerGroup(ConsumerGroupState):
         super().__init__(group_id, config or ConsumerGroupConfig())
         self._new_member_id = member_id_factory
         # soft state
-        self._session_deadlines: dict[str, int] = {}
-        self._rebalance_deadlines: dict[str, tuple[int, int]] = {}
+        self.deadlines = MemberDeadlines()
         self._regex_refreshed_ms: int | None = None
 
     def _fresh(self) -> ConsumerGroup:
@@ -250,48 +250,25 @@ class ConsumerGroup(ConsumerGroupState):
         """After loading: every member gets a full session timeout, and members revoking
         partitions a full rebalance timeout (Kafka's `onLoaded`)."""
         for m in self.members.values():
-            self._session_deadlines[m.member_id] = now_ms + self.config.session_timeout_ms
+            self.deadlines.session(m.member_id, now_ms + self.config.session_timeout_ms)
             if m.state == MemberState.UNREVOKED_PARTITIONS:
-                self._rebalance_deadlines[m.member_id] = (
-                    m.member_epoch,
-                    now_ms + m.rebalance_timeout_ms,
+                self.deadlines.revoking(
+                    m.member_id, m.member_epoch, now_ms + m.rebalance_timeout_ms
                 )
-
-    def _prune_deadlines(self) -> None:
-        for m in [m for m in self._session_deadlines if m not in self.members]:
-            del self._session_deadlines[m]
-        for m, (epoch, _) in list(self._rebalance_deadlines.items()):
-            member = self.members.get(m)
-            if member is None or member.member_epoch != epoch:
-                del self._rebalance_deadlines[m]
 
     def next_deadline_ms(self) -> int | None:
         """The earliest session or rebalance deadline of a member, if any."""
-        self._prune_deadlines()
-        times = [*self._session_deadlines.values()]
-        times += [d for _, d in self._rebalance_deadlines.values()]
-        return min(times, default=None)
+        return self.deadlines.next_ms(self.members)
 
     def expired_members(self, now_ms: int) -> list[str]:
         """Members whose session expired (no heartbeat for the session timeout) or who did not
         revoke partitions within their rebalance timeout: fence each with `fence_members`."""
-        self._prune_deadlines()
-        out = {m for m, d in self._session_deadlines.items() if d <= now_ms}
-        out |= {m for m, (_, d) in self._rebalance_deadlines.items() if d <= now_ms}
-        return sorted(out)
+        return self.deadlines.expired(self.members, now_ms)
 
     def postpone_expiry(self, member_id: str, deadline_ms: int) -> None:
         """Try to fence `member_id` again at `deadline_ms` (its fencing records could not be
         written; `fence_members` already dropped its deadlines)."""
-        if member_id in self.members:
-            self._session_deadlines[member_id] = deadline_ms
-
-    def session_deadline_ms(self, member_id: str) -> int | None:
-        return self._session_deadlines.get(member_id)
-
-    def rebalance_deadline_ms(self, member_id: str) -> int | None:
-        entry = self._rebalance_deadlines.get(member_id)
-        return None if entry is None else entry[1]
+        self.deadlines.postpone(self.members, member_id, deadline_ms)
 
     # -- heartbeat --------------------------------------------------------------------------
 
@@ -450,13 +427,14 @@ class ConsumerGroup(ConsumerGroupState):
                     )
                 )
                 if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
-                    self._rebalance_deadlines[member_id] = (
+                    self.deadlines.revoking(
+                        member_id,
                         reconciled.member_epoch,
                         now_ms + reconciled.rebalance_timeout_ms,
                     )
                 else:
-                    self._rebalance_deadlines.pop(member_id, None)
-        self._session_deadlines[member_id] = now_ms + self.config.session_timeout_ms
+                    self.deadlines.revoked(member_id)
+        self.deadlines.session(member_id, now_ms + self.config.session_timeout_ms)
 
         full = joining or (
             req.rebalance_timeout_ms != -1
@@ -682,8 +660,7 @@ class ConsumerGroup(ConsumerGroupState):
         if self.legacy_partition_metadata is not None:
             records.append(rec.encode(record_key(rec.PARTITION_METADATA, self.group_id), None))
         for member in members:
-            self._session_deadlines.pop(member.member_id, None)
-            self._rebalance_deadlines.pop(member.member_id, None)
+            self.deadlines.forget(member.member_id)
         return records
 
 
