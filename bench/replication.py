@@ -33,6 +33,7 @@ import signal
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -112,11 +113,12 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     return {"p50": q[499], "p99": q[989], "p99.9": q[998]}
 
 
-def failover(cluster: LocalCluster, trials: int) -> list[float]:
-    """kill -9 the leader of a 1-partition RF=3 topic while records go out every 5 ms; the time
-    to the first acks=all delivery of a record sent after the kill. Restart, resync, repeat."""
-    bootstrap = cluster.bootstrap
-    create_topic(bootstrap, "failover", 1, 3, 2)
+def failover(
+    cluster: Killable, bootstrap: str, trials: int, revive: Callable[[str], None]
+) -> list[float]:
+    """kill -9 the leader of the 1-partition RF=3 topic "failover" while records go out every
+    5 ms; the time to the first acks=all delivery of a record sent after the kill. Start the
+    killed broker again (`revive`, by its name), resync, repeat."""
     admin = _admin(bootstrap)
     producer = bench_producer(bootstrap, "all", logger=QUIET, **{"linger.ms": 0})
     times: list[float] = []
@@ -129,10 +131,15 @@ def failover(cluster: LocalCluster, trials: int) -> list[float]:
         else:
             times.append(took)
             print(f"  failover trial {trial + 1}: broker-{leader} killed, {took:.2f}s")
-        cluster.start_node(f"broker-{leader}")
-        cluster.wait_ready(60, names=[f"broker-{leader}"])
+        revive(f"broker-{leader}")
     producer.flush(60)
     return times
+
+
+def restart_node(cluster: LocalCluster, name: str) -> None:
+    """Start a killed node of a local cluster again; returns when it listens."""
+    cluster.start_node(name)
+    cluster.wait_ready(60, names=[name])
 
 
 class _AckedAfter:
@@ -146,6 +153,11 @@ class _AckedAfter:
         sent = float(msg.value())  # type: ignore[attr-defined]
         if err is None and sent >= self.t_kill and self.first is None:
             self.first = time.time()
+
+
+def _failover(cluster: LocalCluster, trials: int) -> list[float]:
+    create_topic(cluster.bootstrap, "failover", 1, 3, 2)
+    return failover(cluster, cluster.bootstrap, trials, partial(restart_node, cluster))
 
 
 def one_failover(cluster: Killable, producer: Producer, leader: str) -> float | None:
@@ -228,7 +240,7 @@ def main() -> None:
                 )
             if "failover" not in skip:
                 print(f"failover, {args.trials} trials ...", flush=True)
-                fo = try_or_say("failover", lambda: failover(repl, args.trials))
+                fo = try_or_say("failover", lambda: _failover(repl, args.trials))
         finally:
             for name in repl.nodes:  # nothing should be stopped, but never leave it so
                 repl.signal_node(name, signal.SIGCONT)

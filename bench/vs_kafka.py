@@ -1,13 +1,14 @@
 """Rafka side by side with Apache Kafka 4.4 on this machine: issue 28's table.
 
-    python bench/vs_kafka.py [--quick] [--mb 1000] [--rounds 3] [--skip single,replicated]
-                             [--dir D]
+    python bench/vs_kafka.py [--quick] [--mb 1000] [--rounds 3] [--kills 3] [--logs-gb 10]
+                             [--skip single,replicated] [--dir D] [--profile DIR [--rows 7a,8]]
 
 Kafka 4.4 in KRaft mode, as one combined node (broker and controller in one JVM) or three
 brokers and a controller, each JVM with a 1 GB heap (kafka-server-start.sh's default,
 -Xmx1G -Xms1G: 4 GB for the replicated shape on this 2-core, 23 GB machine); Rafka as one meta
 node and one or three brokers. Both get the same topic settings, the same client (librdkafka
-through confluent-kafka; Kafka's own Java producer for row 4j) and 1 KiB records. The two
+through confluent-kafka; Kafka's own Java producer for row 4j, which sends a quarter of the
+MB of the other throughput rows: it runs at a few MB/s here) and 1 KiB records. The two
 clusters of a shape run side by side and every row is measured on both in one run, the order
 alternated from row to row and round to round; each system gets an untimed produce first (a
 JVM just started runs interpreted). The machine is shared: the ratio within a run is the figure
@@ -15,8 +16,23 @@ to read, not the absolute MB/s. The table (Markdown) gives both figures (medians
 rounds), Rafka / Kafka, and issue 28's floor; a row that could not be measured says why.
 Figures only: nothing here fails on a timing.
 
+Row 8 kills the partition leader ``--kills`` times per round on each system (the killed broker
+started again and back in sync before the next kill) and gives the median of every kill. Row 11
+restarts the single-broker clusters once their logs hold ``--logs-gb`` GB (topped up with an
+acks=1 produce over row 4's 1,000 partitions, if the disk has room: the note says what it had);
+each shape's data is removed when its clusters stop (unless --dir keeps it).
+
+--profile DIR: py-spy profiles (raw collapsed stacks, which speedscope opens) of every Rafka
+broker during each row's Rafka runs (``--rows``: only those rows), for naming the cause of a
+row that misses its floor. py-spy samples from a process beside the broker and takes CPU from
+the 2 cores: a profiled run's figures are not the table's. Rows 8 and 11 kill or restart
+brokers: their profiles end with the process that was running at the row's start.
+
 --quick: 200 MB per throughput run, one round, 20 transactions, 5 s latency windows, 10 s of
-idle producers (about six minutes). MB = 10^6 bytes.
+idle producers, 3 kills, no top-up for row 11: about 10 minutes with the machine to itself,
+15-17 with other test runs beside it (load 15-20). The full run (1,000 MB, three rounds, 200
+transactions, 15 s windows, 30 s of idle producers, 9 kills, 10 GB): about 35 minutes with the
+machine to itself, an hour under that load. MB = 10^6 bytes.
 """
 
 from __future__ import annotations
@@ -25,6 +41,7 @@ import argparse
 import contextlib
 import os
 import re
+import shutil
 import statistics
 import sys
 import threading
@@ -42,14 +59,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import MB, QUIET, RECORD, start_cluster, work_dir
 from bench.groups import rebalance
 from bench.produce_consume import bench_producer, consume, produce, send_all
-from bench.replication import create_topic, full_isr, latency, one_failover, percentiles
-from bench.scale_proc import CpuMeter, peak_rss_kb
+from bench.replication import create_topic, failover, full_isr, latency, percentiles
+from bench.scale_proc import CpuMeter, Profiler, peak_rss_kb
 from bench.transactions import transactional_rate
 from cluster.local import LocalCluster
 from cluster.polling import wait_for
 from tests.peers.apache_kafka import ApacheKafka
 from tests.peers.kafka_tools import run_tool
 
+SEGMENT = re.compile(r"\d{20}\.log")  # a partition log's segment file, on both systems
+DISK_MARGIN = 15 * 10**9  # free disk row 11's top-up leaves to the machine's other users
 HEAP = "1g"  # Kafka's default broker heap (kafka-server-start.sh): 4 JVMs fit 23 GB with room
 PARTITIONS = 6
 WIDE = 1000  # row 4's partitions
@@ -67,14 +86,29 @@ class Side:
 
     name: str
     bootstrap: str
+    data: Path  # its nodes' directories
     pids: Callable[[], dict[str, int]]
     kill: Callable[[str], None]
     stop: Callable[[], None]  # a clean stop of every node
-    start: Callable[[], None]  # every node started again; returns when they listen
+    start: Callable[[], None]  # every node not running started; returns when they serve
+    profiler: Profiler | None = None  # --profile: its brokers are profiled during the rows
+    profile_rows: frozenset[str] = frozenset()  # those rows only (none named: every row)
+
+    def revive(self, _name: str) -> None:
+        """Start a killed node again (`start` starts whatever is down)."""
+        self.start()
+
+    def profile(self, row: str, turn: int) -> contextlib.AbstractContextManager[None]:
+        """A py-spy profile of the brokers during the block, with --profile."""
+        if self.profiler is None or (self.profile_rows and row not in self.profile_rows):
+            return contextlib.nullcontext()
+        brokers = {n: pid for n, pid in self.pids().items() if n.startswith("broker")}
+        return self.profiler.window(f"row{row}-turn{turn}", brokers)
 
 
 def kafka_side(work: Path, brokers: int, stack: contextlib.ExitStack) -> Side:
-    kafka = ApacheKafka(work / f"kafka-{brokers}", brokers=brokers, overrides=SAME, heap=HEAP)
+    data = work / f"kafka-{brokers}"
+    kafka = ApacheKafka(data, brokers=brokers, overrides=SAME, heap=HEAP)
     kafka.start(180)
     stack.callback(kafka.stop)
 
@@ -82,11 +116,12 @@ def kafka_side(work: Path, brokers: int, stack: contextlib.ExitStack) -> Side:
         return {n.name: n.proc.pid for n in kafka.nodes if n.proc and n.proc.poll() is None}
 
     restart = partial(kafka.start, 180, format_storage=False)
-    return Side("kafka", kafka.bootstrap, pids, kafka.kill, kafka.stop, restart)
+    return Side("kafka", kafka.bootstrap, data, pids, kafka.kill, kafka.stop, restart)
 
 
 def rafka_side(work: Path, brokers: int, stack: contextlib.ExitStack) -> Side:
-    cluster: LocalCluster = start_cluster(work / f"rafka-{brokers}", brokers, 1, SAME, stack)
+    data = work / f"rafka-{brokers}"
+    cluster: LocalCluster = start_cluster(data, brokers, 1, SAME, stack)
 
     def pids() -> dict[str, int]:
         return {
@@ -96,7 +131,13 @@ def rafka_side(work: Path, brokers: int, stack: contextlib.ExitStack) -> Side:
         }
 
     return Side(
-        "rafka", cluster.bootstrap, pids, cluster.kill, cluster.stop, partial(cluster.start, 180)
+        "rafka",
+        cluster.bootstrap,
+        data,
+        pids,
+        cluster.kill,
+        cluster.stop,
+        partial(cluster.start, 180),
     )
 
 
@@ -129,20 +170,27 @@ class Row:
         return "yes" if ok else "NO"
 
 
-def run_both(row: Row, sides: list[Side], turn: int, fn: Callable[[Side], float]) -> None:
+def run_both(
+    row: Row, sides: list[Side], turn: int, fn: Callable[[Side], float | list[float]]
+) -> None:
     """fn on both systems, Kafka first on even turns and Rafka first on odd ones; a failure is
-    kept as the row's reason, not raised."""
+    kept as the row's reason, not raised. fn gives one figure, or several samples (row 8's
+    kills), each a figure of the row's median."""
     for side in sides if turn % 2 == 0 else sides[::-1]:
         os.sync()  # the run before's dirty pages are not this run's cost
         print(f"  row {row.n} {side.name} ...", end="", flush=True)
+        started = time.monotonic()
         try:
-            got = fn(side)
+            with side.profile(row.n, turn):
+                got = fn(side)
         except Exception as e:
             row.failed[side.name] = f"{type(e).__name__}: {e}"
             print(f" n/a ({row.failed[side.name]})", flush=True)
             continue
-        row.figures[side.name].append(got)
-        print(f" {got:.2f}", flush=True)
+        samples = got if isinstance(got, list) else [got]
+        row.figures[side.name].extend(samples)
+        took = time.monotonic() - started
+        print(f" {' '.join(f'{x:.2f}' for x in samples)} ({took:.0f} s)", flush=True)
 
 
 # -- rows ----------------------------------------------------------------------------------------
@@ -276,6 +324,32 @@ def idle_producers_cpu(producers: int, seconds: float, side: Side) -> float:
             p.flush(30)
 
 
+def log_bytes(side: Side) -> int:
+    """The bytes of the system's partition logs (their segment files: 20-digit names)."""
+    return sum(f.stat().st_size for f in side.data.rglob("*.log") if SEGMENT.fullmatch(f.name))
+
+
+def top_up_mb(missing: dict[str, int], free: int) -> dict[str, int]:
+    """MB to produce into each system for its logs to reach row 11's size (``missing`` bytes
+    each), within ``free`` bytes of disk less DISK_MARGIN, shared evenly."""
+    share = max(0, free - DISK_MARGIN) // max(1, len(missing))
+    return {name: min(short, share) // MB for name, short in missing.items()}
+
+
+def top_up_logs(sides: list[Side], target: int, work: Path) -> str:
+    """acks=1 records over row 4's 1,000 partitions until each system's logs hold ``target``
+    bytes, as far as the disk has room; says what each system then holds, for row 11's note."""
+    missing = {s.name: max(0, target - log_bytes(s)) for s in sides}
+    plan = top_up_mb(missing, shutil.disk_usage(work).free)
+    for side in sides:
+        if plan[side.name] * MB < missing[side.name] - MB:
+            print(f"  row 11 {side.name}: the disk has no room for all {target / 1e9:g} GB")
+        if plan[side.name] > 0:
+            print(f"  row 11 {side.name}: {plan[side.name]} MB more logs ...", flush=True)
+            produce(side.bootstrap, "wide", plan[side.name], "1", logger=QUIET)
+    return ", ".join(f"{s.name} {log_bytes(s) / 1e9:.1f} GB" for s in sides)
+
+
 def restart_serving_s(side: Side) -> float:
     """Seconds from starting every node again (after a clean stop) to each of the 1,000
     partitions of row 4 taking an acks=all record (what a user waits for after an upgrade)."""
@@ -292,18 +366,13 @@ def restart_serving_s(side: Side) -> float:
     return time.monotonic() - start
 
 
-def failover_s(side: Side) -> float:
-    """kill -9 of the leader of a 1-partition RF 3 topic: seconds to the first acks=all ack of a
-    record sent after the kill (one trial: the killed broker stays down)."""
-    create_topic(side.bootstrap, "failover", 1, 3, 2)
-    admin = AdminClient({"bootstrap.servers": side.bootstrap}, logger=QUIET)
-    wait_for(lambda: full_isr(admin, "failover", 1, 3), 120, "failover: ISR of 3")
-    leader = admin.list_topics("failover", timeout=5).topics["failover"].partitions[0].leader
-    producer = bench_producer(side.bootstrap, "all", logger=QUIET, **{"linger.ms": 0})
-    took = one_failover(side, producer, f"broker-{leader}")
-    producer.flush(30)
-    if took is None:
-        raise RuntimeError("no acks=all ack within 90 s of the kill")
+def failover_s(kills: int, side: Side) -> list[float]:
+    """kill -9 of the leader of a 1-partition RF 3 topic, ``kills`` times: seconds from each
+    kill to the first acks=all ack of a record sent after it (the killed broker is started
+    again and back in sync before the next kill)."""
+    took = failover(side, side.bootstrap, kills, side.revive)
+    if not took:
+        raise RuntimeError(f"no acks=all ack within 90 s of any of {kills} kills")
     return took
 
 
@@ -370,13 +439,13 @@ def single_broker_rows(rows: dict[str, Row], sides: list[Side], args: argparse.N
         create_topic(side.bootstrap, "wide", WIDE, 1, 1)
     for rnd in range(args.rounds):
         run_both(rows["4"], sides, rnd + 1, partial(_keyed, args.mb))
-        run_both(rows["4j"], sides, rnd, partial(java_spread, args.mb))
+        run_both(rows["4j"], sides, rnd, partial(java_spread, args.java_mb))
     for side in sides:
         create_topic(side.bootstrap, "idle", PARTITIONS, 1, 1)
     for rnd in range(args.rounds):
         run_both(rows["6"], sides, rnd, partial(idle_producers_cpu, 200, args.idle_s))
-    logs_mb = max(50, args.mb // 4) + 2 * args.rounds * args.mb
-    rows["11"].note = f"about {logs_mb} MB of logs per system (the issue's 10 GB, scaled down)"
+    held = top_up_logs(sides, int(args.logs_gb * 1e9), args.work)
+    rows["11"].note = f"logs at the restart: {held} (target {args.logs_gb:g} GB)"
     run_both(rows["11"], sides, 1, restart_serving_s)  # last: it restarts the clusters
 
 
@@ -428,15 +497,19 @@ def replicated_rows(rows: dict[str, Row], sides: list[Side], args: argparse.Name
         at = dict(zip(names, (rows[f"5{chr(ord(first) + i)}"] for i in range(6)), strict=True))
         for rnd in range(args.rounds):
             run_both(at["ack p99"], sides, rnd, partial(latency_rows, mb_s, args.latency_s, at))
-    run_both(rows["8"], sides, 0, failover_s)  # last: it leaves a broker down
+    for side in sides:
+        create_topic(side.bootstrap, "failover", 1, 3, 2)
+    for rnd in range(args.rounds):
+        run_both(rows["8"], sides, rnd, partial(failover_s, args.kills))
+    rows["8"].note = f"the median of {args.kills} kills per round on each system"
 
 
 def print_table(rows: dict[str, Row], args: argparse.Namespace) -> None:
     """The table in Markdown (as the README gives it), then every failure's reason."""
     print(
         f"\nRafka vs Apache Kafka 4.4, same machine, librdkafka, 1 KiB records, "
-        f"{args.mb} MB per throughput run, median of {args.rounds} round(s)"
-        + (" (--quick)" if args.quick else "")
+        f"{args.mb} MB per throughput run (row 4j: {args.java_mb} MB), median of "
+        f"{args.rounds} round(s)" + (" (--quick)" if args.quick else "")
     )
     print("load average at the end:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     print("\n| row | measure | Kafka 4.4 | Rafka | Rafka / Kafka | floor | met |")
@@ -473,18 +546,26 @@ def main() -> None:
     parser.add_argument("--mb", type=int, help="MB per throughput run (default 1000)")
     parser.add_argument("--rounds", type=int, help="runs of each row on each system (default 3)")
     parser.add_argument("--dir", type=Path, help="keep the clusters' data and logs here")
+    parser.add_argument("--kills", type=int, help="row 8's kills per round (default 3)")
+    parser.add_argument("--logs-gb", type=float, help="row 11's logs (default 10; --quick 0)")
     parser.add_argument("--skip", default="", help="single,replicated: a pair of clusters to skip")
+    parser.add_argument("--profile", type=Path, help="py-spy profiles of Rafka's brokers, here")
+    parser.add_argument("--rows", default="", help="with --profile: these rows only (7a,8)")
     args = parser.parse_args()
     args.mb = args.mb or (200 if args.quick else 1000)
     args.rounds = args.rounds or (1 if args.quick else 3)
     args.txns = 20 if args.quick else 200
     args.latency_s = 5.0 if args.quick else 15.0
     args.idle_s = 10 if args.quick else 30
+    args.java_mb = max(50, args.mb // 4)  # row 4j: Kafka's Java producer runs at a few MB/s here
+    args.kills = args.kills or 3
+    args.logs_gb = args.logs_gb if args.logs_gb is not None else (0.0 if args.quick else 10.0)
+    profiler = Profiler(args.profile) if args.profile else None
     skip = set(filter(None, args.skip.split(",")))
     rows = {n: Row(n, m, floor, higher) for n, m, floor, higher in ROWS}
     started = time.monotonic()
     with contextlib.ExitStack() as outer:
-        work = work_dir(outer, args.dir)
+        work = args.work = work_dir(outer, args.dir)
         for shape, brokers, fill in (
             ("single", 1, single_broker_rows),
             ("replicated", 3, replicated_rows),
@@ -493,9 +574,16 @@ def main() -> None:
                 continue
             print(f"{brokers} broker(s): starting Apache Kafka and Rafka ...", flush=True)
             with contextlib.ExitStack() as stack:
+                if args.dir is None:  # the shape's logs (10 GB and more) go with its clusters
+                    for name in (f"kafka-{brokers}", f"rafka-{brokers}"):
+                        stack.callback(shutil.rmtree, work / name, ignore_errors=True)
                 sides = [kafka_side(work, brokers, stack), rafka_side(work, brokers, stack)]
+                sides[1].profiler = profiler
+                sides[1].profile_rows = frozenset(filter(None, args.rows.split(",")))
                 fill(rows, sides, args)
     print_table(rows, args)
+    if profiler is not None:
+        print(f"py-spy profiles ({len(profiler.files)}) in {args.profile}")
     print(f"bench took {time.monotonic() - started:.0f} s")
 
 

@@ -23,7 +23,6 @@ from dataplane.coordinator.service import GroupCoordinator, group_config
 from dataplane.dynamic_config import DynamicBrokerConfig
 from dataplane.fetch_session import FetchSessionCache
 from dataplane.gc_tuning import keep_frozen, tune_collector
-from dataplane.handlers.context import BrokerServices
 from dataplane.log import StateStore
 from dataplane.log.log_dirs import LogDirs
 from dataplane.malloc import tune_for_large_buffers
@@ -36,6 +35,7 @@ from dataplane.replica.manager import ReplicaManager
 from dataplane.replica.peers import PeerChannels
 from dataplane.replica.replication_service import serve_replication
 from dataplane.replica.throttle import ReplicationThrottle
+from dataplane.request_context import BrokerServices
 from dataplane.security.authorizer import Authorizer, AuthorizerConfigError
 from dataplane.security.listeners import ListenerConfigError, broker_listeners
 from dataplane.security.sasl import SaslAuthenticator, SaslConfigError

@@ -39,8 +39,8 @@ from meta.topic_config import unknown_topic_config, validate_topic_configs
 from meta.topic_planning import validate_topic_name
 
 if TYPE_CHECKING:  # handlers import this module
-    from dataplane.handlers.context import RequestContext
     from dataplane.metadata_cache import MetadataCache
+    from dataplane.request_context import RequestContext
 
 log = logging.getLogger("rafka.config")
 

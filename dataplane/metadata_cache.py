@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from meta import quotas, wire
+from meta import entity_proto, quotas
 from meta.acl import AclBinding
 from meta.model import DelegationToken, ScramCredential
 from proto import meta_pb2
@@ -75,7 +75,7 @@ def _topic(t: meta_pb2.Topic) -> TopicInfo:
         name=t.name,
         topic_id=bytes(t.topic_id),
         partitions=tuple(partition_info(p) for p in sorted(t.partitions, key=lambda p: p.index)),
-        configs=dict(t.configs),
+        configs=entity_proto.configs_from_proto(t.configs),
         internal=t.internal,
     )
 
@@ -183,17 +183,17 @@ class MetadataCache:
         elif kind == "broker_unregistered":
             self._remove_broker(event.broker_unregistered.broker_id)
         elif kind == "acls":
-            removed = set(map(wire.acl_from_proto, event.acls.removed))
+            removed = set(map(entity_proto.acl_from_proto, event.acls.removed))
             kept = [b for b in self.acls if b not in removed]
-            self._set_acls([*kept, *map(wire.acl_from_proto, event.acls.added)])
+            self._set_acls([*kept, *map(entity_proto.acl_from_proto, event.acls.added)])
         elif kind == "scram_credential":
             c = event.scram_credential
-            self.scram_credentials[c.user, c.mechanism] = wire.scram_from_proto(c)
+            self.scram_credentials[c.user, c.mechanism] = entity_proto.scram_from_proto(c)
         elif kind == "scram_credential_deleted":
             d = event.scram_credential_deleted
             self.scram_credentials.pop((d.user, d.mechanism), None)
         elif kind == "delegation_token":
-            token = wire.token_from_proto(event.delegation_token)
+            token = entity_proto.token_from_proto(event.delegation_token)
             self.delegation_tokens[token.token_id] = token
         elif kind == "delegation_token_removed":
             self.delegation_tokens.pop(event.delegation_token_removed.token_id, None)
@@ -204,7 +204,7 @@ class MetadataCache:
             self.finalized_features = dict(event.features.features)
             self.features_epoch = event.offset
         elif kind == "client_quota":
-            entity = quotas.entity_from(event.client_quota.entity)
+            entity = quotas.entity_from_proto(event.client_quota.entity)
             changed = dict(self.client_quotas)
             changed[entity] = dict(event.client_quota.values)
             self._set_client_quotas(changed)
@@ -231,19 +231,19 @@ class MetadataCache:
             self._remove_broker(gone)
         for broker in new_brokers.values():
             self._set_broker(broker)
-        self._set_acls(map(wire.acl_from_proto, snap.acls))
+        self._set_acls(map(entity_proto.acl_from_proto, snap.acls))
         self.scram_credentials = {
-            (c.user, c.mechanism): wire.scram_from_proto(c) for c in snap.scram_credentials
+            (c.user, c.mechanism): entity_proto.scram_from_proto(c) for c in snap.scram_credentials
         }
         self.delegation_tokens = {
-            t.token_id: t for t in map(wire.token_from_proto, snap.delegation_tokens)
+            t.token_id: t for t in map(entity_proto.token_from_proto, snap.delegation_tokens)
         }
         configs = {c.broker_id: dict(c.configs) for c in snap.broker_configs}
         self._set_broker_configs(configs, always=False)
         self.finalized_features = dict(snap.finalized_features)
         self.features_epoch = snap_offset
         self._set_client_quotas(
-            {quotas.entity_from(q.entity): dict(q.values) for q in snap.client_quotas}
+            {quotas.entity_from_proto(q.entity): dict(q.values) for q in snap.client_quotas}
         )
         self._set_resource_configs(
             {(rc.resource_type, rc.name): dict(rc.configs) for rc in snap.resource_configs}

@@ -38,7 +38,6 @@ from dataplane import metrics
 from dataplane.connection import Connection
 from dataplane.connection_quotas import ConnectionQuotas, Live
 from dataplane.handlers import HANDLERS, SUPPORTED_VERSIONS
-from dataplane.handlers.context import BrokerServices, RequestContext
 from dataplane.log.errors import out_of_resources, resource_advice
 from dataplane.metrics.requests import BY_API, RequestStamp
 from dataplane.metrics.requests import listener as listener_metrics
@@ -54,6 +53,7 @@ from dataplane.protocol.codec import (
 )
 from dataplane.protocol.errors import ConnectionClosed
 from dataplane.quota import throttle as quota
+from dataplane.request_context import BrokerServices, RequestContext
 from dataplane.security.listeners import Listener
 from dataplane.security.sasl.session import SaslState
 from dataplane.security.ssl_principal import NoMatchingRule

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode
+from meta import entity_proto
 from meta.client import MetaClient, MetaError
 from proto import meta_pb2
 
@@ -76,10 +77,7 @@ class TopicAdmin:
                 replication_factor=_default(
                     t.replication_factor, 0 if t.assignments else self._default_replication_factor
                 ),
-                assignments=[
-                    meta_pb2.ReplicaAssignment(partition_index=i, broker_ids=ids)
-                    for i, ids in t.assignments
-                ],
+                assignments=entity_proto.assignments_to_proto(t.assignments),
                 configs=t.configs,
                 internal=t.internal,
             )

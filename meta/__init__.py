@@ -16,7 +16,8 @@ over gRPC (proto/meta.proto) through ``meta.client.MetaClient``. Reading order:
 - ``feed``         recent changes, so Watch streams resume without a snapshot
 - ``leases``       broker heartbeat leases, kept by the Raft leader
 - ``service``      the gRPC API and the leader's periodic duties
-- ``wire``         model <-> protobuf conversions
+- ``entity_proto`` entities <-> the protobuf messages the gRPC API and the records share
+- ``wire``         the gRPC API's own messages: watch events, requests, responses
 - ``config``       ``MetaConfig`` (Kafka-style setting names)
 - ``node``         ``run_meta_node``: wires it all together, runs until SIGTERM
 - ``client``       the asyncio client brokers use

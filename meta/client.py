@@ -20,11 +20,17 @@ from grpc import aio
 
 from common.grpc_cancellation import rpc
 from common.internal_security import InternalSecurity
-from meta import wire
+from meta import entity_proto, resource_configs, wire
 from meta.acl import AclBinding, AclBindingFilter
-from meta.model import ConfigAlteration, DelegationToken, ReassignmentInfo, ScramCredential
+from meta.model import (
+    ConfigAlteration,
+    DelegationToken,
+    Endpoint,
+    ReassignmentInfo,
+    ScramCredential,
+)
 from meta.protocol import LEADER_METADATA_KEY, ErrorCode
-from meta.quotas import QuotaAlteration, alterations_to
+from meta.quotas import QuotaAlteration, alterations_to_proto
 from meta.resource_configs import ResourceConfigAlteration
 from proto import meta_pb2, meta_pb2_grpc
 
@@ -156,10 +162,7 @@ class MetaClient:
             rack=rack or "",
             replication_endpoint=replication_endpoint,
             incarnation_id=incarnation_id,
-            endpoints=[
-                meta_pb2.Endpoint(name=name, host=h, port=p, security_protocol=protocol)
-                for name, h, p, protocol in endpoints
-            ],
+            endpoints=[entity_proto.endpoint_to_proto(Endpoint(*e)) for e in endpoints],
         )
         response = await self._call("RegisterBroker", request)
         return response.broker_epoch
@@ -238,7 +241,7 @@ class MetaClient:
         items: Iterable[meta_pb2.AlterPartitionItem],
         *,
         request_id: str = "",
-    ) -> list[meta_pb2.AlterPartitionResult]:
+    ) -> list[meta_pb2.IsrOutcome]:
         """Change the ISR of partitions the broker leads; one result per item, in order.
 
         Each result has an ``error_code`` (Kafka's; see proto/meta.proto) and, when it is 0, the
@@ -305,7 +308,7 @@ class MetaClient:
         (``TopicInfo.configs``; ``broker_configs`` and ``config_listeners``)."""
         request = meta_pb2.AlterConfigsRequest(
             request_id=_request_id(),
-            alterations=[wire.config_alteration_to_proto(a) for a in alterations],
+            alterations=[entity_proto.config_alteration_to_proto(a) for a in alterations],
             validate_only=validate_only,
         )
         response = await self._call("AlterConfigs", request)
@@ -319,7 +322,7 @@ class MetaClient:
         Brokers see the quotas in ``MetadataCache.client_quotas`` within a watch round trip."""
         request = meta_pb2.AlterClientQuotasRequest(
             request_id=_request_id(),
-            alterations=alterations_to(alterations, meta_pb2),
+            alterations=alterations_to_proto(alterations),
             validate_only=validate_only,
         )
         response = await self._call("AlterClientQuotas", request)
@@ -334,16 +337,7 @@ class MetaClient:
         unsupported type). Brokers see them in ``MetadataCache.resource_configs``."""
         request = meta_pb2.AlterResourceConfigsRequest(
             request_id=_request_id(),
-            alterations=[
-                meta_pb2.ResourceConfigAlteration(
-                    resource_type=a.resource_type,
-                    name=a.name,
-                    set_configs=a.set,
-                    delete_configs=a.delete,
-                    replace=a.replace,
-                )
-                for a in alterations
-            ],
+            alterations=[resource_configs.alteration_to_proto(a) for a in alterations],
             validate_only=validate_only,
         )
         response = await self._call("AlterResourceConfigs", request)
@@ -365,10 +359,7 @@ class MetaClient:
             topic=topic,
             count=count,
             manual=assignments is not None,
-            assignments=[
-                meta_pb2.ReplicaAssignment(partition_index=i, broker_ids=list(brokers))
-                for i, brokers in enumerate(assignments or ())
-            ],
+            assignments=entity_proto.assignments_to_proto(enumerate(assignments or ())),
             validate_only=validate_only,
         )
         response = await self._call("CreatePartitions", request)
@@ -386,15 +377,7 @@ class MetaClient:
         request = meta_pb2.AlterPartitionReassignmentsRequest(
             request_id=_request_id(),
             keep_replication_factor=keep_replication_factor,
-            reassignments=[
-                meta_pb2.Reassignment(
-                    topic=topic,
-                    partition=partition,
-                    cancel=target is None,
-                    replicas=list(target or ()),
-                )
-                for topic, partition, target in changes
-            ],
+            reassignments=[entity_proto.reassignment_to_proto(c) for c in changes],
         )
         response = await self._call("AlterPartitionReassignments", request)
         return [(r.error_code, r.error_message) for r in response.results]
@@ -415,7 +398,7 @@ class MetaClient:
             ],
         )
         response = await self._call("ListPartitionReassignments", request)
-        return [wire.reassignment_from_proto(r) for r in response.reassignments]
+        return [wire.ongoing_reassignment_from_proto(r) for r in response.reassignments]
 
     async def update_features(
         self, updates: Sequence[tuple[str, int, int]], validate_only: bool = False
@@ -425,12 +408,7 @@ class MetaClient:
         update, in order, (feature, error code, message): INVALID_UPDATE_VERSION."""
         request = meta_pb2.UpdateFeaturesRequest(
             request_id=_request_id(),
-            updates=[
-                meta_pb2.FeatureUpdate(
-                    feature=name, max_version_level=level, upgrade_type=upgrade_type
-                )
-                for name, level, upgrade_type in updates
-            ],
+            updates=[entity_proto.feature_update_to_proto(u) for u in updates],
             validate_only=validate_only,
         )
         response = await self._call("UpdateFeatures", request)
@@ -474,10 +452,7 @@ class MetaClient:
         Returns how many were new."""
         request = meta_pb2.RegisterGroupsRequest(
             request_id=_request_id(),
-            groups=[
-                meta_pb2.GroupEntry(group_id=group_id, coordinator_partition=partition)
-                for group_id, partition in groups
-            ],
+            groups=entity_proto.groups_to_proto(groups),
         )
         return (await self._call("RegisterGroups", request)).registered
 
@@ -493,7 +468,7 @@ class MetaClient:
         of the given __consumer_offsets partitions when some are given."""
         request = meta_pb2.ListGroupsRequest(coordinator_partitions=list(partitions))
         response = await self._call("ListGroups", request)
-        return [(g.group_id, g.coordinator_partition) for g in response.groups]
+        return list(entity_proto.groups_from_proto(response.groups))
 
     # ------------------------------------------------------------ security
 
@@ -501,7 +476,7 @@ class MetaClient:
         """Kafka's CreateAcls: (error code, message) per binding, in order; a binding already
         stored succeeds. Every broker's cache has the new ones within a watch round trip."""
         request = meta_pb2.CreateAclsRequest(
-            request_id=_request_id(), bindings=[wire.acl_to_proto(b) for b in bindings]
+            request_id=_request_id(), bindings=[entity_proto.acl_to_proto(b) for b in bindings]
         )
         response = await self._call("CreateAcls", request)
         return [(r.error_code, r.error_message) for r in response.results]
@@ -512,13 +487,11 @@ class MetaClient:
         """Kafka's DeleteAcls: per filter, in order, (error code, message, the bindings it
         matched and that are now removed)."""
         request = meta_pb2.DeleteAclsRequest(
-            request_id=_request_id(), filters=[wire.acl_filter_to_proto(f) for f in filters]
+            request_id=_request_id(), filters=[entity_proto.acl_filter_to_proto(f) for f in filters]
         )
         response = await self._call("DeleteAcls", request)
-        return [
-            (r.error_code, r.error_message, [wire.acl_from_proto(b) for b in r.deleted])
-            for r in response.results
-        ]
+        outcomes = map(entity_proto.acl_delete_outcome_from_proto, response.results)
+        return [(o.error_code, o.error_message, list(o.deleted)) for o in outcomes]
 
     async def alter_scram_credentials(
         self,
@@ -530,7 +503,7 @@ class MetaClient:
         message). A user's alterations are applied together or not at all."""
         request = meta_pb2.AlterScramCredentialsRequest(
             request_id=_request_id(),
-            upserts=[wire.scram_to_proto(u, m, c) for u, m, c in upserts],
+            upserts=[entity_proto.scram_to_proto(u, m, c) for u, m, c in upserts],
             deletions=[meta_pb2.ScramCredentialDeleted(user=u, mechanism=m) for u, m in deletions],
         )
         response = await self._call("AlterScramCredentials", request)
@@ -539,7 +512,7 @@ class MetaClient:
     async def create_delegation_token(self, token: DelegationToken) -> tuple[int, str]:
         """Store a token the broker made (id, HMAC, times); (error code, message)."""
         request = meta_pb2.CreateDelegationTokenRequest(
-            request_id=_request_id(), token=wire.token_to_proto(token)
+            request_id=_request_id(), token=entity_proto.token_to_proto(token)
         )
         response = await self._call("CreateDelegationToken", request)
         return response.error_code, response.error_message

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 from google.protobuf.message import Message
 
 from meta import quotas, resource_configs
 from meta.commands import (
-    AclDeleteOutcome,
     AllocateProducerIds,
     AlterConfigs,
     AlterPartition,
@@ -36,7 +35,6 @@ from meta.commands import (
     FeatureOutcome,
     FenceBroker,
     InitCluster,
-    IsrOutcome,
     OfflineOutcome,
     OfflineReplicas,
     Outcome,
@@ -53,31 +51,42 @@ from meta.commands import (
     UnregisterGroups,
     UpdateFeatures,
 )
-from meta.entity_records import (
-    acl_filter_from,
-    acl_filter_record,
-    acl_from,
-    acl_record,
-    config_records,
-    configs_from,
-    endpoint_records,
-    endpoints_from,
-    feature_records,
-    features_from,
-    group_records,
-    groups_from,
-    partition_from,
-    partition_record,
-    scram_from,
-    scram_record,
-    topic_from,
-    topic_record,
+from meta.entity_proto import (
+    acl_delete_outcome_from_proto,
+    acl_delete_outcome_to_proto,
+    acl_filter_from_proto,
+    acl_filter_to_proto,
+    acl_from_proto,
+    acl_to_proto,
+    assignments_from_proto,
+    assignments_to_proto,
+    config_alteration_from_proto,
+    config_alteration_to_proto,
+    configs_from_proto,
+    configs_to_proto,
+    endpoint_from_proto,
+    endpoint_to_proto,
+    feature_update_from_proto,
+    feature_update_to_proto,
+    features_from_proto,
+    features_to_proto,
+    groups_from_proto,
+    groups_to_proto,
+    isr_outcome_from_proto,
+    isr_outcome_to_proto,
+    reassignment_from_proto,
+    reassignment_to_proto,
+    scram_from_proto,
+    scram_to_proto,
+    token_from_proto,
+    token_to_proto,
+    topic_from_proto,
+    topic_to_proto,
 )
-from meta.model import ConfigAlteration, Topic
+from meta.model import Topic
 from meta.partition_leadership import ElectionType, IsrChange
 from meta.protocol import ErrorCode
 from meta.topic_planning import NewTopic, Rejection
-from meta.wire import token_from_proto, token_to_proto
 from proto import metadata_records_pb2 as pb
 
 B = TypeVar("B")
@@ -107,11 +116,8 @@ def _new_topic(t: NewTopic) -> pb.NewTopic:
         name=t.name,
         num_partitions=t.num_partitions,
         replication_factor=t.replication_factor,
-        assignments=[
-            pb.ReplicaAssignment(partition_index=index, broker_ids=brokers)
-            for index, brokers in t.assignments
-        ],
-        configs=config_records(t.configs),
+        assignments=assignments_to_proto(t.assignments),
+        configs=configs_to_proto(t.configs),
         internal=t.internal,
         topic_id=t.topic_id,
         placement_seed=t.placement_seed,
@@ -123,8 +129,8 @@ def _new_topic_from(r: pb.NewTopic) -> NewTopic:
         r.name,
         r.num_partitions,
         r.replication_factor,
-        tuple((a.partition_index, tuple(a.broker_ids)) for a in r.assignments),
-        configs_from(r.configs),
+        assignments_from_proto(r.assignments),
+        configs_from_proto(r.configs),
         r.internal,
         r.topic_id,
         r.placement_seed,
@@ -133,7 +139,7 @@ def _new_topic_from(r: pb.NewTopic) -> NewTopic:
 
 def _topic_outcome(outcome: Topic | Rejection) -> pb.TopicOutcome:
     if isinstance(outcome, Topic):
-        return pb.TopicOutcome(created=topic_record(outcome))
+        return pb.TopicOutcome(created=topic_to_proto(outcome))
     return pb.TopicOutcome(
         rejected=pb.Rejection(error_code=outcome.error_code, message=outcome.message)
     )
@@ -141,7 +147,7 @@ def _topic_outcome(outcome: Topic | Rejection) -> pb.TopicOutcome:
 
 def _topic_outcome_from(r: pb.TopicOutcome) -> Topic | Rejection:
     if r.HasField("created"):
-        return topic_from(r.created)
+        return topic_from_proto(r.created)
     return Rejection(ErrorCode(r.rejected.error_code), r.rejected.message)
 
 
@@ -154,7 +160,7 @@ def _register_broker(b: RegisterBroker) -> pb.RegisterBroker:
         replication_endpoint=b.replication_endpoint,
         incarnation_id=b.incarnation_id,
         unclean_election_default=b.unclean_election_default,
-        endpoints=endpoint_records(b.endpoints),
+        endpoints=[endpoint_to_proto(e) for e in b.endpoints],
     )
 
 
@@ -168,7 +174,7 @@ def _register_broker_from(r: pb.RegisterBroker) -> RegisterBroker:
         r.replication_endpoint,
         r.incarnation_id,
         r.unclean_election_default,
-        endpoints_from(r.endpoints),
+        tuple(endpoint_from_proto(e) for e in r.endpoints),
     )
 
 
@@ -200,34 +206,16 @@ def _isr_change_from(r: pb.IsrChange) -> IsrChange:
     )
 
 
-def _isr_outcome(o: IsrOutcome) -> pb.IsrOutcome:
-    partition = None if o.partition is None else partition_record(o.partition)
-    return pb.IsrOutcome(
-        topic_id=o.topic_id,
-        partition_index=o.partition_index,
-        error_code=o.error_code,
-        error_message=o.error_message,
-        partition=partition,
-    )
-
-
-def _isr_outcome_from(r: pb.IsrOutcome) -> IsrOutcome:
-    partition = partition_from(r.partition) if r.HasField("partition") else None
-    return IsrOutcome(
-        r.topic_id, r.partition_index, ErrorCode(r.error_code), r.error_message, partition
-    )
-
-
 def _alter_partition_outcome(o: AlterPartitionOutcome) -> pb.AlterPartitionResult:
     return pb.AlterPartitionResult(
         error_code=o.error_code,
         error_message=o.error_message,
-        partitions=[_isr_outcome(p) for p in o.partitions],
+        partitions=[isr_outcome_to_proto(p) for p in o.partitions],
     )
 
 
 def _alter_partition_outcome_from(r: pb.AlterPartitionResult) -> AlterPartitionOutcome:
-    partitions = [_isr_outcome_from(p) for p in r.partitions]
+    partitions = [isr_outcome_from_proto(p) for p in r.partitions]
     return AlterPartitionOutcome(ErrorCode(r.error_code), r.error_message, partitions)
 
 
@@ -333,12 +321,14 @@ def _init_cluster(b: InitCluster) -> pb.InitCluster:
     return pb.InitCluster(
         cluster_id=b.cluster_id,
         bootstraps_features=b.features is not None,
-        features=feature_records(b.features or ()),
+        features=features_to_proto(b.features or ()),
     )
 
 
 def _init_cluster_from(r: pb.InitCluster) -> InitCluster:
-    return InitCluster(r.cluster_id, features_from(r.features) if r.bootstraps_features else None)
+    return InitCluster(
+        r.cluster_id, features_from_proto(r.features) if r.bootstraps_features else None
+    )
 
 
 def _outcome(o: Outcome) -> pb.Outcome:
@@ -347,23 +337,6 @@ def _outcome(o: Outcome) -> pb.Outcome:
 
 def _outcome_from(r: pb.Outcome) -> Outcome:
     return Outcome(ErrorCode(r.error_code), r.error_message)
-
-
-def _config_alteration(a: ConfigAlteration) -> pb.ConfigAlteration:
-    return pb.ConfigAlteration(
-        resource_type=a.resource_type,
-        name=a.name,
-        set=config_records(a.set),
-        delete=a.delete,
-        replace=a.replace,
-    )
-
-
-def _config_alteration_from(r: pb.ConfigAlteration) -> ConfigAlteration:
-    resource_type: Literal["topic", "broker"] = "topic" if r.resource_type == "topic" else "broker"
-    if r.resource_type != resource_type:
-        raise RecordError(f"a config alteration of unknown resource type {r.resource_type!r}")
-    return ConfigAlteration(resource_type, r.name, configs_from(r.set), tuple(r.delete), r.replace)
 
 
 def _create_partitions(b: CreatePartitions) -> pb.CreatePartitions:
@@ -384,12 +357,7 @@ def _create_partitions_from(r: pb.CreatePartitions) -> CreatePartitions:
 
 def _alter_reassignments(b: AlterReassignments) -> pb.AlterReassignments:
     return pb.AlterReassignments(
-        reassignments=[
-            pb.Reassignment(
-                topic=topic, partition=index, cancel=target is None, replicas=target or ()
-            )
-            for topic, index, target in b.reassignments
-        ],
+        reassignments=[reassignment_to_proto(r) for r in b.reassignments],
         unclean_election_default=b.unclean_election_default,
         keep_replication_factor=b.keep_replication_factor,
     )
@@ -397,34 +365,10 @@ def _alter_reassignments(b: AlterReassignments) -> pb.AlterReassignments:
 
 def _alter_reassignments_from(r: pb.AlterReassignments) -> AlterReassignments:
     return AlterReassignments(
-        tuple(
-            (a.topic, a.partition, None if a.cancel else tuple(a.replicas)) for a in r.reassignments
-        ),
+        tuple(reassignment_from_proto(a) for a in r.reassignments),
         r.unclean_election_default,
         r.keep_replication_factor,
     )
-
-
-def _acl_delete_outcomes(outcomes: list[AclDeleteOutcome]) -> pb.DeleteAclsResult:
-    return pb.DeleteAclsResult(
-        filters=[
-            pb.AclDeleteOutcome(
-                error_code=o.error_code,
-                error_message=o.error_message,
-                deleted=[acl_record(b) for b in o.deleted],
-            )
-            for o in outcomes
-        ]
-    )
-
-
-def _acl_delete_outcomes_from(r: pb.DeleteAclsResult) -> list[AclDeleteOutcome]:
-    return [
-        AclDeleteOutcome(
-            ErrorCode(o.error_code), o.error_message, tuple(acl_from(b) for b in o.deleted)
-        )
-        for o in r.filters
-    ]
 
 
 KINDS: tuple[Kind[Any, Any], ...] = (
@@ -506,8 +450,8 @@ KINDS: tuple[Kind[Any, Any], ...] = (
     Kind(
         RegisterGroups,
         "register_groups",
-        lambda b: pb.RegisterGroups(groups=group_records(b.groups)),
-        lambda r: RegisterGroups(groups_from(r.groups)),
+        lambda b: pb.RegisterGroups(groups=groups_to_proto(b.groups)),
+        lambda r: RegisterGroups(groups_from_proto(r.groups)),
     ),
     Kind(
         UnregisterGroups,
@@ -518,8 +462,8 @@ KINDS: tuple[Kind[Any, Any], ...] = (
     Kind(
         CreateAcls,
         "create_acls",
-        lambda b: pb.CreateAcls(bindings=[acl_record(a) for a in b.bindings]),
-        lambda r: CreateAcls(tuple(acl_from(a) for a in r.bindings)),
+        lambda b: pb.CreateAcls(bindings=[acl_to_proto(a) for a in b.bindings]),
+        lambda r: CreateAcls(tuple(acl_from_proto(a) for a in r.bindings)),
         lambda outcomes: pb.CreateAclsResult(
             bindings=[
                 pb.Outcome(error_code=o.error_code, error_message=o.error_message) for o in outcomes
@@ -530,20 +474,22 @@ KINDS: tuple[Kind[Any, Any], ...] = (
     Kind(
         DeleteAcls,
         "delete_acls",
-        lambda b: pb.DeleteAcls(filters=[acl_filter_record(f) for f in b.filters]),
-        lambda r: DeleteAcls(tuple(acl_filter_from(f) for f in r.filters)),
-        _acl_delete_outcomes,
-        _acl_delete_outcomes_from,
+        lambda b: pb.DeleteAcls(filters=[acl_filter_to_proto(f) for f in b.filters]),
+        lambda r: DeleteAcls(tuple(acl_filter_from_proto(f) for f in r.filters)),
+        lambda outcomes: pb.DeleteAclsResult(
+            filters=[acl_delete_outcome_to_proto(o) for o in outcomes]
+        ),
+        lambda r: [acl_delete_outcome_from_proto(o) for o in r.filters],
     ),
     Kind(
         AlterScramCredentials,
         "alter_scram_credentials",
         lambda b: pb.AlterScramCredentials(
-            upserts=[scram_record(*upsert) for upsert in b.upserts],
+            upserts=[scram_to_proto(*upsert) for upsert in b.upserts],
             deletions=[pb.ScramCredentialDeletion(user=u, mechanism=m) for u, m in b.deletions],
         ),
         lambda r: AlterScramCredentials(
-            tuple(scram_from(u) for u in r.upserts),
+            tuple((u.user, u.mechanism, scram_from_proto(u)) for u in r.upserts),
             tuple((d.user, d.mechanism) for d in r.deletions),
         ),
         lambda outcomes: pb.AlterScramCredentialsResult(
@@ -557,7 +503,7 @@ KINDS: tuple[Kind[Any, Any], ...] = (
     Kind(
         CreateDelegationToken,
         "create_delegation_token",
-        lambda b: pb.CreateDelegationToken(token=token_to_proto(b.token, pb.DelegationToken)),
+        lambda b: pb.CreateDelegationToken(token=token_to_proto(b.token)),
         lambda r: CreateDelegationToken(token_from_proto(r.token)),
         _token_outcome,
         _token_outcome_from,
@@ -588,11 +534,11 @@ KINDS: tuple[Kind[Any, Any], ...] = (
         AlterConfigs,
         "alter_configs",
         lambda b: pb.AlterConfigs(
-            alterations=[_config_alteration(a) for a in b.alterations],
+            alterations=[config_alteration_to_proto(a) for a in b.alterations],
             validate_only=b.validate_only,
         ),
         lambda r: AlterConfigs(
-            tuple(_config_alteration_from(a) for a in r.alterations), r.validate_only
+            tuple(config_alteration_from_proto(a) for a in r.alterations), r.validate_only
         ),
         lambda outcomes: pb.AlterConfigsResult(resources=[_outcome(o) for o in outcomes]),
         lambda r: [_outcome_from(o) for o in r.resources],
@@ -617,14 +563,11 @@ KINDS: tuple[Kind[Any, Any], ...] = (
         UpdateFeatures,
         "update_features",
         lambda b: pb.UpdateFeatures(
-            updates=[
-                pb.FeatureUpdate(name=name, level=level, upgrade_type=upgrade_type)
-                for name, level, upgrade_type in b.updates
-            ],
+            updates=[feature_update_to_proto(u) for u in b.updates],
             validate_only=b.validate_only,
         ),
         lambda r: UpdateFeatures(
-            tuple((u.name, u.level, u.upgrade_type) for u in r.updates), r.validate_only
+            tuple(feature_update_from_proto(u) for u in r.updates), r.validate_only
         ),
         lambda outcomes: pb.UpdateFeaturesResult(
             features=[

@@ -15,10 +15,11 @@ import logging
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from meta.protocol import ErrorCode
 from proto import meta_pb2
+from proto import metadata_entities_pb2 as entities_pb2
 from proto import metadata_records_pb2 as pb
 
 if TYPE_CHECKING:
@@ -214,30 +215,30 @@ def alter(state: MetaState, cmd: AlterClientQuotas, changes: Changes) -> list[Qu
 # ---------------------------------------------------------------- wire and records
 
 
-def components_to(entity: QuotaEntity, message: type[Any]) -> list[Any]:
-    """The entity as QuotaEntityComponent messages of either proto file."""
+def entity_to_proto(entity: QuotaEntity) -> list[entities_pb2.QuotaEntityComponent]:
+    """The entity as QuotaEntityComponent messages (a default entity's without a name)."""
     return [
-        message(entity_type=kind) if name is None else message(entity_type=kind, entity_name=name)
+        entities_pb2.QuotaEntityComponent(entity_type=kind, entity_name=name)
         for kind, name in entity
     ]
 
 
-def entity_from(components: Iterable[Any]) -> QuotaEntity:
-    """The entity of QuotaEntityComponent messages of either proto file."""
+def entity_from_proto(components: Iterable[entities_pb2.QuotaEntityComponent]) -> QuotaEntity:
     return entity_of(
         (c.entity_type, c.entity_name if c.HasField("entity_name") else None) for c in components
     )
 
 
-def alterations_to(alterations: Iterable[QuotaAlteration], module: Any) -> list[Any]:
-    """ClientQuotaAlteration messages of ``module`` (meta_pb2 or metadata_records_pb2)."""
+def alterations_to_proto(
+    alterations: Iterable[QuotaAlteration],
+) -> list[entities_pb2.ClientQuotaAlteration]:
     return [
-        module.ClientQuotaAlteration(
-            entity=components_to(a.entity, module.QuotaEntityComponent),
+        entities_pb2.ClientQuotaAlteration(
+            entity=entity_to_proto(a.entity),
             ops=[
-                module.QuotaOp(key=key, remove=True)
+                entities_pb2.QuotaOp(key=key, remove=True)
                 if value is None
-                else module.QuotaOp(key=key, value=value)
+                else entities_pb2.QuotaOp(key=key, value=value)
                 for key, value in a.ops
             ],
         )
@@ -245,10 +246,12 @@ def alterations_to(alterations: Iterable[QuotaAlteration], module: Any) -> list[
     ]
 
 
-def alterations_from(messages: Iterable[Any]) -> tuple[QuotaAlteration, ...]:
+def alterations_from_proto(
+    messages: Iterable[entities_pb2.ClientQuotaAlteration],
+) -> tuple[QuotaAlteration, ...]:
     return tuple(
         QuotaAlteration(
-            entity_from(m.entity),
+            entity_from_proto(m.entity),
             tuple((op.key, None if op.remove else op.value) for op in m.ops),
         )
         for m in messages
@@ -257,12 +260,12 @@ def alterations_from(messages: Iterable[Any]) -> tuple[QuotaAlteration, ...]:
 
 def command_record(cmd: AlterClientQuotas) -> pb.AlterClientQuotas:
     return pb.AlterClientQuotas(
-        alterations=alterations_to(cmd.alterations, pb), validate_only=cmd.validate_only
+        alterations=alterations_to_proto(cmd.alterations), validate_only=cmd.validate_only
     )
 
 
 def command_from(record: pb.AlterClientQuotas) -> AlterClientQuotas:
-    return AlterClientQuotas(alterations_from(record.alterations), record.validate_only)
+    return AlterClientQuotas(alterations_from_proto(record.alterations), record.validate_only)
 
 
 def result_record(outcomes: list[QuotaOutcome]) -> pb.AlterConfigsResult:
@@ -280,7 +283,7 @@ def result_from(record: pb.AlterConfigsResult) -> list[QuotaOutcome]:
 def state_records(quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> list[pb.ClientQuotas]:
     return [
         pb.ClientQuotas(
-            entity=components_to(entity, pb.QuotaEntityComponent),
+            entity=entity_to_proto(entity),
             values=[pb.QuotaValue(key=k, value=v) for k, v in values.items()],
         )
         for entity, values in quotas.items()
@@ -288,12 +291,12 @@ def state_records(quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> list[pb.
 
 
 def state_from(records: Iterable[pb.ClientQuotas]) -> dict[QuotaEntity, dict[str, float]]:
-    return {entity_from(r.entity): {v.key: v.value for v in r.values} for r in records}
+    return {entity_from_proto(r.entity): {v.key: v.value for v in r.values} for r in records}
 
 
 def quota_to_proto(state: MetaState, entity: QuotaEntity) -> meta_pb2.ClientQuota:
     """The watch-event form of an entity's quotas (empty values: it has none any more)."""
     return meta_pb2.ClientQuota(
-        entity=components_to(entity, meta_pb2.QuotaEntityComponent),
+        entity=entity_to_proto(entity),
         values=state.client_quotas.get(entity, {}),
     )

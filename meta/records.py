@@ -5,7 +5,8 @@ Each Raft log entry holds one ``CommandRecord`` and each state dump one ``StateR
 classes of ``meta.commands``, ``meta.state`` and ``meta.model`` can change without breaking
 stored data: what is stored is what this module writes, not the classes. Here are the whole
 records and their version; ``meta.command_records`` converts each command kind and its result,
-``meta.entity_records`` the entities both kinds of records hold.
+``meta.entity_proto`` the entities both kinds of records hold (messages the gRPC API
+carries too: ``proto/metadata_entities.proto``).
 
 Schema evolution, like Kafka's metadata records:
 
@@ -52,25 +53,26 @@ from meta.commands import (
     ProducerIdBlock,
     ShutdownOutcome,
 )
-from meta.entity_records import (
-    acl_from,
-    acl_record,
-    broker_from,
-    broker_record,
-    config_records,
-    configs_from,
-    feature_records,
-    features_from,
-    group_records,
-    groups_from,
-    scram_from,
-    scram_record,
-    topic_from,
-    topic_record,
+from meta.entity_proto import (
+    acl_from_proto,
+    acl_to_proto,
+    configs_from_proto,
+    configs_to_proto,
+    features_from_proto,
+    features_to_proto,
+    groups_from_proto,
+    groups_to_proto,
+    registration_from_proto,
+    registration_to_proto,
+    scram_from_proto,
+    scram_to_proto,
+    token_from_proto,
+    token_to_proto,
+    topic_from_proto,
+    topic_to_proto,
 )
 from meta.model import Topic
 from meta.state import MetaState, Remembered
-from meta.wire import token_from_proto, token_to_proto
 from proto import metadata_records_pb2 as pb
 
 RECORD_VERSION = 1
@@ -131,24 +133,24 @@ def encode_state(state: MetaState) -> bytes:
         version=RECORD_VERSION,
         cluster_id=state.cluster_id,
         offset=state.offset,
-        topics=[topic_record(topic) for topic in state.topics.values()],
-        brokers=[broker_record(broker) for broker in state.brokers.values()],
+        topics=[topic_to_proto(topic) for topic in state.topics.values()],
+        brokers=[registration_to_proto(broker) for broker in state.brokers.values()],
         applied_requests=[
             pb.AppliedRequest(request_id=request_id, now_ms=r.now_ms, result=_result(r))
             for request_id, r in state.applied_requests.items()
         ],
         next_producer_id=state.next_producer_id,
-        groups=group_records(state.groups.items()),
-        acls=[acl_record(binding) for binding in state.acls],
-        scram_credentials=[scram_record(u, m, c) for (u, m), c in state.scram_credentials.items()],
-        delegation_tokens=[
-            token_to_proto(token, pb.DelegationToken) for token in state.delegation_tokens.values()
+        groups=groups_to_proto(state.groups.items()),
+        acls=[acl_to_proto(binding) for binding in state.acls],
+        scram_credentials=[
+            scram_to_proto(u, m, c) for (u, m), c in state.scram_credentials.items()
         ],
+        delegation_tokens=[token_to_proto(token) for token in state.delegation_tokens.values()],
         broker_configs=[
-            pb.BrokerConfigs(broker_id=broker_id, configs=config_records(configs))
+            pb.BrokerConfigs(broker_id=broker_id, configs=configs_to_proto(configs))
             for broker_id, configs in state.broker_configs.items()
         ],
-        features=feature_records(state.features.items()),
+        features=features_to_proto(state.features.items()),
         features_initialized=state.features_initialized,
         resource_configs=resource_configs.state_records(state.resource_configs),
         client_quotas=quotas.state_records(state.client_quotas),
@@ -161,19 +163,18 @@ def decode_state(data: bytes) -> MetaState:
     return MetaState(
         cluster_id=record.cluster_id,
         offset=record.offset,
-        topics={t.name: t for t in map(topic_from, record.topics)},
-        brokers={b.id: b for b in map(broker_from, record.brokers)},
+        topics={t.name: t for t in map(topic_from_proto, record.topics)},
+        brokers={b.id: b for b in map(registration_from_proto, record.brokers)},
         applied_requests={r.request_id: _remembered_from(r) for r in record.applied_requests},
         next_producer_id=record.next_producer_id,
-        groups=dict(groups_from(record.groups)),
-        acls=dict.fromkeys(map(acl_from, record.acls)),
+        groups=dict(groups_from_proto(record.groups)),
+        acls=dict.fromkeys(map(acl_from_proto, record.acls)),
         scram_credentials={
-            (user, mechanism): credential
-            for user, mechanism, credential in map(scram_from, record.scram_credentials)
+            (c.user, c.mechanism): scram_from_proto(c) for c in record.scram_credentials
         },
         delegation_tokens={t.token_id: t for t in map(token_from_proto, record.delegation_tokens)},
-        broker_configs={b.broker_id: configs_from(b.configs) for b in record.broker_configs},
-        features=dict(features_from(record.features)),
+        broker_configs={b.broker_id: configs_from_proto(b.configs) for b in record.broker_configs},
+        features=dict(features_from_proto(record.features)),
         features_initialized=record.features_initialized,
         resource_configs=resource_configs.state_from(list(record.resource_configs)),
         client_quotas=quotas.state_from(record.client_quotas),

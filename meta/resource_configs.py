@@ -11,7 +11,7 @@ versioned record converters live here; ``meta.dispatch`` only dispatches to ``al
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -120,36 +120,38 @@ def _configs(configs: Mapping[str, str]) -> list[pb.Config]:
     return [pb.Config(name=name, value=value) for name, value in configs.items()]
 
 
+def _configs_from(configs: Iterable[pb.Config]) -> dict[str, str]:
+    return {c.name: c.value for c in configs}
+
+
+def alteration_to_proto(a: ResourceConfigAlteration) -> pb.ResourceConfigAlteration:
+    """The message of the gRPC request and of the stored command alike."""
+    return pb.ResourceConfigAlteration(
+        resource_type=a.resource_type,
+        name=a.name,
+        set_configs=_configs(a.set),
+        delete_configs=a.delete,
+        replace=a.replace,
+    )
+
+
+def alteration_from_proto(a: pb.ResourceConfigAlteration) -> ResourceConfigAlteration:
+    configs = _configs_from(a.set_configs)
+    return ResourceConfigAlteration(
+        a.resource_type, a.name, configs, tuple(a.delete_configs), a.replace
+    )
+
+
 def command_record(cmd: AlterResourceConfigs) -> pb.AlterResourceConfigs:
     return pb.AlterResourceConfigs(
-        alterations=[
-            pb.ResourceConfigAlteration(
-                resource_type=a.resource_type,
-                name=a.name,
-                set=_configs(a.set),
-                delete=a.delete,
-                replace=a.replace,
-            )
-            for a in cmd.alterations
-        ],
+        alterations=[alteration_to_proto(a) for a in cmd.alterations],
         validate_only=cmd.validate_only,
     )
 
 
 def command_from(record: pb.AlterResourceConfigs) -> AlterResourceConfigs:
-    return AlterResourceConfigs(
-        tuple(
-            ResourceConfigAlteration(
-                a.resource_type,
-                a.name,
-                {c.name: c.value for c in a.set},
-                tuple(a.delete),
-                a.replace,
-            )
-            for a in record.alterations
-        ),
-        record.validate_only,
-    )
+    alterations = tuple(alteration_from_proto(a) for a in record.alterations)
+    return AlterResourceConfigs(alterations, record.validate_only)
 
 
 def result_record(outcomes: list[ResourceOutcome]) -> pb.AlterConfigsResult:
@@ -172,4 +174,4 @@ def state_records(configs: Mapping[ResourceKey, Mapping[str, str]]) -> list[pb.R
 
 
 def state_from(records: list[pb.ResourceConfigs]) -> dict[ResourceKey, dict[str, str]]:
-    return {(r.resource_type, r.name): {c.name: c.value for c in r.configs} for r in records}
+    return {(r.resource_type, r.name): _configs_from(r.configs) for r in records}

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 import grpc
 
-from meta import partition_leadership, quotas, resource_configs, topic_planning, wire
+from meta import entity_proto, partition_leadership, quotas, resource_configs, topic_planning, wire
 from meta.cluster_admin import list_reassignments
 from meta.commands import (
     AclDeleteOutcome,
@@ -124,7 +124,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "broker id, host or port invalid")
         if not request.incarnation_id:
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "incarnation_id is required")
-        endpoints = tuple(wire.endpoint_from_proto(e) for e in request.endpoints)
+        endpoints = tuple(entity_proto.endpoint_from_proto(e) for e in request.endpoints)
         if any(not e.name or not e.host or not 0 < e.port < 65536 for e in endpoints):
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "endpoint name, host or port invalid")
         if len({e.name for e in endpoints}) < len(endpoints):
@@ -304,7 +304,9 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         self, request: meta_pb2.AlterConfigsRequest, context: grpc.ServicerContext
     ) -> meta_pb2.AlterConfigsResponse:
         try:
-            alterations = tuple(wire.config_alteration_from_proto(a) for a in request.alterations)
+            alterations = tuple(
+                entity_proto.config_alteration_from_proto(a) for a in request.alterations
+            )
         except ValueError as exc:
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         command = AlterConfigs(alterations, request.validate_only)
@@ -315,7 +317,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         self, request: meta_pb2.AlterClientQuotasRequest, context: grpc.ServicerContext
     ) -> meta_pb2.AlterConfigsResponse:
         command = quotas.AlterClientQuotas(
-            quotas.alterations_from(request.alterations), request.validate_only
+            quotas.alterations_from_proto(request.alterations), request.validate_only
         )
         outcomes: list[quotas.QuotaOutcome] = self._write(context, command, request.request_id)
         return meta_pb2.AlterConfigsResponse(
@@ -329,16 +331,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         self, request: meta_pb2.AlterResourceConfigsRequest, context: grpc.ServicerContext
     ) -> meta_pb2.AlterConfigsResponse:
         command = resource_configs.AlterResourceConfigs(
-            tuple(
-                resource_configs.ResourceConfigAlteration(
-                    a.resource_type,
-                    a.name,
-                    dict(a.set_configs),
-                    tuple(a.delete_configs),
-                    a.replace,
-                )
-                for a in request.alterations
-            ),
+            tuple(resource_configs.alteration_from_proto(a) for a in request.alterations),
             request.validate_only,
         )
         outcomes: list[resource_configs.ResourceOutcome] = self._write(
@@ -375,10 +368,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         context: grpc.ServicerContext,
     ) -> meta_pb2.AlterPartitionReassignmentsResponse:
         command = AlterReassignments(
-            tuple(
-                (r.topic, r.partition, None if r.cancel else tuple(r.replicas))
-                for r in request.reassignments
-            ),
+            tuple(entity_proto.reassignment_from_proto(r) for r in request.reassignments),
             self._unclean_default,
             request.keep_replication_factor,
         )
@@ -399,14 +389,14 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         with self._machine.lock:
             found = list_reassignments(self._machine.state, wanted)
         return meta_pb2.ListPartitionReassignmentsResponse(
-            reassignments=[wire.reassignment_to_proto(r) for r in found]
+            reassignments=[wire.ongoing_reassignment_to_proto(r) for r in found]
         )
 
     def UpdateFeatures(
         self, request: meta_pb2.UpdateFeaturesRequest, context: grpc.ServicerContext
     ) -> meta_pb2.UpdateFeaturesResponse:
         command = UpdateFeatures(
-            tuple((u.feature, u.max_version_level, u.upgrade_type) for u in request.updates),
+            tuple(entity_proto.feature_update_from_proto(u) for u in request.updates),
             request.validate_only,
         )
         outcomes: list[FeatureOutcome] = self._write(context, command, request.request_id)
@@ -447,7 +437,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
     def RegisterGroups(
         self, request: meta_pb2.RegisterGroupsRequest, context: grpc.ServicerContext
     ) -> meta_pb2.RegisterGroupsResponse:
-        entries = tuple((g.group_id, g.coordinator_partition) for g in request.groups)
+        entries = entity_proto.groups_from_proto(request.groups)
         if any(not group_id for group_id, _ in entries):
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "a group id cannot be empty")
         added = self._write(context, RegisterGroups(entries), request.request_id)
@@ -468,11 +458,11 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         with self._machine.lock:
             entries = sorted(self._machine.state.groups.items())
         return meta_pb2.ListGroupsResponse(
-            groups=[
-                meta_pb2.GroupEntry(group_id=group_id, coordinator_partition=partition)
+            groups=entity_proto.groups_to_proto(
+                (group_id, partition)
                 for group_id, partition in entries
                 if not wanted or partition in wanted
-            ]
+            )
         )
 
     # ------------------------------------------------------------ security
@@ -480,31 +470,24 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
     def CreateAcls(
         self, request: meta_pb2.CreateAclsRequest, context: grpc.ServicerContext
     ) -> meta_pb2.CreateAclsResponse:
-        command = CreateAcls(tuple(wire.acl_from_proto(b) for b in request.bindings))
+        command = CreateAcls(tuple(entity_proto.acl_from_proto(b) for b in request.bindings))
         outcomes: list[Outcome] = self._write(context, command, request.request_id)
         return meta_pb2.CreateAclsResponse(results=[_item_result(o) for o in outcomes])
 
     def DeleteAcls(
         self, request: meta_pb2.DeleteAclsRequest, context: grpc.ServicerContext
     ) -> meta_pb2.DeleteAclsResponse:
-        command = DeleteAcls(tuple(wire.acl_filter_from_proto(f) for f in request.filters))
+        command = DeleteAcls(tuple(entity_proto.acl_filter_from_proto(f) for f in request.filters))
         outcomes: list[AclDeleteOutcome] = self._write(context, command, request.request_id)
         return meta_pb2.DeleteAclsResponse(
-            results=[
-                meta_pb2.DeleteAclsResult(
-                    error_code=o.error_code,
-                    error_message=o.error_message,
-                    deleted=[wire.acl_to_proto(b) for b in o.deleted],
-                )
-                for o in outcomes
-            ]
+            results=[entity_proto.acl_delete_outcome_to_proto(o) for o in outcomes]
         )
 
     def AlterScramCredentials(
         self, request: meta_pb2.AlterScramCredentialsRequest, context: grpc.ServicerContext
     ) -> meta_pb2.AlterScramCredentialsResponse:
         command = AlterScramCredentials(
-            tuple((c.user, c.mechanism, wire.scram_from_proto(c)) for c in request.upserts),
+            tuple((c.user, c.mechanism, entity_proto.scram_from_proto(c)) for c in request.upserts),
             tuple((d.user, d.mechanism) for d in request.deletions),
         )
         outcomes: list[ScramOutcome] = self._write(context, command, request.request_id)
@@ -520,7 +503,7 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
     def CreateDelegationToken(
         self, request: meta_pb2.CreateDelegationTokenRequest, context: grpc.ServicerContext
     ) -> meta_pb2.DelegationTokenResponse:
-        token = wire.token_from_proto(request.token)
+        token = entity_proto.token_from_proto(request.token)
         if not token.token_id or not token.hmac or ":" not in token.owner:
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "token id, hmac or owner invalid")
         command = CreateDelegationToken(token)

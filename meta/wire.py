@@ -1,22 +1,9 @@
-"""Conversions between the metadata model and the protobuf messages of ``proto/meta.proto``."""
+"""The gRPC API's own messages (``proto/meta.proto``): watch events, requests and responses;
+the entities they carry convert in ``meta.entity_proto``."""
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import Any, Literal, TypeVar
-
-from google.protobuf.message import Message
-
 from meta import quotas
-from meta.acl import (
-    AclBinding,
-    AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-    enum_code,
-)
 from meta.commands import (
     AlterPartitionOutcome,
     Change,
@@ -24,144 +11,21 @@ from meta.commands import (
     ElectionOutcome,
     ElectLeaders,
 )
-from meta.model import (
-    Broker,
-    ConfigAlteration,
-    DelegationToken,
-    Endpoint,
-    Partition,
-    ReassignmentInfo,
-    ScramCredential,
-    Topic,
+from meta.entity_proto import (
+    acl_to_proto,
+    assignments_from_proto,
+    broker_to_proto,
+    isr_outcome_to_proto,
+    partition_to_proto,
+    scram_to_proto,
+    token_to_proto,
+    topic_to_proto,
 )
+from meta.model import ReassignmentInfo, Topic
 from meta.partition_leadership import ElectionType, IsrChange
 from meta.state import MetaState
 from meta.topic_planning import NewTopic, Rejection
 from proto import meta_pb2
-
-_M = TypeVar("_M", bound=Message)
-
-
-def partition_to_proto(partition: Partition) -> meta_pb2.Partition:
-    return meta_pb2.Partition(
-        index=partition.index,
-        replicas=partition.replicas,
-        isr=partition.isr,
-        leader=partition.leader,
-        leader_epoch=partition.leader_epoch,
-        partition_epoch=partition.partition_epoch,
-        adding_replicas=partition.adding_replicas,
-        removing_replicas=partition.removing_replicas,
-    )
-
-
-def topic_to_proto(topic: Topic) -> meta_pb2.Topic:
-    return meta_pb2.Topic(
-        name=topic.name,
-        topic_id=topic.topic_id,
-        partitions=[partition_to_proto(p) for p in topic.partitions],
-        configs=topic.configs,
-        internal=topic.internal,
-    )
-
-
-def broker_to_proto(broker: Broker) -> meta_pb2.Broker:
-    return meta_pb2.Broker(
-        id=broker.id,
-        host=broker.host,
-        port=broker.port,
-        rack=broker.rack or "",
-        fenced=broker.fenced,
-        epoch=broker.epoch,
-        replication_endpoint=broker.replication_endpoint,
-        in_controlled_shutdown=broker.in_controlled_shutdown,
-        endpoints=[endpoint_to_proto(e) for e in broker.endpoints],
-    )
-
-
-def endpoint_to_proto(e: Endpoint) -> meta_pb2.Endpoint:
-    return meta_pb2.Endpoint(
-        name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
-    )
-
-
-def endpoint_from_proto(e: meta_pb2.Endpoint) -> Endpoint:
-    return Endpoint(e.name, e.host, e.port, e.security_protocol)
-
-
-def acl_to_proto(b: AclBinding) -> meta_pb2.AclBinding:
-    return meta_pb2.AclBinding(
-        resource_type=b.resource_type,
-        resource_name=b.resource_name,
-        pattern_type=b.pattern_type,
-        principal=b.principal,
-        host=b.host,
-        operation=b.operation,
-        permission_type=b.permission_type,
-    )
-
-
-def acl_from_proto(b: meta_pb2.AclBinding) -> AclBinding:
-    return AclBinding(
-        enum_code(ResourceType, b.resource_type),
-        b.resource_name,
-        enum_code(PatternType, b.pattern_type),
-        b.principal,
-        b.host,
-        enum_code(AclOperation, b.operation),
-        enum_code(AclPermissionType, b.permission_type),
-    )
-
-
-def acl_filter_to_proto(f: AclBindingFilter) -> meta_pb2.AclBindingFilter:
-    return meta_pb2.AclBindingFilter(  # None leaves an optional field absent
-        resource_type=f.resource_type,
-        resource_name=f.resource_name,
-        pattern_type=f.pattern_type,
-        principal=f.principal,
-        host=f.host,
-        operation=f.operation,
-        permission_type=f.permission_type,
-    )
-
-
-def acl_filter_from_proto(f: meta_pb2.AclBindingFilter) -> AclBindingFilter:
-    return AclBindingFilter(
-        enum_code(ResourceType, f.resource_type),
-        f.resource_name if f.HasField("resource_name") else None,
-        enum_code(PatternType, f.pattern_type),
-        f.principal if f.HasField("principal") else None,
-        f.host if f.HasField("host") else None,
-        enum_code(AclOperation, f.operation),
-        enum_code(AclPermissionType, f.permission_type),
-    )
-
-
-def scram_to_proto(user: str, mechanism: str, c: ScramCredential) -> meta_pb2.ScramCredential:
-    return meta_pb2.ScramCredential(
-        user=user,
-        mechanism=mechanism,
-        salt=c.salt,
-        stored_key=c.stored_key,
-        server_key=c.server_key,
-        iterations=c.iterations,
-    )
-
-
-def scram_from_proto(c: meta_pb2.ScramCredential) -> ScramCredential:
-    return ScramCredential(c.salt, c.stored_key, c.server_key, c.iterations)
-
-
-def token_to_proto(t: DelegationToken, message: type[_M] = meta_pb2.DelegationToken) -> _M:  # type: ignore[assignment]
-    """A token as ``message``: the wire's DelegationToken, or the stored record's (meta.records),
-    which has the same fields."""
-    return message(**{f.name: getattr(t, f.name) for f in fields(DelegationToken)})
-
-
-def token_from_proto(t: Any) -> DelegationToken:
-    """The token of either DelegationToken message (see token_to_proto)."""
-    values = {f.name: getattr(t, f.name) for f in fields(DelegationToken)}
-    return DelegationToken(**values | {"renewers": tuple(t.renewers)})
 
 
 def broker_config_to_proto(state: MetaState, broker_id: int) -> meta_pb2.BrokerConfig:
@@ -180,27 +44,7 @@ def resource_config_to_proto(
     )
 
 
-def config_alteration_to_proto(a: ConfigAlteration) -> meta_pb2.ConfigAlteration:
-    return meta_pb2.ConfigAlteration(
-        resource_type=a.resource_type,
-        name=a.name,
-        set_configs=a.set,
-        delete_configs=a.delete,
-        replace=a.replace,
-    )
-
-
-def config_alteration_from_proto(a: meta_pb2.ConfigAlteration) -> ConfigAlteration:
-    """Raises ValueError for a resource type other than "topic" and "broker"."""
-    if a.resource_type not in ("topic", "broker"):
-        raise ValueError(f"unknown config resource type {a.resource_type!r}")
-    resource_type: Literal["topic", "broker"] = "topic" if a.resource_type == "topic" else "broker"
-    return ConfigAlteration(
-        resource_type, a.name, dict(a.set_configs), tuple(a.delete_configs), a.replace
-    )
-
-
-def reassignment_to_proto(r: ReassignmentInfo) -> meta_pb2.OngoingReassignment:
+def ongoing_reassignment_to_proto(r: ReassignmentInfo) -> meta_pb2.OngoingReassignment:
     return meta_pb2.OngoingReassignment(
         topic=r.topic,
         partition=r.partition,
@@ -210,7 +54,7 @@ def reassignment_to_proto(r: ReassignmentInfo) -> meta_pb2.OngoingReassignment:
     )
 
 
-def reassignment_from_proto(r: meta_pb2.OngoingReassignment) -> ReassignmentInfo:
+def ongoing_reassignment_from_proto(r: meta_pb2.OngoingReassignment) -> ReassignmentInfo:
     return ReassignmentInfo(
         r.topic,
         r.partition,
@@ -294,7 +138,7 @@ def new_topic_from_proto(
         name=request.name,
         num_partitions=request.num_partitions,
         replication_factor=request.replication_factor,
-        assignments=tuple((a.partition_index, tuple(a.broker_ids)) for a in request.assignments),
+        assignments=assignments_from_proto(request.assignments),
         configs=dict(request.configs),
         internal=request.internal,
         topic_id=topic_id,
@@ -341,16 +185,7 @@ def alter_partition_response(outcome: AlterPartitionOutcome) -> meta_pb2.AlterPa
     return meta_pb2.AlterPartitionResponse(
         error_code=outcome.error_code,
         error_message=outcome.error_message,
-        results=[
-            meta_pb2.AlterPartitionResult(
-                topic_id=p.topic_id,
-                partition_index=p.partition_index,
-                error_code=p.error_code,
-                error_message=p.error_message,
-                partition=partition_to_proto(p.partition) if p.partition else None,
-            )
-            for p in outcome.partitions
-        ],
+        results=[isr_outcome_to_proto(p) for p in outcome.partitions],
     )
 
 

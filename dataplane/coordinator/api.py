@@ -6,7 +6,7 @@ import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dataplane.handlers.context import RequestContext
+    from dataplane.request_context import RequestContext
 
 _MS = datetime.timedelta(milliseconds=1)
 

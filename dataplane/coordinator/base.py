@@ -199,8 +199,10 @@ class ShardServices:
 
 
 def map_append_error(error: ErrorCode) -> ErrorCode:
-    """Kafka's appendGroupMetadataErrorToResponseError: what clients get when a write of the
-    group's state fails."""
+    """What clients get when a write of a group's state or offsets fails: Kafka's
+    CoordinatorOperationExceptionHelper.handleOperationException, which its group coordinator
+    applies to every operation, offset commits included (a write too large is
+    UNKNOWN_SERVER_ERROR there too, no longer the old coordinator's INVALID_COMMIT_OFFSET_SIZE)."""
     if error in (
         ErrorCode.unknown_topic_or_partition,
         ErrorCode.not_enough_replicas,

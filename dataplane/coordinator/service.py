@@ -472,23 +472,3 @@ async def _guarded(fn: Callable[[], Awaitable[None]]) -> None:
         await fn()
     except Exception:
         log.exception("group coordinator background work failed")
-
-
-def map_commit_error(error: ErrorCode) -> ErrorCode:
-    """What an OffsetCommit partition gets when its write fails (Kafka's storeOffsets)."""
-    if error in (
-        ErrorCode.unknown_topic_or_partition,
-        ErrorCode.not_enough_replicas,
-        ErrorCode.not_enough_replicas_after_append,
-        ErrorCode.request_timed_out,
-    ):
-        return ErrorCode.coordinator_not_available
-    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
-        return ErrorCode.not_coordinator
-    if error in (
-        ErrorCode.message_too_large,
-        ErrorCode.record_list_too_large,
-        ErrorCode.invalid_fetch_size,
-    ):
-        return ErrorCode.invalid_commit_offset_size
-    return error

@@ -23,9 +23,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from dataplane.coordinator.api import ms
-from dataplane.coordinator.base import Reply
+from dataplane.coordinator.base import Reply, map_append_error
 from dataplane.coordinator.offsets import CommitPartition
-from dataplane.coordinator.service import map_commit_error
 from dataplane.coordinator.timer import wall_ms
 from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
@@ -128,7 +127,7 @@ async def _stored(
 ) -> Any:
     code = await stored.wait()
     if code != ErrorCode.none:
-        failed = map_commit_error(code)
+        failed = map_append_error(code)
         results = results | {tp: failed for tp, e in errors.items() if e == ErrorCode.none}
     return _response(b, order, results)
 

@@ -19,9 +19,9 @@ from typing import Any
 import anyio
 
 from dataplane.connection import Connection
-from dataplane.handlers.context import RequestContext
 from dataplane.metrics import quotas as quota_metrics
 from dataplane.protocol.encoders import produce_throttle_position
+from dataplane.request_context import RequestContext
 
 # Kafka's Errors.THROTTLING_QUOTA_EXCEEDED message, the error message of a refused mutation.
 THROTTLED = "The throttling quota has been exceeded."

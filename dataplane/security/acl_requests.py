@@ -18,8 +18,8 @@ from meta.acl import (
 )
 
 if TYPE_CHECKING:
-    from dataplane.handlers.context import RequestContext
     from dataplane.metadata_cache import MetadataCache
+    from dataplane.request_context import RequestContext
 
 # After the meta service has stored a change, how long the handler waits for this broker's
 # cache to show it (so that a DescribeAcls or a request right after sees it); it answers

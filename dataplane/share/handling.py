@@ -16,8 +16,8 @@ from dataplane.share.wire import UNSET_LEADER
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
-    from dataplane.handlers.context import RequestContext
     from dataplane.metadata_cache import MetadataCache
+    from dataplane.request_context import RequestContext
     from dataplane.share.manager import SharePartitionManager
 
 TopicPartition = tuple[bytes, int]

@@ -169,8 +169,8 @@ class ApacheKafka:
 
     def start(self, timeout: float = 90, format_storage: bool = True) -> None:
         """Format every node's storage (not on a restart: `format_storage=False`), start the
-        JVMs, and wait until every broker is registered and answers Metadata (stops what it
-        started if that fails)."""
+        JVMs of the nodes not running (after a kill, the killed one), and wait until every
+        broker is registered and answers Metadata (stops the cluster if that fails)."""
         if not (self.jars / f"kafka_2.13-{VERSION}.jar").exists():
             setup()
         try:
@@ -190,6 +190,8 @@ class ApacheKafka:
                     capture_output=True,
                 )
             for node in self.nodes:
+                if node.proc is not None and node.proc.poll() is None:
+                    continue  # running: a restart starts only the nodes that are down
                 node.log.parent.mkdir(parents=True, exist_ok=True)
                 with node.log.open("ab") as out:
                     node.proc = subprocess.Popen(

@@ -21,7 +21,7 @@ from meta.model import DelegationToken
 if TYPE_CHECKING:
     from dataplane.config import BrokerConfig
     from dataplane.connection import Connection
-    from dataplane.handlers.context import RequestContext
+    from dataplane.request_context import RequestContext
 
 log = logging.getLogger("rafka.sasl")
 

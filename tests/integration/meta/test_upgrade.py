@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from meta.entity_proto import configs_from_proto
 from tests.unit.meta.test_upgrade import FIXTURE
 
 from .harness import MetaNodes, eventually, leader_id, watching
@@ -26,7 +27,8 @@ async def test_a_pickled_data_dir_starts_and_serves(tmp_path: Path, meta_nodes_f
                 await eventually(lambda: bool(watched.topics), what="a snapshot")
                 assert watched.cluster_id == "pickled-cluster-id"
                 assert sorted(watched.topics) == ["__internal", "orders"]
-                assert watched.topics["orders"].configs["cleanup.policy"] == "compact"
+                configs = configs_from_proto(watched.topics["orders"].configs)
+                assert configs["cleanup.policy"] == "compact"
                 assert sorted(watched.brokers) == [1, 2, 3]
             if not restart:
                 assert await client.list_groups() == [("g1", 3)]

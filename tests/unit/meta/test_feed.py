@@ -6,6 +6,7 @@ import threading
 
 from meta import wire
 from meta.commands import Change
+from meta.entity_proto import configs_from_proto
 from meta.feed import ChangeFeed
 from meta.model import Broker, Partition, Topic
 from meta.state import MetaState
@@ -68,7 +69,7 @@ def test_change_events_carry_the_current_entity() -> None:
     topic_event = wire.change_event(state, Change(2, "topic", "t"))
     assert topic_event.offset == 2
     assert topic_event.topic.partitions[0].leader_epoch == 2
-    assert dict(topic_event.topic.configs) == {"retention.ms": "1"}
+    assert configs_from_proto(topic_event.topic.configs) == {"retention.ms": "1"}
     deleted = wire.change_event(state, Change(3, "topic_deleted", "gone", b"\x01" * 16))
     assert deleted.topic_deleted == meta_pb2.TopicDeleted(name="gone", topic_id=b"\x01" * 16)
     broker_event = wire.change_event(state, Change(1, "broker", 1))

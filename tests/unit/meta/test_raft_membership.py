@@ -54,6 +54,13 @@ def test_an_added_voter_is_kept_by_the_log_and_the_dump_across_restarts(tmp_path
         wait_for(lambda: not rafts[3].observer, 15, "the observer turned voter")
         assert [m.node_id for m in leader.members()] == [1, 2, 3, 4]
         leader.submit(RegisterGroups((("after", 0),)))
+        # Every node applies the change before its dump is forced: a node still behind would
+        # compact without it and hold it only as an uncommitted journal entry at the restart.
+        wait_for(
+            lambda: all("after" in r.machine.state.groups for r in rafts.values()),
+            15,
+            "every node applying the change",
+        )
         for raft in rafts.values():
             raft._sync.forceLogCompaction()
         wait_for(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from meta import wire
+from meta import entity_proto
 from meta.acl import (
     AclBinding,
     AclBindingFilter,
@@ -406,10 +406,12 @@ def test_a_pickled_dump_from_before_security_metadata_loads() -> None:
 
 def test_the_wire_keeps_null_filter_fields_and_reads_unknown_codes_as_unknown() -> None:
     f = acl_filter(name="", principal=None, host="*")
-    assert wire.acl_filter_from_proto(wire.acl_filter_to_proto(f)) == f  # "" is not None
-    odd = wire.acl_to_proto(acl())
+    assert (
+        entity_proto.acl_filter_from_proto(entity_proto.acl_filter_to_proto(f)) == f
+    )  # "" is not None
+    odd = entity_proto.acl_to_proto(acl())
     odd.operation = 99  # a code of a newer Kafka
-    binding = wire.acl_from_proto(odd)
+    binding = entity_proto.acl_from_proto(odd)
     assert binding.operation == AclOperation.UNKNOWN
     [outcome] = run(Machine(), CreateAcls((binding,)))
     assert outcome == Outcome(ErrorCode.INVALID_REQUEST, "Invalid operation UNKNOWN")

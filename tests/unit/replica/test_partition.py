@@ -265,7 +265,7 @@ class RecordingMeta:
 
     async def alter_partition(
         self, broker_id: int, broker_epoch: int, items: Iterable[meta_pb2.AlterPartitionItem]
-    ) -> list[meta_pb2.AlterPartitionResult]:
+    ) -> list[meta_pb2.IsrOutcome]:
         self.calls.append((broker_id, broker_epoch, list(items)))
         return []
 
