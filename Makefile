@@ -32,10 +32,12 @@ compat: $(STAMP)
 # per nemesis. Fails when any run found an anomaly.
 CHAOS_NEMESES ?= kill-leader,kill-broker,pause-follower,kill-meta-leader,isolate-node,split-majority,isolate-meta-leader,zombie-leader,one-way,packet-loss,disk-full,disk-error,clock-skew
 CHAOS_TIME ?= 180
-CHAOS_WORKLOADS ?= produce txn group
+# A workload may name its group protocol: group:consumer is the group workload with KIP-848.
+CHAOS_WORKLOADS ?= produce txn ctp group group:consumer
 chaos: $(STAMP)
-	status=0; for w in $(CHAOS_WORKLOADS); do \
-	  $(PY) -m cluster.cli verify --workload $$w --each --nemesis $(CHAOS_NEMESES) --time $(CHAOS_TIME) --seed 1 $(ARGS) || status=1; \
+	status=0; for spec in $(CHAOS_WORKLOADS); do \
+	  w=$${spec%%:*}; p=classic; case $$spec in *:*) p=$${spec#*:};; esac; \
+	  $(PY) -m cluster.cli verify --workload $$w --group-protocol $$p --each --nemesis $(CHAOS_NEMESES) --time $(CHAOS_TIME) --seed 1 $(ARGS) || status=1; \
 	done; exit $$status
 
 unit: $(STAMP)

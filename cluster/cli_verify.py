@@ -29,10 +29,16 @@ def verify(
         typer.Option(
             help="The workload: produce (acks=all producers and a live reader) or txn "
             "(transactional producers over several partitions, some aborted on purpose; "
-            "read_committed and read_uncommitted readers) or group (an idempotent producer "
-            "and a consumer group whose members join, leave and are killed)."
+            "read_committed and read_uncommitted readers) or ctp (txn plus consume-transform-"
+            "produce: transformers that consume, write and commit the consumed offsets in one "
+            "transaction) or group (an idempotent producer and a consumer group whose members, "
+            "each a process, join, leave and are killed with kill -9)."
         ),
     ] = "produce",
+    group_protocol: Annotated[
+        str,
+        typer.Option(help="The group workload's group.protocol: classic, or consumer (KIP-848)."),
+    ] = "classic",
     time_s: Annotated[
         float, typer.Option("--time", help="Seconds of faults (no round starts after).")
     ] = 60.0,
@@ -103,6 +109,7 @@ def verify(
                 producers=tuple(p.strip() for p in producers.split(",") if p.strip()),
                 overrides=parse_overrides(override),
                 workload=workload,
+                group_protocol=group_protocol,
             )
         except ValueError as e:
             raise typer.BadParameter(str(e)) from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import socket
 import struct
-from typing import Any
+from typing import Any, Self
 
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
@@ -96,7 +96,7 @@ class KafkaConnection:
     @classmethod
     def to_any(
         cls, bootstrap: str, timeout: float = 15, security: ClientSecurity = PLAINTEXT
-    ) -> KafkaConnection:
+    ) -> Self:
         """A connection to the first reachable of the comma-separated `bootstrap` addresses
         (credentials the broker refuses are not retried elsewhere)."""
         errors = []
@@ -133,7 +133,7 @@ class KafkaConnection:
             except SaslFailed as e:
                 raise AuthenticationError("SASL_AUTHENTICATION_FAILED", str(e)) from None
 
-    def __enter__(self) -> KafkaConnection:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -10,7 +10,10 @@ T = TypeVar("T")
 
 
 def wait_for(
-    check: Callable[[], T], timeout: float = 30, what: str = "condition", interval: float = 0.05
+    check: Callable[[], T | None],
+    timeout: float = 30,
+    what: str = "condition",
+    interval: float = 0.05,
 ) -> T:
     """Poll `check` every `interval` seconds until it returns something truthy, and return
     that; fail after `timeout` seconds naming `what` (tests wait for a state this way, never by

@@ -55,6 +55,23 @@ def payload_of(value: bytes | None) -> str:
     return "" if value is None else value.decode("latin-1").partition("|")[2]
 
 
+def head(value: bytes | None) -> str:
+    """A value without its payload: ``<producer> <seq>``, unique in a run."""
+    return "" if value is None else value.decode("latin-1").partition("|")[0]
+
+
+def hop_of(value: bytes | None) -> int:
+    """How many transforms made this record (consume-transform-produce: payload ``<hop>:<source
+    value>``; 0 for anything else)."""
+    hop = payload_of(value).partition(":")[0]
+    return int(hop) if hop.isdigit() else 0
+
+
+def source_of(value: bytes | None) -> str:
+    """The value a transformed record was made from ("" for a seed)."""
+    return payload_of(value).partition(":")[2]
+
+
 @dataclass
 class Attempt:
     producer: str

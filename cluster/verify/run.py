@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster.local import LocalCluster, free_base_port
+from cluster.verify.checker.ctp import check_ctp
 from cluster.verify.checker.group import check_group
 from cluster.verify.checker.produce import Report, check, final_read, read_replica_logs
 from cluster.verify.checker.txn import check_txns
@@ -31,7 +32,8 @@ from cluster.verify.resources import (
     require_tools,
 )
 from cluster.verify.schedule import CLOCK_FAULTS, DISK_FAULTS, Nemesis, Schedule, needs_namespaces
-from cluster.verify.workload.group import GROUP, GroupWorkload
+from cluster.verify.workload.ctp import CTP_GROUP, CtpWorker, CtpWorkload
+from cluster.verify.workload.group import CONSUMER_PROTOCOL_OVERRIDES, GROUP, GroupWorkload
 from cluster.verify.workload.produce import Workload, WorkloadConfig
 from cluster.verify.workload.txn import READ_COMMITTED, TxnWorkload
 
@@ -138,7 +140,7 @@ def run_verify(run_dir: Path, cfg: VerifyConfig, out: Callable[[str], None] = pr
     run_dir.mkdir(parents=True, exist_ok=True)
     cluster = start_cluster(run_dir, cfg, overrides)
     history = History()
-    kinds = {"txn": TxnWorkload, "group": GroupWorkload}
+    kinds = {"txn": TxnWorkload, "ctp": CtpWorkload, "group": GroupWorkload}
     workload = kinds.get(w.kind, Workload)(cluster, history, w)
     nemesis = Nemesis(cluster, history, w.topic)
     try:
@@ -166,7 +168,8 @@ def run_verify(run_dir: Path, cfg: VerifyConfig, out: Callable[[str], None] = pr
         phase("producers stopped; final read")
         isr = {p: st.isr for p, st in ClusterView(cluster, w.topic).partitions(10).items()}
         final = final_read(history, cluster.bootstrap, w.topic, w.partitions, isr)
-        if w.kind == "txn":
+        transactional = w.kind in ("txn", "ctp")
+        if transactional:
             committed = final_read(
                 history,
                 cluster.bootstrap,
@@ -190,30 +193,32 @@ def run_verify(run_dir: Path, cfg: VerifyConfig, out: Callable[[str], None] = pr
         disks = cluster.disks if isinstance(cluster, NamespacedCluster) else {}
         more = {name: [fs.mount] for name, fs in disks.items()}
         replicas = read_replica_logs(cluster.data_dir, w.topic, more)
-        members = frozenset(e.member for e in history.events)
+        ctp = frozenset(p.name for p in workload.producers if isinstance(p, CtpWorker))
+        members = frozenset(e.member for e in history.events) | ctp  # resume from commits
         report = check(
             history,
             final,
             replicas,
             w.replication_factor,
-            dense=w.kind != "txn",
+            dense=not transactional,
             resuming=members,
         )
-        if w.kind == "txn":
+        if transactional:
             if not committed.complete:
                 report.failures.append(
                     f"the read_committed final read did not reach the high watermarks "
                     f"{committed.high} (the last stable offset stuck behind an open transaction)"
                 )
-            txns = check_txns(history, {READ_COMMITTED, FINAL_COMMITTED}, FINAL_COMMITTED)
-            report.failures += txns.failures
-            report.figures.update(txns.figures)
-            report.lines += txns.lines
-        if w.kind == "group":
-            group = check_group(history, final, GROUP)
-            report.failures += group.failures
-            report.figures.update(group.figures)
-            report.lines += group.lines
+            readers = {READ_COMMITTED, FINAL_COMMITTED} | ctp
+            verdicts = [check_txns(history, readers, FINAL_COMMITTED)]
+            if w.kind == "ctp":
+                verdicts.append(check_ctp(history, FINAL_COMMITTED, CTP_GROUP))
+        else:
+            verdicts = [check_group(history, final, GROUP)] if w.kind == "group" else []
+        for verdict in verdicts:
+            report.failures += verdict.failures
+            report.figures.update(verdict.figures)
+            report.lines += verdict.lines
         report.lines.insert(0, headline(report))
         phase("checked")
     finally:
@@ -279,15 +284,21 @@ def build_config(
     producers: tuple[str, ...] = ("idempotent",),
     overrides: dict[str, str] | None = None,
     workload: str = "produce",
+    group_protocol: str = "classic",
 ) -> VerifyConfig:
     """A run of ``workload`` under ``nemesis``: what ``rafka verify`` runs. ``produce``: the
     idempotent-produce workload (``producers``: ``idempotent`` and/or ``plain``, confluent-kafka
-    with acks=all); ``txn``: transactional producers and read_committed readers."""
+    with acks=all); ``txn``: transactional producers and read_committed readers; ``ctp``: those
+    and consume-transform-produce transformers; ``group``: a churning consumer group of
+    ``group_protocol`` (classic or consumer, KIP-848)."""
     unknown = set(producers) - {"idempotent", "plain"}
     if unknown or not producers:
         raise ValueError(f"producers: idempotent and/or plain, not {sorted(unknown) or 'none'}")
-    if workload not in ("produce", "txn", "group"):
-        raise ValueError(f"unknown workload {workload!r} (known: produce, txn, group)")
+    if workload not in ("produce", "txn", "ctp", "group"):
+        raise ValueError(f"unknown workload {workload!r} (known: produce, txn, ctp, group)")
+    if group_protocol not in ("classic", "consumer"):
+        raise ValueError(f"group protocol: classic or consumer, not {group_protocol!r}")
+    kip848 = CONSUMER_PROTOCOL_OVERRIDES if group_protocol == "consumer" else {}
     replicated = replication_factor > 1
     return VerifyConfig(
         brokers=brokers,
@@ -301,6 +312,7 @@ def build_config(
             plain_py="plain" in producers,
             kind=workload,
             seed=seed,
+            group_protocol=group_protocol,
         ),
         schedule=Schedule(
             kinds=nemesis,
@@ -311,35 +323,55 @@ def build_config(
             full_isr=replicated,
             seed=seed,
         ),
-        overrides=(dict(REPLICATED_OVERRIDES) if replicated else {}) | (overrides or {}),
+        overrides=(dict(REPLICATED_OVERRIDES) if replicated else {}) | kip848 | (overrides or {}),
     )
+
+
+# The workload-specific columns of `table`: (figure that marks such a run, header, cell).
+_COLUMNS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
+    (
+        "txns",
+        "txns committed / aborted / indeterminate",
+        lambda f: f"{f['txns_committed']} / {f['txns_aborted']} / {f['txns_indeterminate']}",
+    ),
+    ("ctp_transformed", "transformed", lambda f: str(f["ctp_transformed"])),
+    (
+        "ctp_transformed",
+        "offsets without writes / writes without offsets / transformed twice",
+        lambda f: (
+            f"{f['ctp_offsets_without_writes']} / {f['ctp_writes_without_offsets']} / "
+            f"{f['ctp_duplicated']}"
+        ),
+    ),
+    ("ctp_transformed", "cycles G0 / G1c", lambda f: f"{f['cycles_g0']} / {f['cycles_g1c']}"),
+    (
+        "group_members",
+        "members (killed)",
+        lambda f: f"{f['group_members']} ({f['group_killed']})",
+    ),
+    ("group_members", "commits", lambda f: str(f["group_commits"])),
+    ("group_members", "never consumed", lambda f: str(f["group_unconsumed"])),
+    ("group_members", "commits ahead", lambda f: str(f["group_commit_ahead"])),
+    ("group_members", "two owners", lambda f: str(f["group_double_owner"])),
+]
 
 
 def table(rows: list[tuple[str, Report]]) -> str:
     """One row per run: nemesis, minutes, operations, acknowledged, lost, duplicated, longest
-    ack gap during a fault, anomalies (a Markdown table, as in the README); for transactional
-    runs also the transactions committed / aborted / indeterminate."""
-    txn = any("txns" in r.figures for _, r in rows)
-    out = [
-        "| nemesis | minutes | faults | operations | acknowledged | lost | duplicated "
-        "| worst ack gap |"
-        + (" txns committed / aborted / indeterminate |" if txn else "")
-        + " anomalies |",
-        "|---|---|---|---|---|---|---|---|" + ("---|" if txn else "") + "---|",
-    ]
+    ack gap during a fault, anomalies (a Markdown table, as in the README); plus the columns of
+    the workload's own checks (transactions, the pipeline, the group) when the runs have them."""
+    columns = [c for c in _COLUMNS if any(c[0] in r.figures for _, r in rows)]
+    head = ["nemesis", "minutes", "faults", "operations", "acknowledged", "lost", "duplicated"]
+    head += ["worst ack gap", *(c[1] for c in columns), "anomalies"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in rows:
         f = _figures(r)
-        txns = (
-            f" {f.get('txns_committed', 0)} / {f.get('txns_aborted', 0)} / "
-            f"{f.get('txns_indeterminate', 0)} |"
-            if txn
-            else ""
-        )
-        out.append(
-            f"| {name} | {f.get('seconds', 0) / 60:.1f} | {f['fault_count']} "
-            f"| {f.get('attempted', 0)} | {f.get('acknowledged', 0)} | {f.get('lost', 0)} "
-            f"| {f.get('duplicated', 0)} | {f['worst_gap_s']:.1f}s |{txns} {len(r.failures)} |"
-        )
+        cells = [name, f"{f.get('seconds', 0) / 60:.1f}", str(f["fault_count"])]
+        cells += [str(f.get(k, 0)) for k in ("attempted", "acknowledged", "lost", "duplicated")]
+        cells.append(f"{f['worst_gap_s']:.1f}s")
+        cells += [cell(f) if key in f else "-" for key, _, cell in columns]
+        cells.append(str(len(r.failures)))
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -24,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Settings both single brokers are started with, as tests/peers/apache_kafka.py and
 # cluster.local.LocalCluster set them for one broker (each sets the replication factors), so
 # DescribeConfigs finds them set the same way on both (STATIC_BROKER_CONFIG).
-SAME_SETTINGS = {
+SAME_SETTINGS: dict[str, Any] = {  # broker settings, for running_cluster(**SAME_SETTINGS)
     "transaction.state.log.min.isr": "1",
     "share.coordinator.state.topic.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",

@@ -556,10 +556,10 @@ def test_classic_group_with_a_member(sides: Sides) -> None:
     try:
         for bootstrap in (sides.kafka, sides.rafka):
             # Stable, and its first auto-commit done (offset 0 of the empty partitions).
-            wait_for(
-                lambda b=bootstrap: [r[3] for r in rows(ok(b, groups))[1:]] == ["0", "0"],
-                what="the member's first commit",
-            )
+            def first_commit(b: str = bootstrap) -> bool:
+                return [r[3] for r in rows(ok(b, groups))[1:]] == ["0", "0"]
+
+            wait_for(first_commit, what="the member's first commit")
         state = rows(both(sides, "classic group: describe --state", f"{groups} --state"))
         assert state[1][3:] == ["range", "Stable", "1"]
         described = rows(

@@ -32,7 +32,7 @@ EXPIRED = "compat-retention-expired"
 OPEN_TXN = "compat-retention-open-txn"
 T0 = 1_700_000_000_000  # far older than the topics' retention.ms
 RETENTION = {"retention.ms": "60000", "segment.ms": "60000"}
-CHECK_EVERY_S = {"log.retention.check.interval.ms": "1000"}
+CHECK_EVERY_S: dict[str, Any] = {"log.retention.check.interval.ms": "1000"}
 
 
 @pytest.fixture(scope="module")

@@ -555,9 +555,11 @@ def test_scram_login_of_every_user(users: Principals) -> None:
     """SCRAM users made through AlterUserScramCredentials log in on both."""
     for mechanism in SCRAM:
         outcome = users.pair("reader", mechanism).both(lambda side: logs_in(side.security, side))
+        kafka, rafka = map(str, outcome)
         record(
             f"{mechanism} login of a user made by AlterUserScramCredentials",
-            *map(str, outcome),
+            kafka,
+            rafka,
             [] if outcome == (True, True) else [str(outcome)],
         )
 
@@ -1273,7 +1275,7 @@ def test_offset_fetch_authorization(users: Principals) -> None:
 
 
 def test_consumer_group_heartbeat_authorization(users: Principals) -> None:
-    common = dict(
+    common: dict[str, Any] = dict(
         member_id=str(uuid.uuid4()),
         member_epoch=0,
         instance_id=None,
@@ -2167,14 +2169,17 @@ def test_controller_mutation_rate(users: Principals) -> None:
         with KafkaConnection.to_any(side.bootstrap, security=side.security) as c:
             c.client_id = b"sec-mutator"
             answers.append(c.call(CREATE_TOPICS, 7, **create("sec-mutation-refused")))
+    kafka, rafka = answers
     users.admin.compare(
         "CreateTopics v7 while over controller_mutation_rate: THROTTLING_QUOTA_EXCEEDED",
-        *answers,
+        kafka,
+        rafka,
         masked=["topics.*.configs"],
     )
     record(
         "CreateTopics refused by the mutation quota carries a throttle",
-        *(str(a.throttle_time) for a in answers),
+        str(kafka.throttle_time),
+        str(rafka.throttle_time),
         [] if all(a.throttle_time.total_seconds() > 0 for a in answers) else ["no throttle"],
     )
 
@@ -2213,9 +2218,11 @@ def test_session_expiry_closes_the_connection(users: Principals) -> None:
             wait_for(closed, 30, f"{side.name} closing an expired session", interval=0.2)
             outcomes.append(f"lifetime {lifetime} ms, closed once expired")
     expected = f"lifetime {SHORT_SESSION_MS} ms, closed once expired"
+    kafka, rafka = outcomes
     record(
         "SCRAM-SHA-512 session of the mechanism's connections.max.reauth.ms, then closed",
-        *outcomes,
+        kafka,
+        rafka,
         [] if outcomes == [expected, expected] else [str(outcomes)],
     )
 

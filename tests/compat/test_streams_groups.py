@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from cluster.kafka_client import builder
 from cluster.polling import wait_for
 from tests.compat.conftest import create_topics
-from tests.compat.pair import Pair
+from tests.compat.pair import Pair, Side
 from tests.compat.streams_requests import HEARTBEAT, SOURCE, heartbeat, topology
 
 DESCRIBE, TOPOLOGY_UPDATE, CONSUMER_HEARTBEAT, FIND_COORDINATOR = 89, 93, 68, 10
@@ -35,14 +35,18 @@ def topics(pair: Pair) -> None:
     """The source topic, and each side's group coordinator loaded (FindCoordinator answers)."""
     create_topics(pair, NewTopic(SOURCE, 2, 1))
     for side in pair.sides:
-        wait_for(
-            lambda side=side: (
+
+        def loaded(side: Side = side) -> bool:
+            return (
                 side.conn()
                 .call(FIND_COORDINATOR, 6, key_type=0, coordinator_keys=("g",))
                 .coordinators[0]
                 .error_code
                 == ErrorCode.none
-            ),
+            )
+
+        wait_for(
+            loaded,
             60,
             f"the group coordinator of {side.name}",
         )
@@ -54,14 +58,18 @@ def _group(pair: Pair, name: str) -> str:
     group = f"compat-sg-{name}-{next(_ids)}"
     not_yet = {ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress}
     for side in pair.sides:
-        wait_for(
-            lambda side=side: (
+
+        def answers(side: Side = side) -> bool:
+            return (
                 side.conn()
                 .call(DESCRIBE, 0, group_ids=(group,), include_authorized_operations=False)
                 .groups[0]
                 .error_code
                 not in not_yet
-            ),
+            )
+
+        wait_for(
+            answers,
             60,
             f"the coordinator of {group} on {side.name}",
         )

@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pytest
@@ -65,12 +66,14 @@ def coordinators(pair: Pair) -> None:
     broker that has none yet), and an idempotent producer id (the first one may wait for the
     broker's block of ids)."""
     for key_type in (0, 1):
-        pair.both(
-            lambda side, key_type=key_type: until_settled(
+
+        def find(side: Side, key_type: int = key_type) -> Any:
+            return until_settled(
                 lambda: ask(side, FIND_COORDINATOR, 6, key_type=key_type, coordinator_keys=("t",)),
                 f"the coordinator (key type {key_type}) of {side.name}",
             )
-        )
+
+        pair.both(find)
     pair.both(lambda side: until_settled(lambda: init_request(side, 5, None), "a producer id"))
 
 
@@ -454,16 +457,17 @@ def test_init_transactional(pair: Pair, version: int) -> None:
 
 def test_init_bad_requests(pair: Pair) -> None:
     tid = new_id("init-bad")
-    for case, fields in [
+    cases: list[tuple[str, dict[str, Any]]] = [
         ("an empty transactional id", {"tid": ""}),
         ("a transaction timeout of 0", {"tid": tid, "timeout": datetime.timedelta(0)}),
         ("a producer id without an epoch", {"tid": tid, "producer": (5, -1)}),
         ("an epoch without a producer id", {"tid": tid, "producer": (-1, 3)}),
-    ]:
+    ]
+    for case, fields in cases:
         compare(
             pair,
             f"InitProducerId v5: {case}",
-            lambda side, fields=fields: init_request(side, 5, **fields),
+            partial(init_request, version=5, **fields),
             settle=True,
         )
 
@@ -903,14 +907,11 @@ def test_txn_offset_commit_members(pair: Pair) -> None:
         ("an unknown member id", lambda m: ("nobody", m[1])),
         ("no member id, generation -1", lambda m: ("", -1)),
     ]:
-        compare(
-            pair,
-            f"TxnOffsetCommit v4: {case}",
-            lambda side, member=member: txn_commit_request(
-                side, ids, group, 4, member=member(members[side.name])
-            ),
-            [ids],
-        )
+
+        def commit_as(side: Side, member: Callable[[Any], Any] = member) -> Any:
+            return txn_commit_request(side, ids, group, 4, member=member(members[side.name]))
+
+        compare(pair, f"TxnOffsetCommit v4: {case}", commit_as, [ids])
     end(pair, ids, False)
 
 
@@ -1309,7 +1310,7 @@ def test_transaction_timed_out(pair: Pair) -> None:
 
     for side in pair.sides:
         wait_for(
-            lambda side=side: aborted(side),
+            partial(aborted, side),
             timeout=90,
             what=f"the coordinator of {side.name} aborting the timed-out transaction",
         )

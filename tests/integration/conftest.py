@@ -15,7 +15,7 @@ __all__ = ["wait_for"]  # tests import it from here
 
 
 def start_cluster(
-    tmp: Path, brokers: int = 3, metas: int = 3, internal_tls: bool = False, **overrides: str
+    tmp: Path, brokers: int = 3, metas: int = 3, internal_tls: bool = False, **overrides: object
 ) -> LocalCluster:
     """A started cluster; if it does not come up, the nodes it did start are stopped."""
     cluster = LocalCluster(
@@ -37,7 +37,7 @@ def start_cluster(
 
 @contextmanager
 def running_cluster(
-    tmp: Path, brokers: int = 3, metas: int = 3, internal_tls: bool = False, **overrides: str
+    tmp: Path, brokers: int = 3, metas: int = 3, internal_tls: bool = False, **overrides: object
 ) -> Iterator[LocalCluster]:
     """`start_cluster`, stopped when the block ends however it ends (module fixtures)."""
     cluster = start_cluster(tmp, brokers, metas, internal_tls, **overrides)

@@ -67,6 +67,8 @@ def drain(consumers: list[Consumer], want: int, timeout: float = 60) -> list[lis
         for i, c in enumerate(consumers):
             m = c.poll(0.05)
             if m is not None and m.error() is None:
-                got[i].append(m.value())
-                seen.add(m.value())
+                value = m.value()
+                assert value is not None, "produce() never writes a null value"
+                got[i].append(value)
+                seen.add(value)
     return got

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.expect import present
 from tests.integration.conftest import running_cluster, wait_for
 from tests.peers.apache_kafka import setup as peers_setup
 
@@ -86,15 +87,18 @@ def create_topic(
 
 def produce(bootstrap: str, topic: str, records: list[dict[str, Any]]) -> None:
     """records: dicts with value and optional key, partition, timestamp (ms), headers."""
-    from confluent_kafka import Producer
+    from confluent_kafka import KafkaError, Message, Producer
 
-    errors: list = []
+    errors: list[KafkaError] = []
+
+    def report(e: KafkaError | None, _m: Message) -> None:
+        if e is not None:
+            errors.append(e)
+
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 2})
     for r in records:
         kwargs = {k: r[k] for k in ("key", "partition", "timestamp", "headers") if k in r}
-        p.produce(
-            topic, value=r["value"], on_delivery=lambda e, _m: e and errors.append(e), **kwargs
-        )
+        p.produce(topic, value=r["value"], on_delivery=report, **kwargs)
     assert p.flush(30) == 0, errors
     assert not errors, errors
 
@@ -122,8 +126,9 @@ def consume_all(bootstrap: str, topic: str, timeout: float = 30.0) -> list[Any]:
                 if m.error():
                     continue
                 out.append(m)
-                if m.offset() + 1 >= ends.get(m.partition(), 0):
-                    ends.pop(m.partition(), None)
+                partition = present(m.partition())
+                if present(m.offset()) + 1 >= ends.get(partition, 0):
+                    ends.pop(partition, None)
         assert not ends, f"did not reach the end of {topic}: {ends}"
     finally:
         c.close()
@@ -165,7 +170,7 @@ def source_record(p: int, j: int) -> dict[str, Any]:
 
 def source_row(topic: str, p: int, j: int, headers: bool = False) -> tuple:
     r = source_record(p, j)
-    row = (
+    row: tuple[Any, ...] = (
         r["key"],
         r["value"],
         topic,
@@ -213,7 +218,7 @@ def read_kafka(spark: Any, bootstrap: str, **options: str) -> Any:
 def rows_of(df: Any) -> set[tuple]:
     out = set()
     for r in df.collect():
-        t = (
+        t: tuple[Any, ...] = (
             bytes(r.key),
             bytes(r.value),
             r.topic,

@@ -78,14 +78,15 @@ def new_topic(
 ) -> str:
     """A fresh topic, created in-process with confluent-kafka (CreateTopics is not under test)."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    client = AdminClient(cluster.client_config)
+    # {**config}: a fresh dict, typed as the stub wants (values str | int | float | bool)
+    client = AdminClient({**cluster.client_config})
     client.create_topics([NewTopic(name, partitions, rf, config=configs or {})])[name].result(30)
     wait_for(lambda: _has_leaders(cluster, name, partitions), 30, f"{name}'s leaders")
     return name
 
 
 def _has_leaders(cluster: LocalCluster, topic: str, partitions: int) -> bool:
-    md = AdminClient(cluster.client_config).list_topics(topic, 10).topics[topic]
+    md = AdminClient({**cluster.client_config}).list_topics(topic, 10).topics[topic]
     return (
         md.error is None
         and len(md.partitions) == partitions
@@ -130,7 +131,7 @@ def test_describe_cluster(cluster: LocalCluster, driver: str) -> None:
         (i, "127.0.0.1", port) for i, port in zip(BROKER_IDS, ports, strict=True)
     ]
     assert all(b["rack"] is None for b in out["brokers"])
-    metadata_id = AdminClient(cluster.client_config).list_topics(timeout=10).cluster_id
+    metadata_id = AdminClient({**cluster.client_config}).list_topics(timeout=10).cluster_id
     assert out["cluster_id"] == metadata_id
     assert out["cluster_id"]
     assert out["controller"] in BROKER_IDS
@@ -170,13 +171,17 @@ def test_create_partitions(cluster: LocalCluster, driver: str) -> None:
 
     assert create("--count", "6", "--validate-only", "true") is None
     assert create("--count", "4") is None
-    parts = wait_for(lambda: len(p := partitions()) == 4 and p, 30, "4 partitions in metadata")
+    parts = wait_for(
+        lambda: p if len(p := partitions()) == 4 else None, 30, "4 partitions in metadata"
+    )
     for p in parts:
         assert len(p["replicas"]) == 2, p
         assert p["leader"] in p["replicas"], p
     # Explicit assignment of the fifth partition.
     assert create("--count", "5", "--assignments", "3,1") is None
-    parts = wait_for(lambda: len(p := partitions()) == 5 and p, 30, "5 partitions in metadata")
+    parts = wait_for(
+        lambda: p if len(p := partitions()) == 5 else None, 30, "5 partitions in metadata"
+    )
     assert parts[4]["replicas"] == [3, 1], parts[4]
     assert create("--count", "3") == "INVALID_PARTITIONS"  # fewer than it has
     assert create("--count", "5") == "INVALID_PARTITIONS"  # as many as it has
@@ -422,7 +427,12 @@ def test_list_groups(cluster: LocalCluster, driver: str) -> None:
     assert res.returncode == 0, res
     assert res.lines == [{"error": None, "partitions": {"0": None}}], res
     listed = {g["group"]: g for g in one(driver, cluster, "list-groups")["groups"]}
-    want = {"group": group, "state": "Empty", "type": "classic", "protocol_type": ""}
+    want: dict[str, str | None] = {
+        "group": group,
+        "state": "Empty",
+        "type": "classic",
+        "protocol_type": "",
+    }
     if driver == "sarama":
         want |= {"state": None, "type": None}
     assert listed.get(group) == want, listed.get(group)

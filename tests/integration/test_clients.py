@@ -14,6 +14,7 @@ import uuid
 import pytest
 
 from cluster.local import LocalCluster
+from tests.expect import present
 from tests.integration.clients.checks import (
     check_consumed,
     check_produced,
@@ -164,6 +165,6 @@ def test_acks_and_idempotence(
         produced = {r["key"]: (r["partition"], r["offset"]) for r in res.lines}
     else:  # positions unknown to the producer: each record where it was read
         for r in got.lines:
-            produced[latin1(r["key"]).decode()] = (r["partition"], r["offset"])
+            produced[present(latin1(r["key"])).decode()] = (r["partition"], r["offset"])
     errors = check_consumed(got, driver, produced, COUNT, start_ts)
     assert not errors, errors

@@ -9,16 +9,18 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.local import LocalCluster
+from tests.expect import present
 from tests.integration.clients.group_member import committed
 from tests.integration.conftest import running_cluster, wait_for
 
-SETTINGS = {
+SETTINGS: dict[str, Any] = {  # broker settings, for running_cluster(**SETTINGS)
     "log_cleaner_backoff_ms": 200,
     "offsets_topic_num_partitions": 1,
     "offsets_topic_segment_bytes": 2048,
@@ -78,7 +80,7 @@ def _read_from_earliest(cluster: LocalCluster, topic: str) -> list[Record]:
         def read_to_end() -> bool:
             for m in consumer.consume(1000, 0.5):
                 assert m.error() is None, m.error()
-                out.append((m.offset(), m.key(), m.value()))
+                out.append((present(m.offset()), m.key(), m.value()))
             return consumer.position([TopicPartition(topic, 0)])[0].offset >= end
 
         wait_for(read_to_end, 60, f"{topic} read to offset {end}")
@@ -133,8 +135,12 @@ def test_compacted_topic_keeps_the_latest_value_of_each_key(cluster: LocalCluste
     assert latest[b"gone"] is None
     assert len(records) < len(produced) / 4
     for broker in (1, 2, 3):  # each replica compacts its own log
+
+        def shrunk(b: int = broker) -> bool:
+            return sum(_segments(cluster, b, topic).values()) < written / 4
+
         wait_for(
-            lambda b=broker: sum(_segments(cluster, b, topic).values()) < written / 4,
+            shrunk,
             60,
             f"broker {broker}'s replica to shrink below {written // 4} bytes",
         )
@@ -161,11 +167,15 @@ def test_committed_offsets_survive_compaction_and_coordinator_loss(
     coordinator = _leader(cluster, offsets_topic)
     end = max(_segments(cluster, coordinator, offsets_topic))
     for broker in (1, 2, 3):
-        wait_for(
-            lambda b=broker: (
+
+        def compacted(b: int = broker) -> bool:
+            return (
                 len(_segments(cluster, b, offsets_topic)) > 1
                 and sum(_segments(cluster, b, offsets_topic).values()) < 20 * 2048
-            ),
+            )
+
+        wait_for(
+            compacted,
             60,
             f"broker {broker}'s replica of {offsets_topic} to be compacted",
         )

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -30,7 +31,7 @@ from cluster.local import LocalCluster
 from tests.integration.conftest import running_cluster, wait_for
 from tests.integration.kafka_wire import WireClient, builder
 
-SETTINGS = {
+SETTINGS: dict[str, Any] = {  # broker settings, for running_cluster(**SETTINGS)
     "log_retention_check_interval_ms": 300,
     "delegation_token_secret_key": "not-for-your-eyes",
     "log_retention_hours": 100,
@@ -54,9 +55,11 @@ def admin(cluster: LocalCluster) -> AdminClient:
     return AdminClient({"bootstrap.servers": cluster.bootstrap})
 
 
-def create(cluster: LocalCluster, topic: str, partitions: int = 1, **configs: str) -> None:
+def create(
+    cluster: LocalCluster, topic: str, partitions: int = 1, configs: dict[str, str] | None = None
+) -> None:
     a = admin(cluster)
-    a.create_topics([NewTopic(topic, partitions, 3, config=configs)])[topic].result(30)
+    a.create_topics([NewTopic(topic, partitions, 3, config=configs or {})])[topic].result(30)
 
 
 def describe(cluster: LocalCluster, kind: ResourceType, name: str) -> dict[str, ConfigEntry]:
@@ -104,7 +107,7 @@ def segments(cluster: LocalCluster, broker: int, topic: str) -> list[Path]:
 
 
 def test_describe_topic_configs_with_sources_and_synonyms(cluster: LocalCluster) -> None:
-    create(cluster, "described", **{"retention.ms": "123456"})
+    create(cluster, "described", configs={"retention.ms": "123456"})
     configs = describe(cluster, ResourceType.TOPIC, "described")
     retention = configs["retention.ms"]
     assert (retention.value, retention.source) == (
@@ -127,7 +130,7 @@ def test_describe_topic_configs_with_sources_and_synonyms(cluster: LocalCluster)
 
 def test_describe_configs_v0(cluster: LocalCluster) -> None:
     """DescribeConfigs v0 (clients from before Kafka 2.0): IsDefault in place of the source."""
-    create(cluster, "described-v0", **{"retention.ms": "654321"})
+    create(cluster, "described-v0", configs={"retention.ms": "654321"})
     port = int(cluster.bootstrap.split(",")[0].rsplit(":", 1)[1])
     b = builder(DESCRIBE_CONFIGS, 0)
     with WireClient(port, timeout=10) as wire:
@@ -192,7 +195,7 @@ def test_refused_changes_name_the_setting(cluster: LocalCluster) -> None:
 
 
 def test_topic_retention_applies_on_every_broker_without_restart(cluster: LocalCluster) -> None:
-    create(cluster, "retained", **{"segment.bytes": "1024"})
+    create(cluster, "retained", configs={"segment.bytes": "1024"})
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0, "acks": "all"})
     for i in range(60):
         producer.produce("retained", b"%04d" % i + b"r" * 200, partition=0)
@@ -240,7 +243,7 @@ def test_per_broker_config_and_legacy_alter_configs(cluster: LocalCluster) -> No
     assert (backoff.value, backoff.source) == ("1234", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
     assert describe(cluster, ResourceType.BROKER, "1")["log.cleaner.backoff.ms"].value == "15000"
     # AlterConfigs replaces the whole set of the resource
-    create(cluster, "replaced", **{"retention.ms": "999", "segment.bytes": "100000"})
+    create(cluster, "replaced", configs={"retention.ms": "999", "segment.bytes": "100000"})
     resource = ConfigResource(ResourceType.TOPIC, "replaced", set_config={"retention.bytes": "5"})
     a = admin(cluster)
     a.alter_configs([resource])[resource].result(30)

@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, IsolationLevel, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from cluster.local import LocalCluster
+from tests.expect import present
 from tests.integration.conftest import wait_for
 from tests.peers.connect import ConnectError, ConnectWorker
 
@@ -251,11 +252,12 @@ def _read(
                 msg = consumer.poll(5)
                 if msg is None:
                     return False
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                error = msg.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
                         return len(values) >= at_least
-                    raise RuntimeError(msg.error())
-                values.append(msg.value().decode())
+                    raise RuntimeError(error)
+                values.append(present(msg.value()).decode())
 
         wait_for(read_to_end, 60, f"{at_least} records in {topic}")
     finally:

@@ -8,10 +8,11 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.local import LocalCluster
+from tests.expect import present
 from tests.integration.conftest import running_cluster
 
 PARTITIONS = 6
@@ -23,12 +24,18 @@ def _create(cluster: LocalCluster, topic: str) -> None:
 
 
 def _produce(
-    cluster: LocalCluster, topic: str, count: int, acked: dict, prefix: str = "k", **conf: object
+    cluster: LocalCluster,
+    topic: str,
+    count: int,
+    acked: dict,
+    prefix: str = "k",
+    conf: dict[str, object] | None = None,
 ) -> Producer:
-    """Produce `count` keyed records; each acknowledged one goes in `acked` as key -> (p, o, v)."""
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 2, **conf})
+    """Produce `count` keyed records; each acknowledged one goes in `acked` as key -> (p, o, v);
+    `conf`: producer settings (Kafka's names)."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 2, **(conf or {})})
 
-    def on_delivery(err: object, msg: object) -> None:
+    def on_delivery(err: KafkaError | None, msg: Message) -> None:
         if err is None:
             acked[msg.key()] = (msg.partition(), msg.offset(), msg.value())
 
@@ -64,8 +71,9 @@ def _read_all(
         for m in consumer.consume(1000, 0.5):
             assert m.error() is None, m.error()
             seen[(m.partition(), m.offset())] = (m.key(), m.value())
-            if m.offset() + 1 >= ends[m.partition()]:
-                left.discard(m.partition())
+            partition = present(m.partition())
+            if present(m.offset()) + 1 >= ends[partition]:
+                left.discard(partition)
     consumer.close()
     assert not left, f"partitions {sorted(left)} not read to their end {ends} in {timeout}s"
     return seen
@@ -95,7 +103,7 @@ def test_kill_every_process_and_a_torn_tail(tmp_path: Path) -> None:
         acked: dict = {}
         for codec in ("none", "gzip"):
             producer = _produce(
-                cluster, "durable", 2000, acked, codec, acks="all", **{"compression.type": codec}
+                cluster, "durable", 2000, acked, codec, {"acks": "all", "compression.type": codec}
             )
             assert producer.flush(30) == 0
         assert len(acked) == 4000
@@ -114,7 +122,7 @@ def test_kill_every_process_and_a_torn_tail(tmp_path: Path) -> None:
         assert "torn or corrupt batch" in logs, "recovery did not report the torn tail it dropped"
 
         # The log still takes appends after recovery, at the offsets that follow.
-        producer = _produce(cluster, "durable", 100, acked, "after", acks="all")
+        producer = _produce(cluster, "durable", 100, acked, "after", {"acks": "all"})
         assert producer.flush(30) == 0
         _assert_all_acked_present(acked, _read_all(cluster, "durable"))
 
@@ -129,7 +137,9 @@ def test_broker_killed_under_a_producer(tmp_path: Path) -> None:
 
         def run() -> None:
             holder.append(
-                _produce(cluster, "busy", 20000, acked, acks=1, **{"message.timeout.ms": 60000})
+                _produce(
+                    cluster, "busy", 20000, acked, conf={"acks": 1, "message.timeout.ms": 60000}
+                )
             )
             done.set()
 
@@ -164,7 +174,9 @@ def test_recovery_scans_only_segments_after_the_recovery_point(tmp_path: Path) -
         admin.create_topics([topic])["segmented"].result(30)
         acked: dict = {}
         # Small batches, so that the log rolls many times.
-        producer = _produce(cluster, "segmented", 6000, acked, acks="all", **{"batch.size": 4096})
+        producer = _produce(
+            cluster, "segmented", 6000, acked, conf={"acks": "all", "batch.size": 4096}
+        )
         assert producer.flush(30) == 0
         (directory,) = Path(cluster.data_dir).glob("broker-*/segmented-0")
         segments = sorted(directory.glob("*.log"))

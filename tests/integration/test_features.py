@@ -66,10 +66,11 @@ def set_level(cluster: LocalCluster, level: int, kind: int) -> None:
     assert (r.error_code, r.error_message) == (NONE, None)
     assert [(x.feature, x.error_code) for x in r.results] == [(TV, NONE)]
     for broker in (1, 2, 3):  # every broker follows the Raft state
-        wait_for(
-            lambda broker=broker: finalized(cluster, broker).get(TV, 0) == level,
-            what=f"broker {broker} to advertise {TV}={level}",
-        )
+
+        def advertised(broker: int = broker) -> bool:
+            return finalized(cluster, broker).get(TV, 0) == level
+
+        wait_for(advertised, what=f"broker {broker} to advertise {TV}={level}")
 
 
 def test_api_versions_advertises_supported_and_finalized_features(cluster: LocalCluster) -> None:

@@ -37,6 +37,7 @@ from tests.integration.clients.group_member import (
     GROUP_DRIVERS,
     SESSION_TIMEOUT_S,
     External,
+    GroupCluster,
     Member,
     broker_has_api,
     check_paused,
@@ -70,16 +71,16 @@ def _clients_installed() -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GroupCluster]:
     with group_cluster(tmp_path_factory.mktemp("groups")) as c:
         yield c
 
 
-def replication(cluster: object) -> int:
+def replication(cluster: GroupCluster) -> int:
     return 1 if isinstance(cluster, External) else 3
 
 
-def fresh(cluster: object, prefix: str, count: int = 0) -> tuple[str, str, set[str]]:
+def fresh(cluster: GroupCluster, prefix: str, count: int = 0) -> tuple[str, str, set[str]]:
     """A fresh topic with ``count`` records, a fresh group name, and the records' keys."""
     topic, group, produced = new_topic(
         cluster.bootstrap, prefix, PARTITIONS, count, replication(cluster)
@@ -88,7 +89,7 @@ def fresh(cluster: object, prefix: str, count: int = 0) -> tuple[str, str, set[s
 
 
 def start(
-    driver: str, cluster: object, topic: str, group: str, n: int, *opts: str, tag: str = ""
+    driver: str, cluster: GroupCluster, topic: str, group: str, n: int, *opts: str, tag: str = ""
 ) -> list[Member]:
     """``n`` members of ``group``, named ``<driver><tag>-<i>``."""
     return [
@@ -104,7 +105,7 @@ def stop_all(members: list[Member]) -> None:
 
 
 def check_group_outcome(
-    cluster: object, topic: str, group: str, members: list[Member], produced: set[str]
+    cluster: GroupCluster, topic: str, group: str, members: list[Member], produced: set[str]
 ) -> None:
     """Every produced record processed at least once, committed offsets at the log end, and
     no partition owned by two members at once."""
@@ -124,7 +125,7 @@ def check_group_outcome(
 
 
 def finish(
-    cluster: object,
+    cluster: GroupCluster,
     topic: str,
     group: str,
     everyone: list[Member],
@@ -144,7 +145,7 @@ def finish(
 
 
 @pytest.mark.parametrize("driver", GROUP_DRIVERS)
-def test_members_share_hand_over_and_lose_nothing(cluster: object, driver: str) -> None:
+def test_members_share_hand_over_and_lose_nothing(cluster: GroupCluster, driver: str) -> None:
     topic, group, _ = fresh(cluster, f"share-{driver}")
     members = start(
         driver, cluster, topic, group, 3, *FAST, *AT_LEAST_ONCE[driver], "--process-ms", "10"
@@ -199,7 +200,7 @@ COORDINATOR_KILL_DRIVERS = [d for d in GROUP_DRIVERS if d != "sarama"]
 
 
 @pytest.mark.parametrize("driver", COORDINATOR_KILL_DRIVERS)
-def test_group_survives_coordinator_kill(cluster: object, driver: str) -> None:
+def test_group_survives_coordinator_kill(cluster: GroupCluster, driver: str) -> None:
     if isinstance(cluster, External):
         pytest.skip("needs a Rafka cluster to kill a broker of")
     topic, group, produced = fresh(cluster, f"coord-{driver}", 200)
@@ -253,7 +254,7 @@ STATIC_OPTIONS = {"franz-go": ("--assignor", "range")}
 
 
 @pytest.mark.parametrize("driver", STATIC_DRIVERS)
-def test_static_member_restart_does_not_rebalance(cluster: object, driver: str) -> None:
+def test_static_member_restart_does_not_rebalance(cluster: GroupCluster, driver: str) -> None:
     topic, group, _ = fresh(cluster, f"static-{driver}", 60)
 
     def static(i: int) -> Member:
@@ -323,7 +324,7 @@ def test_static_member_restart_does_not_rebalance(cluster: object, driver: str) 
 KIP848_DRIVERS = ["confluent", "java-4.3.0", "franz-go"]
 
 
-def needs_kip848(cluster: object) -> None:
+def needs_kip848(cluster: GroupCluster) -> None:
     """Rafka lists ConsumerGroupHeartbeat in ApiVersions: without it librdkafka would wait for
     it silently and Java fail at once, so a missing one fails here, saying so. A broker started
     elsewhere (External) may lack KIP-848: those tests skip there."""
@@ -338,7 +339,7 @@ def needs_kip848(cluster: object) -> None:
 
 
 @pytest.mark.parametrize("driver", KIP848_DRIVERS)
-def test_kip848_members_share_and_hand_over(cluster: object, driver: str) -> None:
+def test_kip848_members_share_and_hand_over(cluster: GroupCluster, driver: str) -> None:
     needs_kip848(cluster)
     topic, group, _ = fresh(cluster, f"kip848-{driver}")
     opts = ("--protocol", "consumer", "--commit", "sync", "--process-ms", "10")
@@ -371,7 +372,7 @@ CHURN = {
 
 
 @pytest.mark.parametrize("protocol", list(CHURN))
-def test_members_joining_while_others_leave(cluster: object, protocol: str) -> None:
+def test_members_joining_while_others_leave(cluster: GroupCluster, protocol: str) -> None:
     """Different clients in one group (KIP-848: confluent-kafka, Java 4.3.0 and franz-go); two
     start, then members join while others leave (clean stops and a kill -9) without waiting for the
     group to settle, records flowing all along: in the end three members share the partitions
@@ -434,14 +435,14 @@ HAND_BACK_S = {"sarama": 20}
 
 
 @pytest.fixture(scope="module")
-def flow_topic(cluster: object) -> tuple[str, dict[int, int]]:
+def flow_topic(cluster: GroupCluster) -> tuple[str, dict[int, int]]:
     """One topic of FLOW_RECORDS records that the flows below read, each test in a group of its
     own; and its end offsets."""
     topic, _, _ = fresh(cluster, "flows", FLOW_RECORDS)
     return topic, end_offsets(cluster.bootstrap, topic)
 
 
-def flow_member(driver: str, cluster: object, topic: str, group: str, *opts: str) -> Member:
+def flow_member(driver: str, cluster: GroupCluster, topic: str, group: str, *opts: str) -> Member:
     return Member(driver, cluster.bootstrap, topic, group, *FAST, *opts, name=driver)
 
 
@@ -450,7 +451,7 @@ def flow_member(driver: str, cluster: object, topic: str, group: str, *opts: str
     [(d, "eager") for d in GROUP_DRIVERS] + [(d, "cooperative") for d in COOPERATIVE_DRIVERS],
 )
 def test_rebalance_callbacks_get_the_partitions(
-    cluster: object, flow_topic: tuple, driver: str, rebalancing: str
+    cluster: GroupCluster, flow_topic: tuple, driver: str, rebalancing: str
 ) -> None:
     """The rebalance callbacks (on assign / on revoke; KafkaJS: around its join, see the
     driver) get the partitions that move. Member a alone is assigned all six. b joins: eager,
@@ -500,7 +501,7 @@ SEEK_DRIVERS = [d for d in GROUP_DRIVERS if d != "sarama"]
 
 
 @pytest.mark.parametrize("driver", SEEK_DRIVERS)
-def test_seek_forward_and_back(cluster: object, flow_topic: tuple, driver: str) -> None:
+def test_seek_forward_and_back(cluster: GroupCluster, flow_topic: tuple, driver: str) -> None:
     """seek() at partition 2's first record to offset 5: it is read from 5 on. At partition
     4's record ``back``, seek() back to offset 2: records 2 .. back - 1 come again, then the
     rest. The other partitions are read once from the start."""
@@ -524,7 +525,9 @@ def test_seek_forward_and_back(cluster: object, flow_topic: tuple, driver: str) 
 
 
 @pytest.mark.parametrize("driver", GROUP_DRIVERS)
-def test_paused_partition_holds_new_records_until_resumed(cluster: object, driver: str) -> None:
+def test_paused_partition_holds_new_records_until_resumed(
+    cluster: GroupCluster, driver: str
+) -> None:
     """pause() partition 1 once it is assigned (KafkaJS: at its first message, the docs' way:
     that message comes again after the resume). Records produced while it is paused reach the
     other partitions, none of partition 1's is processed; after resume() (when the test says
@@ -549,7 +552,7 @@ def test_paused_partition_holds_new_records_until_resumed(cluster: object, drive
 
 @pytest.mark.parametrize("driver", GROUP_DRIVERS)
 def test_manual_commit_is_what_offset_fetch_returns(
-    cluster: object, flow_topic: tuple, driver: str
+    cluster: GroupCluster, flow_topic: tuple, driver: str
 ) -> None:
     """Auto-commit off, every 7th record's offset + 1 committed by hand (a synchronous commit of
     chosen offsets; KafkaJS commitOffsets): OffsetFetch returns exactly those, not the
@@ -583,7 +586,7 @@ def test_manual_commit_is_what_offset_fetch_returns(
 
 
 @pytest.mark.parametrize("driver", ["confluent", "java-4.3.0", "kafkajs", "franz-go", "sarama"])
-def test_describe_group_and_committed(cluster: object, driver: str) -> None:
+def test_describe_group_and_committed(cluster: GroupCluster, driver: str) -> None:
     """describe-group and committed through each client's admin API agree with the group: one
     member owning every partition, the coordinator FindCoordinator names, the offsets the
     member committed."""
@@ -611,7 +614,7 @@ def test_describe_group_and_committed(cluster: object, driver: str) -> None:
 # -- bad input through real clients ---------------------------------------------------------------
 
 
-def commit(driver: str, cluster: object, topic: str, group: str, offsets: str, *extra: str):
+def commit(driver: str, cluster: GroupCluster, topic: str, group: str, offsets: str, *extra: str):
     res = run_driver(
         driver,
         "commit",
@@ -633,7 +636,7 @@ def commit(driver: str, cluster: object, topic: str, group: str, offsets: str, *
 
 
 @pytest.mark.parametrize("driver", ["kafka-python", "kafkajs", "franz-go", "sarama"])
-def test_commit_with_stale_generation_or_unknown_member(cluster: object, driver: str) -> None:
+def test_commit_with_stale_generation_or_unknown_member(cluster: GroupCluster, driver: str) -> None:
     """A member's id with the generation it had before a rebalance: ILLEGAL_GENERATION; with
     its current generation: accepted; an id the group never saw: UNKNOWN_MEMBER_ID. The
     OffsetCommit is built and sent by the client library's own protocol layer."""
@@ -677,7 +680,7 @@ def test_commit_with_stale_generation_or_unknown_member(cluster: object, driver:
 @pytest.mark.parametrize(
     "driver", ["confluent", "kafka-python", "kafkajs", "java-4.3.0", "franz-go", "sarama"]
 )
-def test_commit_from_outside_an_active_group(cluster: object, driver: str) -> None:
+def test_commit_from_outside_an_active_group(cluster: GroupCluster, driver: str) -> None:
     """A client that is not a member (generation -1, no member id: an admin client or an
     assign()ing consumer) commits to a group with members: UNKNOWN_MEMBER_ID. Once the group
     is empty the same commit is accepted."""
@@ -695,7 +698,7 @@ def test_commit_from_outside_an_active_group(cluster: object, driver: str) -> No
         m.close()
 
 
-def test_member_kicked_out_then_commits_gets_unknown_member(cluster: object) -> None:
+def test_member_kicked_out_then_commits_gets_unknown_member(cluster: GroupCluster) -> None:
     """KafkaJS heartbeats between messages only: a member stuck in one message for longer
     than the session timeout is removed by the coordinator, and its commit afterwards is
     refused with UNKNOWN_MEMBER_ID (then KafkaJS rejoins and goes on)."""
@@ -731,7 +734,7 @@ def test_member_kicked_out_then_commits_gets_unknown_member(cluster: object) -> 
 
 
 @pytest.mark.parametrize("driver", ["kafka-python", "kafkajs", "java-4.3.0", "franz-go", "sarama"])
-def test_commit_with_empty_group_id(cluster: object, driver: str) -> None:
+def test_commit_with_empty_group_id(cluster: GroupCluster, driver: str) -> None:
     """As Kafka keeps it for pre-0.9 clients, the empty group id takes offsets (the clients
     that send it get them committed)."""
     topic, _, _ = fresh(cluster, f"nogroup-{driver}")
@@ -740,7 +743,7 @@ def test_commit_with_empty_group_id(cluster: object, driver: str) -> None:
 
 
 @pytest.mark.parametrize("driver", ["kafka-python", "aiokafka"])
-def test_join_with_empty_group_id(cluster: object, driver: str) -> None:
+def test_join_with_empty_group_id(cluster: GroupCluster, driver: str) -> None:
     """kafka-python and aiokafka send an empty group id as it is (librdkafka, Java and KafkaJS
     refuse it locally): the broker answers INVALID_GROUP_ID and the consumer fails."""
     topic, _, _ = fresh(cluster, f"nogroup-join-{driver}")

@@ -19,6 +19,7 @@ import pytest
 from tests.integration.clients.drivers import ensure_setup
 from tests.integration.clients.group_member import (
     FAST,
+    GroupCluster,
     Member,
     assert_read_once,
     check_paused,
@@ -40,18 +41,18 @@ def _clients_installed() -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GroupCluster]:
     with group_cluster(tmp_path_factory.mktemp("groups-kafkajs"), brokers=1, metas=1) as c:
         yield c
 
 
-def fresh(cluster: object, partitions: int = PARTITIONS, count: int = COUNT) -> tuple:
+def fresh(cluster: GroupCluster, partitions: int = PARTITIONS, count: int = COUNT) -> tuple:
     """A fresh topic with ``count`` records, a fresh group, and the records' keys."""
     topic, group, produced = new_topic(cluster.bootstrap, "kjs", partitions, count, 1)
     return topic, group, set(produced)
 
 
-def kafkajs(cluster: object, topic: str, group: str, *opts: str) -> Member:
+def kafkajs(cluster: GroupCluster, topic: str, group: str, *opts: str) -> Member:
     return Member("kafkajs", cluster.bootstrap, topic, group, *FAST, *opts, name="kafkajs")
 
 
@@ -64,7 +65,7 @@ def callback_commits(m: Member, partition: int | None = None) -> list[dict]:
 
 
 @pytest.mark.parametrize("each", ["message", "batch"])
-def test_each_message_and_each_batch(cluster: object, each: str) -> None:
+def test_each_message_and_each_batch(cluster: GroupCluster, each: str) -> None:
     """eachMessage, and the docs' eachBatch loop (eachBatchAutoResolve off, resolveOffset and
     heartbeat per message, commitOffsetsIfNecessary): every record once, in order per
     partition, and the commits reach the log end."""
@@ -85,7 +86,7 @@ def test_each_message_and_each_batch(cluster: object, each: str) -> None:
         m.close()
 
 
-def test_auto_commit_interval(cluster: object) -> None:
+def test_auto_commit_interval(cluster: GroupCluster) -> None:
     """autoCommitInterval 300 ms (no threshold), 20 ms per message on one partition: offsets
     are committed while the batch is processed, about every 300 ms, not per message."""
     topic, group, keys = fresh(cluster, partitions=1, count=100)
@@ -106,7 +107,7 @@ def test_auto_commit_interval(cluster: object) -> None:
         m.close()
 
 
-def test_auto_commit_threshold(cluster: object) -> None:
+def test_auto_commit_threshold(cluster: GroupCluster) -> None:
     """autoCommitThreshold 10 (no interval): a commit after every 10 resolved messages."""
     topic, group, keys = fresh(cluster, partitions=1, count=95)
     m = kafkajs(cluster, topic, group, "--auto-commit-threshold", "10")
@@ -122,7 +123,7 @@ def test_auto_commit_threshold(cluster: object) -> None:
         m.close()
 
 
-def test_auto_commit_off(cluster: object) -> None:
+def test_auto_commit_off(cluster: GroupCluster) -> None:
     """autoCommit: false and no commitOffsets: nothing is committed, so the next member of the
     group reads everything again."""
     topic, group, keys = fresh(cluster)
@@ -142,7 +143,7 @@ def test_auto_commit_off(cluster: object) -> None:
                 x.close()
 
 
-def test_pause_resume(cluster: object) -> None:
+def test_pause_resume(cluster: GroupCluster) -> None:
     """The docs' pattern: on partition 1's first message, pause() (the callback eachMessage
     gets), throw, and resume it with a timer (the docs' ``setTimeout(resume, retryAfter)``),
     here 1 s. Nothing of partition 1 is processed while paused, and its first message comes
@@ -160,7 +161,7 @@ def test_pause_resume(cluster: object) -> None:
         m.close()
 
 
-def test_partitions_consumed_concurrently(cluster: object) -> None:
+def test_partitions_consumed_concurrently(cluster: GroupCluster) -> None:
     """partitionsConsumedConcurrently: 3 with 30 ms per message: three partitions are in
     eachMessage at once, never more, and each partition stays in order."""
     topic, group, keys = fresh(cluster)

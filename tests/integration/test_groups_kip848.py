@@ -95,7 +95,7 @@ class WireMember:
         self.member_id = str(uuid.uuid4()) if member_id is None else member_id
         self.version = version
         self.epoch = 0
-        self.owned: tuple = ()
+        self.owned: tuple[tuple[uuid.UUID, tuple[int, ...]], ...] = ()  # (topic id, partitions)
 
     def heartbeat(self, **kw: Any) -> Any:
         b = builder(HEARTBEAT, self.version)
@@ -177,7 +177,7 @@ def test_every_version_of_heartbeat_and_describe(cluster: LocalCluster) -> None:
             b = WireMember(w, group, "" if version == 0 else None, version)
             b.join((topic,))
             assert b.epoch == 3
-            assert b.owned == ()  # its partitions are still a's
+            assert not b.owned  # its partitions are still a's
             a.take(a.heartbeat())
             assert len(a.owned[0][1]) == 2
             assert a.epoch == 2  # revoke first, at the old epoch

@@ -16,6 +16,7 @@ import pytest
 
 from tests.integration.clients.group_member import (
     FAST,
+    GroupCluster,
     Member,
     committed,
     end_offsets,
@@ -31,24 +32,24 @@ COUNT = 120
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GroupCluster]:
     with group_cluster(tmp_path_factory.mktemp("groups-rdkafka"), brokers=1, metas=1) as c:
         yield c
 
 
 @pytest.fixture
-def topic(cluster: object) -> tuple[str, str, set[str]]:
+def topic(cluster: GroupCluster) -> tuple[str, str, set[str]]:
     """A fresh 6-partition topic holding COUNT keyed records, and a fresh group name."""
     name, group, produced = new_topic(cluster.bootstrap, "rdk", PARTITIONS, COUNT, 1)
     return name, group, set(produced)
 
 
-def member(cluster: object, topic: str, group: str, *opts: str) -> Member:
+def member(cluster: GroupCluster, topic: str, group: str, *opts: str) -> Member:
     return Member("confluent", cluster.bootstrap, topic, group, *FAST, *opts, name="rdk")
 
 
 @pytest.mark.parametrize("mode", ["async", "auto"])
-def test_commit_callback(cluster: object, topic: tuple, mode: str) -> None:
+def test_commit_callback(cluster: GroupCluster, topic: tuple, mode: str) -> None:
     """on_commit reports each commit, asynchronous ones (commit(asynchronous=True)) and the
     auto-commits, with their offsets; the last ones are the log end."""
     name, group, keys = topic
@@ -73,7 +74,7 @@ def test_commit_callback(cluster: object, topic: tuple, mode: str) -> None:
         m.close()
 
 
-def test_commit_sync(cluster: object, topic: tuple) -> None:
+def test_commit_sync(cluster: GroupCluster, topic: tuple) -> None:
     """commit(asynchronous=False) after each batch: each returns without error, and the
     committed offsets then are what it reported."""
     name, group, keys = topic

@@ -22,6 +22,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.local import LocalCluster, free_base_port
+from tests.expect import present
 from tests.integration.conftest import wait_for
 from tests.integration.kafka_wire import WireClient, builder, topic_metadata
 
@@ -88,7 +89,7 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int, **configs: s
 
 
 def produce(
-    cluster: LocalCluster, topic: str, count: int, size: int = 100, rounds: int = 1, **where: int
+    cluster: LocalCluster, topic: str, count: int, size: int = 100, rounds: int = 1, **where: Any
 ) -> None:
     """``count`` records in ``rounds`` flushes (so in at least that many batches)."""
     producer = Producer(
@@ -245,7 +246,7 @@ def test_alter_replica_log_dirs_moves_a_replica_while_a_producer_writes(
         assert batch, f"read {len(offsets)} of {total}"
         for m in batch:
             assert m.error() is None, m.error()
-            offsets.append(m.offset())
+            offsets.append(present(m.offset()))
     consumer.close()
     assert offsets == list(range(total))
     # the errors Kafka gives
@@ -297,7 +298,7 @@ def test_a_failed_dir_takes_its_replicas_offline_and_the_rest_keeps_serving(
         for partition in range(6):
             produce(cluster, "fragile", 20, partition=partition)
         produce(cluster, "spread", 60)
-        assert cluster.nodes["broker-1"].proc.poll() is None  # the broker still runs
+        assert present(cluster.nodes["broker-1"].proc).poll() is None  # the broker still runs
         log = cluster.nodes["broker-1"].log_file.read_text()
         assert f"log directory {b} failed" in log
     finally:

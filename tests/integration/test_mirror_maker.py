@@ -34,6 +34,7 @@ import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import pytest
 from confluent_kafka import (
@@ -54,6 +55,7 @@ from confluent_kafka.admin import (
 )
 
 from cluster.local import LocalCluster
+from tests.expect import present
 from tests.integration.conftest import wait_for
 from tests.peers.apache_kafka import ApacheKafka
 from tests.peers.connect import MirrorMaker
@@ -88,7 +90,7 @@ _COORDINATOR_MOVING = {
     KafkaError.COORDINATOR_NOT_AVAILABLE,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
 }
-Record = tuple[bytes, bytes, list[tuple[str, bytes]], int]  # key, value, headers, timestamp
+Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes]], int]  # key, value, headers, ts
 
 
 def mirror_settings() -> dict[str, str]:
@@ -276,7 +278,7 @@ def _synced(bootstrap: str, flow: Flow, offset: int) -> bool:
         while (msg := consumer.poll(5)) is not None and not msg.error():
             # OffsetSync's schemas: key (topic: int16-length string, partition: int32),
             # value (upstream offset: int64, downstream offset: int64).
-            key, value = msg.key(), msg.value()
+            key, value = present(msg.key()), present(msg.value())
             (length,) = struct.unpack_from(">h", key)
             topic = key[2 : 2 + length].decode()
             (partition,) = struct.unpack_from(">i", key, 2 + length)
@@ -310,7 +312,9 @@ def _commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
 
 
 def _record(msg: Message) -> Record:
-    return (msg.key(), msg.value(), list(msg.headers() or []), msg.timestamp()[1])
+    # the stub's header type is the producer's (a dict too); a consumed record's is a list
+    headers = cast(list[tuple[str, bytes]], msg.headers() or [])
+    return (msg.key(), msg.value(), list(headers), msg.timestamp()[1])
 
 
 def _read(bootstrap: str, topic: str, at_least: int) -> dict[int, list[tuple[int, Record]]]:
@@ -333,13 +337,14 @@ def _read(bootstrap: str, topic: str, at_least: int) -> dict[int, list[tuple[int
             msg = consumer.poll(5)
             if msg is None:
                 break
-            if msg.error():
-                if msg.error().code() != KafkaError._PARTITION_EOF:
+            error, partition = msg.error(), present(msg.partition())
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
                     break  # the topic is not there yet
-                if len(records[msg.partition()]) >= at_least:
-                    at_end.add(msg.partition())
+                if len(records[partition]) >= at_least:
+                    at_end.add(partition)
                 continue
-            records[msg.partition()].append((msg.offset(), _record(msg)))
+            records[partition].append((present(msg.offset()), _record(msg)))
     finally:
         consumer.close()
     return records
@@ -366,11 +371,12 @@ def _consume(bootstrap: str, group: str, topic: str) -> dict[int, list[tuple[int
             msg = consumer.poll(0.5)
             if msg is None:
                 return False
-            if msg.error():
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                at_end.add(msg.partition())
+            error, partition = msg.error(), present(msg.partition())
+            if error is not None:
+                assert error.code() == KafkaError._PARTITION_EOF, error
+                at_end.add(partition)
             else:
-                records[msg.partition()].append((msg.offset(), _record(msg)))
+                records[partition].append((present(msg.offset()), _record(msg)))
             return len(at_end) == PARTITIONS
 
         wait_for(done, 60, f"{group} at the end of {topic}", interval=0)

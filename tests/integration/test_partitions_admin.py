@@ -23,10 +23,11 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSp
 from kio.schema.errors import ErrorCode
 
 from cluster.local import LocalCluster
+from tests.expect import present
 from tests.integration.conftest import running_cluster, wait_for
 from tests.integration.kafka_wire import WireClient, builder
 
-FAST = {
+FAST: dict[str, Any] = {  # broker settings, for running_cluster(**FAST)
     "broker_session_timeout_ms": 2000,
     "broker_heartbeat_interval_ms": 300,
     "replica_lag_time_max_ms": 2000,
@@ -55,10 +56,14 @@ def admin(cluster: LocalCluster) -> AdminClient:
 
 
 def create(
-    cluster: LocalCluster, topic: str, partitions: int = 1, rf: int = 3, **configs: str
+    cluster: LocalCluster,
+    topic: str,
+    partitions: int = 1,
+    rf: int = 3,
+    configs: dict[str, str] | None = None,
 ) -> str:
     a = admin(cluster)  # kept until the result: a destroyed client fails its futures
-    a.create_topics([NewTopic(topic, partitions, rf, config=configs)])[topic].result(30)
+    a.create_topics([NewTopic(topic, partitions, rf, config=configs or {})])[topic].result(30)
     return topic
 
 
@@ -148,7 +153,7 @@ def test_new_partitions_reach_a_producer_and_a_running_group(
                     topic,
                     b"v",
                     key=b"k%d" % i,
-                    on_delivery=lambda _e, m: delivered.append(m.partition()),
+                    on_delivery=lambda _e, m: delivered.append(present(m.partition())),
                 )
             producer.flush(10)
             return set(delivered) == {0, 1, 2}
@@ -159,7 +164,7 @@ def test_new_partitions_reach_a_producer_and_a_running_group(
         def consumed() -> bool:
             for m in group.consume(100, 0.5):
                 if m.error() is None:
-                    seen.add(m.partition())
+                    seen.add(present(m.partition()))
             return seen == {0, 1, 2}
 
         wait_for(consumed, what="the group reading the new partitions")
@@ -202,7 +207,7 @@ def first_value(cluster: LocalCluster, topic: str) -> tuple[int, bytes]:
         while time.monotonic() < deadline:
             m = c.poll(0.5)
             if m is not None and m.error() is None:
-                return m.offset(), m.value()[:6]
+                return present(m.offset()), present(m.value())[:6]
         raise AssertionError(f"nothing consumed from {topic}")
     finally:
         c.close()
@@ -210,7 +215,7 @@ def first_value(cluster: LocalCluster, topic: str) -> tuple[int, bytes]:
 
 def test_delete_records_moves_the_log_start_on_every_replica(cluster: LocalCluster) -> None:
     a = admin(cluster)
-    topic = create(cluster, "trim", **{"segment.bytes": str(SEGMENT)})
+    topic = create(cluster, "trim", configs={"segment.bytes": str(SEGMENT)})
     produce(cluster, topic, 80, size=50_000)  # about 4 segments
     replicas = partitions_of(cluster, topic)[0].replicas
     assert all(len(segment_bases(cluster, n, topic)) >= 3 for n in replicas)
@@ -283,7 +288,7 @@ def test_delete_records_offsets_and_errors(cluster: LocalCluster) -> None:
         ("no-such-topic", ErrorCode.unknown_topic_or_partition, -1),
     ]
 
-    compacted = create(cluster, "trim-compacted", **{"cleanup.policy": "compact"})
+    compacted = create(cluster, "trim-compacted", configs={"cleanup.policy": "compact"})
     produce(cluster, compacted, 3)
     kept = TopicPartition(compacted, 0, 2)
     assert error_of(a.delete_records([kept])[kept]) == "POLICY_VIOLATION"

@@ -9,6 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -86,7 +87,7 @@ def produce(
     records: bytes,
     acks: int = -1,
     tid: bytes | None = None,
-) -> object:
+) -> Any:  # the kio response of that version
     """By name, or from v13 by id (`tid`)."""
     b = builder(PRODUCE, version)
     data = b.TopicProduceData(
@@ -108,7 +109,7 @@ def fetch(
     min_bytes: int = 1,
     max_bytes: int = 50 << 20,
     partition_max_bytes: int = 1 << 20,
-) -> object:
+) -> Any:  # the kio response of that version
     b = builder(FETCH, version)
     parts = tuple(
         b.FetchPartition(partition=p, fetch_offset=o, partition_max_bytes=partition_max_bytes)
@@ -426,7 +427,7 @@ def create_topic(
     validate_only: bool = False,
     rf: int = -1,
     configs: dict[str, str] | None = None,
-) -> object:
+) -> Any:  # the kio response of that version
     b = builder(CREATE, version)
     topic = b.CreatableTopic(
         name=name,

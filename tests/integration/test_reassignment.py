@@ -21,6 +21,7 @@ from confluent_kafka import (
     ElectionType,
     KafkaError,
     KafkaException,
+    Message,
     Producer,
     TopicPartition,
 )
@@ -30,6 +31,7 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     NewTopic,
+    ResourceType,
 )
 from kio.schema.errors import ErrorCode
 
@@ -38,9 +40,10 @@ from cluster.admin import AdminError, Brokers
 from cluster.admin_operations import Reassignment
 from cluster.kafka_client import KafkaConnection, builder
 from cluster.local import LocalCluster
+from tests.expect import present
 from tests.integration.conftest import running_cluster, wait_for
 
-SETTINGS = {
+SETTINGS: dict[str, Any] = {  # broker settings, for running_cluster(**SETTINGS)
     "broker_session_timeout_ms": 2000,
     "broker_heartbeat_interval_ms": 300,
     "replica_lag_time_max_ms": 5000,
@@ -100,7 +103,7 @@ ELECT = ("partitions", "elect", "--type")
 
 
 def set_config(
-    cluster: LocalCluster, kind: ConfigResource.Type, name: str, key: str, value: str | None
+    cluster: LocalCluster, kind: ResourceType, name: str, key: str, value: str | None
 ) -> None:
     """IncrementalAlterConfigs: set `key` of the resource (None: delete it)."""
     op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
@@ -124,10 +127,15 @@ def fill(cluster: LocalCluster, topic: str, count: int, size: int = 100) -> list
     values = [str(i).encode().ljust(size, b".") for i in range(count)]
     p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5})
     failed: list[KafkaError] = []
+
+    def report(e: KafkaError | None, _m: Message) -> None:
+        if e is not None:
+            failed.append(e)
+
     for v in values:
         while True:
             try:
-                p.produce(topic, v, on_delivery=lambda e, _m: e and failed.append(e))
+                p.produce(topic, v, on_delivery=report)
                 break
             except BufferError:
                 p.poll(0.1)
@@ -147,16 +155,14 @@ def consume_all(cluster: LocalCluster, topic: str, expected: int) -> list[bytes]
     )
     c.assign([TopicPartition(topic, 0, 0)])
     got: list[bytes] = []
+
+    def read() -> bool:
+        got.extend(present(m.value()) for m in c.consume(1000, 1) if not m.error())
+        return len(got) >= expected
+
     try:
-        wait_for(
-            lambda: (
-                got.extend(m.value() for m in c.consume(1000, 1) if not m.error())
-                or len(got) >= expected
-            ),
-            timeout=60,
-            what=f"{expected} records of {topic}",
-        )
-        got.extend(m.value() for m in c.consume(1000, 1) if not m.error())  # anything extra
+        wait_for(read, timeout=60, what=f"{expected} records of {topic}")
+        read()  # anything extra
     finally:
         c.close()
     return got

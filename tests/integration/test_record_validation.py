@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -147,9 +147,11 @@ def _deliver(cluster: LocalCluster, messages: list[dict[str, Any]]) -> list[Any]
         {"bootstrap.servers": cluster.bootstrap, "linger.ms": 200, "batch.num.messages": 1000}
     )
     for i, message in enumerate(messages):
-        producer.produce(
-            **message, partition=0, on_delivery=lambda err, _m, i=i: reports.__setitem__(i, err)
-        )
+
+        def report(err: KafkaError | None, _m: Message, i: int = i) -> None:
+            reports[i] = err
+
+        producer.produce(**message, partition=0, on_delivery=report)
     assert producer.flush(30) == 0
     return reports
 

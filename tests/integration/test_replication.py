@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -18,11 +19,12 @@ from cluster.local import LocalCluster
 from common.internal_security import InternalSecurity
 from dataplane.replica import wire
 from proto import replication_pb2
+from tests.expect import present
 from tests.integration.conftest import running_cluster, start_cluster, wait_for
 from tests.integration.kafka_wire import WireClient, builder
 from tests.unit.log.batches import make_batch, values_of
 
-FAST = {
+FAST: dict[str, Any] = {  # broker settings, for running_cluster(**FAST)
     "broker_session_timeout_ms": 2000,
     "broker_heartbeat_interval_ms": 300,
     "replica_lag_time_max_ms": 2000,
@@ -49,10 +51,14 @@ def admin(cluster: LocalCluster) -> AdminClient:
 
 
 def create(
-    cluster: LocalCluster, topic: str, partitions: int = 1, rf: int = 3, **configs: str
+    cluster: LocalCluster,
+    topic: str,
+    partitions: int = 1,
+    rf: int = 3,
+    configs: dict[str, str] | None = None,
 ) -> None:
     a = admin(cluster)
-    a.create_topics([NewTopic(topic, partitions, rf, config=configs)])[topic].result(30)
+    a.create_topics([NewTopic(topic, partitions, rf, config=configs or {})])[topic].result(30)
 
 
 def partition_state(cluster: LocalCluster, topic: str, partition: int = 0) -> tuple[int, list[int]]:
@@ -88,7 +94,7 @@ def read_all(
     out: list[bytes] = []
     deadline = time.monotonic() + 20
     while len(out) < expect and time.monotonic() < deadline:
-        out += [m.value() for m in c.consume(500, 0.5) if m.error() is None]
+        out += [present(m.value()) for m in c.consume(500, 0.5) if m.error() is None]
     c.close()
     return out
 
@@ -98,7 +104,7 @@ def broker_log(cluster: LocalCluster, node_id: int) -> str:
 
 
 def test_acks_all_survives_a_follower_and_needs_min_insync(cluster: LocalCluster) -> None:
-    create(cluster, "misr", **{"min.insync.replicas": "2"})
+    create(cluster, "misr", configs={"min.insync.replicas": "2"})
     leader, isr = partition_state(cluster, "misr")
     followers = [b for b in isr if b != leader]
     assert produce_one(cluster, "misr", b"all-three") is None
@@ -150,7 +156,7 @@ def test_whole_isr_down_stays_offline_without_unclean_election(cluster: LocalClu
 
 
 def test_unclean_election_when_enabled(cluster: LocalCluster) -> None:
-    create(cluster, "unclean", rf=2, **{"unclean.leader.election.enable": "true"})
+    create(cluster, "unclean", rf=2, configs={"unclean.leader.election.enable": "true"})
     leader, isr = partition_state(cluster, "unclean")
     (follower,) = [b for b in isr if b != leader]
     cluster.kill(f"broker-{follower}")

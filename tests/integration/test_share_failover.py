@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -45,7 +46,7 @@ from tests.integration.share_members import (
     wait_confirmed,
 )
 
-FAST = {
+FAST: dict[str, Any] = {  # broker settings, for running_cluster(**FAST)
     "broker_session_timeout_ms": "2000",
     "broker_heartbeat_interval_ms": "300",
     "replica_lag_time_max_ms": "2000",

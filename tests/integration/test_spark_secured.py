@@ -88,7 +88,8 @@ def written(spark: Any, secured: SecuredCluster) -> tuple[str, int]:
 def _records(df: Any) -> tuple[set[tuple], dict[int, list[int]]]:
     """(key, value, topic, partition, headers) of each row, and the offsets read per
     partition (a write's tasks run in parallel: the order within a partition is theirs)."""
-    records, offsets = set(), {}
+    records: set[tuple] = set()
+    offsets: dict[int, list[int]] = {}
     for k, v, t, p, o, _ts, _type, h in rows_of(df):
         records.add((k, v, t, p, h))
         offsets.setdefault(p, []).append(o)

@@ -22,6 +22,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.local import LocalCluster
+from tests.expect import present
 from tests.integration.clients.drivers import Running, ensure_setup
 from tests.integration.conftest import running_cluster, wait_for
 
@@ -106,7 +107,8 @@ class Output:
         """Take what has been committed so far; the number of records read in all."""
         for msg in self.consumer.consume(1000, timeout=0.5):
             assert not msg.error(), msg.error()
-            self.values.setdefault(msg.key().decode(), []).append(msg.value().decode())
+            key, value = present(msg.key()).decode(), present(msg.value()).decode()
+            self.values.setdefault(key, []).append(value)
         return sum(len(v) for v in self.values.values())
 
 
@@ -130,7 +132,7 @@ def test_exactly_once_counts_survive_a_killed_instance(
     cluster: LocalCluster, tmp_path: Path, protocol: str
 ) -> None:
     app_id = f"counts-{protocol}-{uuid.uuid4().hex[:6]}"
-    admin = AdminClient(cluster.client_config)
+    admin = AdminClient({**cluster.client_config})  # a dict of the stub's value type
     topics = [f"{app_id}-{t}" for t in ("clicks", "users", "out")]
     for fut in admin.create_topics([NewTopic(t, PARTITIONS, 3) for t in topics]).values():
         fut.result(30)

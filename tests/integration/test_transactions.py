@@ -26,6 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.local import LocalCluster
+from tests.expect import present
 from tests.integration.clients.drivers import (
     Result,
     Running,
@@ -494,10 +495,11 @@ def test_delete_records_removes_an_open_transactions_records(cluster: LocalClust
         message = consumer.poll(1)
         if message is None:
             return False
-        if message.error() is None:
-            values.append(message.value())
+        error = message.error()
+        if error is None:
+            values.append(present(message.value()))
             return False
-        assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+        assert error.code() == KafkaError._PARTITION_EOF, error
         return True
 
     try:

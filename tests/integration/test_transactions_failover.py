@@ -28,6 +28,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any, TypeVar
 
 import pytest
 from confluent_kafka import (
@@ -44,14 +46,17 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from cluster import admin as rafka_admin
 from cluster import admin_transactions
 from cluster.local import LocalCluster
+from tests.expect import present
 from tests.integration.conftest import running_cluster, wait_for
 
-FAST = {
+FAST: dict[str, Any] = {  # broker settings, for running_cluster(**FAST)
     "broker_session_timeout_ms": 2000,
     "broker_heartbeat_interval_ms": 300,
     "replica_lag_time_max_ms": 2000,
     "leader_imbalance_check_interval_seconds": 1,
 }
+T = TypeVar("T")
+
 RECORDS = 3000  # input records of a pipeline run
 RATE = 300  # input records/s: the run lasts about 10 s, the failure and restart within it
 BATCH = 50  # records per transaction (at most)
@@ -201,10 +206,10 @@ def read_committed(cluster: LocalCluster, topic: str, partitions: int, expect: i
             for m in c.consume(500, 0.5):
                 error = m.error()
                 if error is None:
-                    out.append(m.value())
-                    at_end.discard(m.partition())
+                    out.append(present(m.value()))
+                    at_end.discard(present(m.partition()))
                 elif error.code() == KafkaError._PARTITION_EOF:
-                    at_end.add(m.partition())
+                    at_end.add(present(m.partition()))
     finally:
         c.close()
     return out
@@ -304,7 +309,7 @@ class Pipeline:
                     if error.txn_requires_abort():
                         self.phase = "abort_transaction"
                         try:
-                            self._retry(lambda p=producer: p.abort_transaction(60))
+                            self._retry(partial(producer.abort_transaction, 60))
                         except KafkaException as abort_error:
                             if not abort_error.args[0].fatal():
                                 raise
@@ -321,7 +326,8 @@ class Pipeline:
         self.phase = "begin_transaction"
         producer.begin_transaction()
         for m in batch:
-            producer.produce(self.sink, b"T" + m.value(), key=m.key(), partition=m.partition())
+            value, partition = present(m.value()), present(m.partition())
+            producer.produce(self.sink, b"T" + value, key=m.key(), partition=partition)
         positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
         metadata = consumer.consumer_group_metadata()
         self.phase = "send_offsets_to_transaction"
@@ -342,7 +348,7 @@ class Pipeline:
                 )
             )
 
-    def _retry(self, call: Callable[[], object], timeout: float = 180) -> object:
+    def _retry(self, call: Callable[[], T], timeout: float = 180) -> T:
         """`call()` again while it fails with a retriable error (for `timeout` seconds)."""
         deadline = time.monotonic() + timeout
         while True:

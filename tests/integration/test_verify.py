@@ -8,6 +8,12 @@ identical below the high watermark, consumers never going backwards or skipping)
 - the transactional workload (transactions over several partitions, some aborted on purpose,
   read_committed readers) under kill -9 of a partition leader: no aborted or dirty read, every
   committed transaction read whole and once;
+- consume-transform-produce (transformers consuming, writing and committing the consumed offsets
+  in one transaction) under kill -9 of a partition leader: every committed input transformed
+  exactly once, no offset committed without its writes, no G0 / G1c dependency cycle;
+- the consumer group, each member a process joining, leaving or killed with kill -9, with the
+  classic and the consumer (KIP-848) protocol: every record consumed, no commit ahead of what was
+  processed, no partition owned by two members at once;
 - network faults, each node in its own namespace (root and nftables needed, skipped otherwise):
   one node isolated from every other, and the zombie leader - a partition leader cut off from
   the meta service while clients and followers still reach it.
@@ -36,9 +42,15 @@ _HEADLINE = re.compile(
 
 
 def _verify(
-    tmp_path: Path, nemesis: str, rounds: int, down_s: float, seed: int, workload: str = "produce"
+    tmp_path: Path,
+    nemesis: str,
+    rounds: int,
+    down_s: float,
+    seed: int,
+    workload: str = "produce",
+    *more: str,
 ) -> str:
-    args = ["verify", "--workload", workload, "--nemesis", nemesis, "--rounds", str(rounds)]
+    args = ["verify", "--workload", workload, "--nemesis", nemesis, "--rounds", str(rounds), *more]
     args += ["--time", "300"]
     args += ["--down", str(down_s), "--quiet", "2", "--seed", str(seed)]
     result = CliRunner().invoke(app, [*args, "--data-dir", str(tmp_path)])
@@ -67,6 +79,27 @@ def test_transactions_under_kill_leader(tmp_path: Path) -> None:
     # both kinds, through the faults
     assert committed > 50, output
     assert aborted > 5, output
+
+
+@pytest.mark.timeout(180)
+def test_consume_transform_produce_under_kill_leader(tmp_path: Path) -> None:
+    output = _verify(tmp_path, "kill-leader", rounds=1, down_s=3, seed=3, workload="ctp")
+    m = re.search(r"consume-transform-produce: (\d+) records transformed", output)
+    assert m, output
+    assert int(m.group(1)) > 200, output  # the transformers kept up through the fault
+    assert "cycles G0 0, G1c 0" in output, output
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_group_members_join_leave_and_are_killed(tmp_path: Path, protocol: str) -> None:
+    # seed 1: the churn kills a member, two join, one leaves
+    output = _verify(tmp_path, "kill-leader", 1, 3, 1, "group", "--group-protocol", protocol)
+    m = re.search(r"group verify-group: \d+ members \((.*)\); consumed (\d+) of (\d+)", output)
+    assert m, output
+    assert "killed" in m.group(1), output
+    assert "left" in m.group(1), output
+    assert m.group(2) == m.group(3), output
 
 
 def _namespaces() -> set[str]:

@@ -4,8 +4,9 @@ anomaly found with its example, and a clean history passing."""
 from __future__ import annotations
 
 from cluster.verify.checker.group import check_group, ownerships
-from cluster.verify.checker.produce import FinalRead
+from cluster.verify.checker.produce import FinalRead, Report
 from cluster.verify.history import History, MemberEvent
+from cluster.verify.run import table
 
 G = "g"
 
@@ -93,3 +94,14 @@ def test_a_killed_member_owns_nothing_after_its_death() -> None:
     _event(h, "b", "assigned", 3.0, 0)
     _event(h, "a", "revoked", 9.0, 0)  # its client noticed late: ignored
     assert sorted(ownerships(h, G)) == [(0, "a", 1.0, 2.0), (0, "b", 3.0, 9.0)]
+
+
+def test_table_has_the_group_columns() -> None:
+    r = Report(figures={"attempted": 9, "acknowledged": 9, "seconds": 60})
+    r.figures |= {"group_members": 7, "group_killed": 2, "group_commits": 40}
+    r.figures |= {"group_unconsumed": 0, "group_commit_ahead": 0, "group_double_owner": 0}
+    rows = table([("kill-leader", r)]).splitlines()
+    assert "| members (killed) | commits | never consumed | commits ahead | two owners |" in rows[0]
+    assert (
+        rows[2] == "| kill-leader | 1.0 | 0 | 9 | 9 | 0 | 0 | 0.0s | 7 (2) | 40 | 0 | 0 | 0 | 0 |"
+    )

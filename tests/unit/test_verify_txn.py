@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from confluent_kafka import KafkaError, KafkaException
+
 from cluster.verify.checker.produce import FinalRead, Report, check
 from cluster.verify.checker.txn import check_txns
 from cluster.verify.history import ABORTED, COMMITTED, INFO, History, Txn
 from cluster.verify.run import headline, table
+from cluster.verify.workload.txn import TxnProducer
 
 RC, FINAL = "live-rc", "final-rc"
 
@@ -151,3 +154,41 @@ def test_table_counts_transactions() -> None:
     assert "| txns committed / aborted / indeterminate |" in rows[0]
     assert rows[2] == "| kill-leader | 1.0 | 0 | 9 | 9 | 0 | 0 | 0.0s | 3 / 1 / 1 | 0 |"
     assert headline(r).endswith("(committed 3, aborted 1, indeterminate 1)")
+
+
+class _FatalProducer:
+    """A producer in a fatal state: flush raises, as librdkafka's does (found in a ctp run: the
+    worker's thread died in the flush, and the history's lock with it)."""
+
+    def __init__(self) -> None:
+        self.purged = False
+
+    def purge(self) -> None:
+        self.purged = True
+
+    def flush(self, _timeout: float) -> int:
+        raise KafkaException(KafkaError(KafkaError.INVALID_TXN_STATE, "invalid state", fatal=True))
+
+    def abort_transaction(self, _timeout: float) -> None:
+        raise KafkaException(KafkaError(KafkaError.INVALID_TXN_STATE, "invalid state", fatal=True))
+
+
+def test_a_failed_transaction_drops_its_producer_without_flushing() -> None:
+    """A fatal error, or an abort that fails: the producer is purged and dropped, no flush (its
+    records stay indeterminate), and the worker goes on with a new producer."""
+    for error in (
+        KafkaError(KafkaError._FENCED, "fenced", fatal=True),
+        KafkaError(KafkaError.REQUEST_TIMED_OUT, "timed out"),
+    ):
+        h = History()
+        worker = TxnProducer(
+            h, "127.0.0.1:1", "t", "w", partitions=2, rate=1.0, abort_ratio=0.0, seed=0
+        )
+        stub = _FatalProducer()
+        worker._producer = stub  # type: ignore[assignment]
+        txn = h.begin("w#1", "w")
+        txn.t_commit = h.t0 + 1
+        worker._failed(txn, KafkaException(error))
+        assert stub.purged
+        assert worker._producer is None
+        assert txn.outcome == INFO  # a commit was asked: it may have happened

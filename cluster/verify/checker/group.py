@@ -18,23 +18,12 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 from cluster.verify.checker.produce import FinalRead
+from cluster.verify.checker.txn import Verdict, examples
 from cluster.verify.history import OK, History
 
 _ENDS = ("left", "killed", "exit")
-
-
-@dataclass
-class GroupVerdict:
-    failures: list[str] = field(default_factory=list)
-    figures: dict[str, int] = field(default_factory=dict)
-    lines: list[str] = field(default_factory=list)
-
-
-def _examples(items: list, n: int = 3) -> str:
-    return "; ".join(str(i) for i in items[:n]) + (" ..." if len(items) > n else "")
 
 
 def ownerships(history: History, group: str) -> list[tuple[int, str, float, float]]:
@@ -61,9 +50,9 @@ def ownerships(history: History, group: str) -> list[tuple[int, str, float, floa
     return out
 
 
-def check_group(history: History, final: FinalRead, group: str) -> GroupVerdict:  # noqa: C901 - every check of the module docstring, in one pass
+def check_group(history: History, final: FinalRead, group: str) -> Verdict:  # noqa: C901 - every check of the module docstring, in one pass
     """Every check of the module docstring for ``group``."""
-    v = GroupVerdict()
+    v = Verdict()
     members = {e.member for e in history.events if e.group == group}
     first_read: dict[tuple[int, int], float] = {}
     for rd in history.reads:
@@ -125,7 +114,7 @@ def check_group(history: History, final: FinalRead, group: str) -> GroupVerdict:
         ("times two members owned one partition at once", double),
     ):
         if items:
-            v.failures.append(f"{len(items)} {name}: {_examples(items)}")
+            v.failures.append(f"{len(items)} {name}: {examples(items)}")
     commits = sum(1 for e in history.events if e.group == group and e.kind == "commit")
     kinds: dict[str, int] = defaultdict(int)
     for e in history.events:
@@ -133,6 +122,7 @@ def check_group(history: History, final: FinalRead, group: str) -> GroupVerdict:
             kinds[e.kind] += 1
     v.figures.update(
         group_members=len(members),
+        group_killed=kinds["killed"],
         group_consumed=len(first_read),
         group_unconsumed=len(unconsumed),
         group_commits=commits,

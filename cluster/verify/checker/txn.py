@@ -27,7 +27,9 @@ from cluster.verify.history import ABORTED, COMMITTED, INFO, History, Txn
 
 
 @dataclass
-class TxnVerdict:
+class Verdict:
+    """A checker's part of the report: its failures, figures and summary lines."""
+
     failures: list[str] = field(default_factory=list)
     figures: dict[str, int] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
@@ -39,15 +41,15 @@ def aborted(txn: Txn) -> bool:
     return txn.intent == ABORTED or txn.outcome == ABORTED
 
 
-def _examples(items: list, n: int = 3) -> str:
+def examples(items: list, n: int = 3) -> str:
     return "; ".join(str(i) for i in items[:n]) + (" ..." if len(items) > n else "")
 
 
-def check_txns(history: History, committed_readers: set[str], final: str) -> TxnVerdict:
+def check_txns(history: History, committed_readers: set[str], final: str) -> Verdict:
     """Judge every transaction of ``history``; ``committed_readers`` names the read_committed
     consumers (``final`` among them: the read after the run, which must see every committed
     transaction whole)."""
-    v = TxnVerdict()
+    v = Verdict()
     txns = list(history.txns.values())
     txn_of: dict[str, Txn] = {w: t for t in txns for w in t.writes}
     rel = history.rel
@@ -100,7 +102,7 @@ def check_txns(history: History, committed_readers: set[str], final: str) -> Txn
         ("transactions visible in part at the end", partial),
     ):
         if items:
-            v.failures.append(f"{len(items)} {name}: {_examples(items)}")
+            v.failures.append(f"{len(items)} {name}: {examples(items)}")
 
     outcomes = Counter(
         "aborted" if aborted(t) else "committed" if t.outcome == COMMITTED else "indeterminate"

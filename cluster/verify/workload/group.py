@@ -1,135 +1,137 @@
 """The consumer-group workload (``rafka verify --workload group``): the produce workload's
-idempotent producer, and a consumer group whose members (confluent-kafka, subscribe, no
-auto-commit) come and go while it consumes: every ``churn_s`` seconds one member joins, leaves
-(close: it commits, then leaves the group) or is killed (it stops polling and never leaves: the
-coordinator must notice through max.poll.interval.ms and hand its partitions on).
+idempotent producer, and a consumer group whose members come and go while it consumes: every
+``churn_s`` seconds one member joins, leaves (SIGTERM: it closes, revoking and leaving the group)
+or is killed (SIGKILL: the coordinator must notice through the session timeout and hand its
+partitions on). ``group_protocol``: ``classic`` or ``consumer`` (KIP-848).
 
-Each member records every record it is handed, its assignments and revocations (its rebalance
-callbacks), and every commit it got an answer for: after each batch it commits, synchronously,
-the next offset of every partition the batch touched. At the end the churn stops and the members
-left consume until the group's commits reach the final high watermarks.
+Each member is a process of its own (workload/member.py) writing its history - every record it
+is handed, its assignments and revocations, every commit it got an answer for - as JSON lines on
+its stdout; a thread per member merges them into the run's `History`. At the end the churn stops
+and the members left consume until the group has been handed everything below the final high
+watermarks.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import signal
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
-
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from typing import IO
 
 from cluster.verify.history import History, MemberEvent
-from cluster.verify.workload.produce import Workload, rdkafka_conf
+from cluster.verify.workload.produce import Workload
 
 GROUP = "verify-group"
-_MAX_POLL_S = 8  # max.poll.interval.ms: how long a killed member holds its partitions
+# KIP-848: the session timeout and heartbeat interval are the broker's (group.consumer.*); a
+# killed member's partitions wait for the session timeout, so a run shortens it as the classic
+# members do theirs (session.timeout.ms=6000).
+CONSUMER_PROTOCOL_OVERRIDES = {
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "6000",
+    "group.consumer.heartbeat.interval.ms": "1000",
+    "group.consumer.min.heartbeat.interval.ms": "1000",
+}
 
 
 class Member:
-    """One member of the group, consuming in a thread of its own until it leaves or is killed."""
+    """One member: its process, and the thread merging its history lines into the run's."""
 
     def __init__(
-        self, history: History, bootstrap: str, topic: str, name: str, position: dict[int, int]
+        self,
+        history: History,
+        bootstrap: str,
+        topic: str,
+        name: str,
+        protocol: str,
+        position: dict[int, int],
+        log: IO[bytes],
     ) -> None:
-        self.history, self.topic, self.name, self.position = history, topic, name, position
-        self.conf = rdkafka_conf(
-            bootstrap,
-            **{
-                "group.id": GROUP,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "session.timeout.ms": 6000,
-                "heartbeat.interval.ms": 1000,
-                "max.poll.interval.ms": _MAX_POLL_S * 1000,
-                "partition.assignment.strategy": "range",
-            },
+        self.history, self.name, self.position = history, name, position
+        self.command = [
+            sys.executable,
+            "-m",
+            "cluster.verify.workload.member",
+            *("--bootstrap", bootstrap, "--topic", topic, "--group", GROUP),
+            *("--protocol", protocol),
+        ]
+        self._log = log
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._reader = threading.Thread(target=self._read, name=f"member-{name}", daemon=True)
+
+    def start(self) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        self._proc = subprocess.Popen(
+            self.command, stdout=subprocess.PIPE, stderr=self._log, env=env
         )
-        self._stop = threading.Event()
-        self._kill = threading.Event()
-        self._consumer: Consumer | None = None
-        self._thread = threading.Thread(target=self._run, name=f"member-{name}", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        for line in self._proc.stdout:
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by kill -9
+            if obj["k"] == "read":
+                p, o = obj["p"], obj["o"]
+                key, value = obj["key"], obj["value"]
+                self.history.read(
+                    self.name,
+                    p,
+                    o,
+                    None if key is None else key.encode("latin-1"),
+                    None if value is None else value.encode("latin-1"),
+                    t=obj["t"],
+                )
+                self.position[p] = max(self.position.get(p, 0), o + 1)
+            else:
+                self._event(
+                    obj["k"],
+                    obj["t"],
+                    tuple(obj.get("partitions", ())),
+                    tuple(tuple(x) for x in obj.get("offsets", ())),
+                    obj.get("detail", ""),
+                )
 
     def _event(
         self,
         kind: str,
+        t: float,
         partitions: tuple[int, ...] = (),
         offsets: tuple[tuple[int, int], ...] = (),
         detail: str = "",
     ) -> None:
-        event = MemberEvent(GROUP, self.name, kind, time.time(), partitions, offsets, detail)
-        self.history.event(event)
+        self.history.event(MemberEvent(GROUP, self.name, kind, t, partitions, offsets, detail))
 
-    def _on(self, kind: str) -> Callable[[Consumer, list[TopicPartition]], None]:
-        def callback(_consumer: Consumer, tps: list[TopicPartition]) -> None:
-            self._event(kind, tuple(sorted(tp.partition for tp in tps)))
-
-        return callback
-
-    def start(self) -> None:
-        self._consumer = Consumer(self.conf)
-        self._consumer.subscribe(
-            [self.topic],
-            on_assign=self._on("assigned"),
-            on_revoke=self._on("revoked"),
-            on_lost=self._on("lost"),
-        )
-        self._event("start")
-        self._thread.start()
-
-    def leave(self) -> None:
-        """Stop consuming, commit, close (the member leaves the group)."""
-        self._stop.set()
-        self._thread.join(30)
+    def leave(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM: the member stops, closes (revoking, leaving the group) and exits; killed
+        if it has not within ``timeout_s``."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            self._reader.join(5)
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.history.note(f"{self.name} did not leave within {timeout_s}s: killed")
+            self.kill()
+        self._reader.join(5)
 
     def kill(self) -> None:
-        """Stop polling for good, without leaving: the coordinator has to find out itself."""
-        self._event("killed")
-        self._kill.set()
-        self._thread.join(30)
-
-    def close_killed(self, timeout_s: float = 10.0) -> None:
-        """At the end of the run, let go of a killed member's client (its events are ignored).
-        Its close may never return (librdkafka waits on a group it was thrown out of long
-        ago): it runs in a thread of its own, given ``timeout_s``."""
-        consumer, self._consumer = self._consumer, None
-        if consumer is None:
+        """kill -9: no close, no LeaveGroup; its ownership ends here (``killed``)."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
             return
-        closer = threading.Thread(target=consumer.close, name=f"close-{self.name}", daemon=True)
-        closer.start()
-        closer.join(timeout_s)
-        if closer.is_alive():
-            self.history.note(f"{self.name} (killed): its client did not close in {timeout_s}s")
-
-    def _run(self) -> None:
-        consumer = self._consumer
-        assert consumer is not None
-        while not self._stop.is_set() and not self._kill.is_set():
-            batch: dict[int, int] = {}
-            for m in consumer.consume(200, 0.2):
-                if m.error() is not None:
-                    continue
-                p, o = m.partition(), m.offset()
-                assert p is not None and o is not None
-                self.history.read(self.name, p, o, m.key(), m.value())
-                batch[p] = max(batch.get(p, 0), o + 1)
-                self.position[p] = max(self.position.get(p, 0), o + 1)
-            if batch and not self._kill.is_set():
-                self._commit(consumer, batch)
-        if self._kill.is_set():
-            return  # no commit, no close: as if the process died
-        consumer.close()  # revokes (the callback records it), then leaves the group
-        self._consumer = None
-        self._event("left")
-
-    def _commit(self, consumer: Consumer, batch: dict[int, int]) -> None:
-        offsets = [TopicPartition(self.topic, p, o) for p, o in batch.items()]
-        try:
-            consumer.commit(offsets=offsets, asynchronous=False)
-        except KafkaException as e:
-            self._event("commit-failed", tuple(batch), detail=str(e.args[0]))
-            return
-        self._event("commit", offsets=tuple(sorted(batch.items())))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        self._event("killed", time.time())
+        self._reader.join(5)
 
 
 class GroupWorkload(Workload):
@@ -138,7 +140,8 @@ class GroupWorkload(Workload):
     def setup(self) -> None:
         super().setup()
         self.members: list[Member] = []
-        self.killed: list[Member] = []
+        self._gone: list[Member] = []
+        self._logs: list[IO[bytes]] = []
         self._rng = random.Random(f"{self.config.seed}-group")
         self._n = 0
         self.position: dict[int, int] = {}  # the next offset the group has not been handed
@@ -148,8 +151,19 @@ class GroupWorkload(Workload):
     def _join(self) -> None:
         self._n += 1
         c = self.config
+        name = f"member-{self._n}"
+        logs = self.cluster.data_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log = (logs / f"{name}.log").open("ab")
+        self._logs.append(log)
         member = Member(
-            self.history, self.cluster.bootstrap, c.topic, f"member-{self._n}", self.position
+            self.history,
+            self.cluster.bootstrap,
+            c.topic,
+            name,
+            c.group_protocol,
+            self.position,
+            log,
         )
         member.start()
         self.members.append(member)
@@ -167,11 +181,11 @@ class GroupWorkload(Workload):
                 self._join()
                 continue
             member = self.members.pop(self._rng.randrange(len(self.members)))
+            self._gone.append(member)
             if action == "leave":
                 member.leave()
             else:
                 member.kill()
-                self.killed.append(member)
 
     def catch_up(self, high: dict[int, int], timeout_s: float) -> bool:
         """The live reader, and the group (churn stopped first) handed everything below
@@ -192,8 +206,9 @@ class GroupWorkload(Workload):
         self._churn_stop.set()
         if self._churn.is_alive():
             self._churn.join(60)
-        for m in self.members:
+        for m in self.members + self._gone:
             m.leave()
-        for m in self.killed:
-            m.close_killed()
-        self.members = []
+        self.members, self._gone = [], []
+        for log in self._logs:
+            log.close()
+        self._logs = []

@@ -463,13 +463,16 @@ class WorkloadConfig:
     drain_s: float = 30.0
     extra_java: dict[str, str] = field(default_factory=dict)
     # the transactional workload (workload/txn.py)
-    kind: str = "produce"  # or "txn", "group"
+    kind: str = "produce"  # or "txn", "ctp", "group"
     txn_producers: int = 2
     abort_ratio: float = 0.2  # transactions aborted on purpose
     seed: int = 0
     # the consumer-group workload (workload/group.py)
     group_members: int = 3
     churn_s: float = 5.0  # a member joins, leaves or is killed this often
+    group_protocol: str = "classic"  # or "consumer" (KIP-848)
+    # consume-transform-produce (workload/ctp.py)
+    ctp_workers: int = 2
 
 
 class Workload:

@@ -22,7 +22,7 @@ from cluster.verify.history import ABORTED, COMMITTED, INFO, History, ProducerIn
 from cluster.verify.workload.produce import LiveConsumer, PyProducer, Workload, ck_version
 
 READ_COMMITTED = "live-rc"
-_TIMEOUT_S = 10.0  # each transactional call; a fault may stall the coordinator longer
+TIMEOUT_S = 10.0  # each transactional call; a fault may stall the coordinator longer
 
 
 class TxnProducer(PyProducer):
@@ -70,14 +70,26 @@ class TxnProducer(PyProducer):
         """Stop after the transaction in progress (whose calls time out by themselves)."""
         self._stop.set()
         if self._thread.is_alive() or self._producer is not None:
-            self._thread.join(drain_s + 3 * _TIMEOUT_S)
-        self._close()
+            self._thread.join(drain_s + 3 * TIMEOUT_S)
+        if self._thread.is_alive():  # its producer is its own until it ends (then it closes it)
+            self.history.note(f"{self.name}: still in a transaction {drain_s + 30:.0f}s after stop")
+            return
+        self._close(drain=True)
 
-    def _close(self) -> None:
+    def _close(self, drain: bool = False) -> None:
+        """Drop the producer: what it still holds is purged. ``drain``: the delivery reports of
+        the purged records are served (a normal stop). After a failure they are not: a
+        producer in a fatal state raises from flush, in the middle of serving them; what they
+        would have said stays unanswered, i.e. indeterminate."""
         producer, self._producer = self._producer, None
-        if producer is not None:
-            producer.purge()
-            producer.flush(5)
+        if producer is None:
+            return
+        producer.purge()
+        if drain:
+            try:
+                producer.flush(5)
+            except KafkaException as e:
+                self.errors[f"close: {e.args[0].name()}"] += 1
 
     def _init(self) -> bool:
         """A fresh producer with this transactional.id, initialised (fencing any earlier one);
@@ -86,11 +98,10 @@ class TxnProducer(PyProducer):
         while not self._stop.is_set():
             producer = Producer(self.conf)
             try:
-                producer.init_transactions(_TIMEOUT_S)
+                producer.init_transactions(TIMEOUT_S)
             except KafkaException as e:
                 self.errors[f"init: {e.args[0].name()}"] += 1
                 producer.purge()
-                producer.flush(1)
                 time.sleep(0.5)
                 continue
             self._producer = producer
@@ -106,7 +117,7 @@ class TxnProducer(PyProducer):
             left = written / self.rate - (time.monotonic() - started)
             if left > 0:
                 self._stop.wait(left)
-        self._close()
+        self._close(drain=True)
 
     def _transaction(self) -> int:
         """One transaction, recorded; returns how many records it wrote."""
@@ -133,10 +144,10 @@ class TxnProducer(PyProducer):
                 )
             txn.intent, txn.t_commit = want, time.time()
             if want == COMMITTED:
-                producer.commit_transaction(_TIMEOUT_S)
+                producer.commit_transaction(TIMEOUT_S)
             else:
-                producer.flush(_TIMEOUT_S)  # the aborted records are in the log, then aborted
-                producer.abort_transaction(_TIMEOUT_S)
+                producer.flush(TIMEOUT_S)  # the aborted records are in the log, then aborted
+                producer.abort_transaction(TIMEOUT_S)
             self.history.end(txn, want)
         except (KafkaException, BufferError) as e:
             self._failed(txn, e)
@@ -157,7 +168,7 @@ class TxnProducer(PyProducer):
         if not asked_commit:
             txn.intent = ABORTED  # nothing asked a commit: it can only abort
         try:
-            self._producer.abort_transaction(_TIMEOUT_S)
+            self._producer.abort_transaction(TIMEOUT_S)
         except KafkaException as abort_error:
             self.errors[f"abort: {abort_error.args[0].name()}"] += 1
             self.history.end(txn, INFO if asked_commit else ABORTED, f"{name}; abort failed")

@@ -20,7 +20,7 @@ def _history(idempotent: bool = True, n: int = 10) -> tuple[History, FinalRead]:
     live consumer and the final read saw exactly that."""
     h = History()
     h.add_producer(ProducerInfo("p", "test", idempotent, "all"))
-    records = {}
+    records: dict[tuple[int, int], tuple[bytes | None, bytes | None]] = {}
     for i in range(n):
         a = h.send("p", i)
         h.ack(a.value, 0, i)

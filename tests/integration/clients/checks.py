@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from tests.expect import present
 from tests.integration.clients.drivers import Result, latin1, record
 from tests.integration.clients.kcat_driver import KCAT_HEADERS
 
@@ -36,7 +37,7 @@ def check_consumed(res: Result, producer: str, produced: dict, n: int, start_ts:
         return [f"exit {res.returncode}: {res.stderr.strip()[-500:]}"]
     errs = []
     for r in res.lines:
-        i = int(latin1(r["key"]).decode().split("-")[1])
+        i = int(present(latin1(r["key"])).decode().split("-")[1])
         want = record(i, start_ts)
         headers = KCAT_HEADERS if producer == "kcat" else want.headers
         got_headers = [(k, latin1(v)) for k, v in r["headers"]]

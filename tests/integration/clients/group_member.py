@@ -26,9 +26,16 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from cluster.local import LocalCluster
 from tests.integration.clients.drivers import DRIVERS
 from tests.integration.conftest import wait_for
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
+
+T = TypeVar("T")
 
 # The in-process librdkafka helpers log to this (nowhere), not to stderr: a test that kills a
 # broker would otherwise print every refused connection.
@@ -159,7 +166,7 @@ class Member:
 
     # -- waits -----------------------------------------------------------------------------
 
-    def wait_for(self, pred: Callable[[list[dict]], object], timeout: float, what: str) -> object:
+    def wait_for(self, pred: Callable[[list[dict]], T | None], timeout: float, what: str) -> T:
         """Waits until ``pred(events)`` is truthy (returns it), the deadline, or the process
         exits without it."""
         deadline = time.monotonic() + timeout
@@ -268,7 +275,7 @@ def wait_exclusive(
         return {m.name: m.owned() for m in members}
 
     try:
-        return wait_for(check, timeout, "exclusive assignment")  # type: ignore[return-value]
+        return wait_for(check, timeout, "exclusive assignment")
     except AssertionError as e:
         raise AssertionError(
             f"{e}: owners now {owners(members)}\n" + "\n".join(m.describe() for m in members)
@@ -374,9 +381,9 @@ def new_topic(
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, replication: int = -1) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    admin = quiet_admin(bootstrap)
     admin.create_topics([NewTopic(topic, partitions, replication)])[topic].result(60)
     wait_for(
         lambda: (
@@ -404,11 +411,18 @@ def broker_has_api(bootstrap: str, api_key: int) -> bool:
     return any(k.api_key == api_key for k in got.api_keys)
 
 
-def topic_replicas(bootstrap: str, topic: str) -> dict[int, list[int]]:
-    """partition -> replica node ids, from Metadata."""
+def quiet_admin(bootstrap: str) -> AdminClient:
+    """An admin client that logs nowhere (see _QUIET)."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    # The stub types a config value as str | int | float | bool; librdkafka also takes a logger.
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _QUIET}
+    return AdminClient(conf)
+
+
+def topic_replicas(bootstrap: str, topic: str) -> dict[int, list[int]]:
+    """partition -> replica node ids, from Metadata."""
+    admin = quiet_admin(bootstrap)
     md = admin.list_topics(topic, timeout=10).topics[topic]
     return {p: list(pm.replicas) for p, pm in md.partitions.items()}
 
@@ -452,9 +466,8 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
 def committed(bootstrap: str, topic: str, group: str) -> dict[int, int]:
     """Committed offset per partition (-1: none), from OffsetFetch."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-    from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    admin = quiet_admin(bootstrap)
     parts = admin.list_topics(topic, timeout=10).topics[topic].partitions
     req = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in parts])]
     got = admin.list_consumer_group_offsets(req, request_timeout=20)[group].result(30)
@@ -462,9 +475,7 @@ def committed(bootstrap: str, topic: str, group: str) -> dict[int, int]:
 
 
 def describe(bootstrap: str, group: str):  # -> confluent_kafka.admin.ConsumerGroupDescription
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    admin = quiet_admin(bootstrap)
     return admin.describe_consumer_groups([group], request_timeout=20)[group].result(30)
 
 
@@ -517,15 +528,18 @@ class External:
     bootstrap: str
 
 
+GroupCluster = LocalCluster | External
+
+
 @contextlib.contextmanager
-def group_cluster(tmp: Path, brokers: int = 3, metas: int = 3) -> Iterator[object]:
+def group_cluster(tmp: Path, brokers: int = 3, metas: int = 3) -> Iterator[GroupCluster]:
     """A Rafka cluster with group_overrides() (or External, see above)."""
     if os.environ.get("RAFKA_GROUPS_BOOTSTRAP"):
         yield External(os.environ["RAFKA_GROUPS_BOOTSTRAP"])
         return
     from tests.integration.conftest import start_cluster
 
-    c = start_cluster(tmp, brokers, metas, **group_overrides())
+    c = start_cluster(tmp, brokers, metas, internal_tls=False, **group_overrides())
     try:
         yield c
     finally:

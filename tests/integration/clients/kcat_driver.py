@@ -124,10 +124,10 @@ def produce(a: argparse.Namespace) -> int:
             + proc.stderr.decode(errors="replace")
         )
 
-    expected = defaultdict(deque)  # partition -> keys, in produce order
+    expected: defaultdict[int, deque[bytes]] = defaultdict(deque)  # partition -> keys, in order
     for k in keys:
         expected[zlib.crc32(k) % nparts].append(k)
-    counts = defaultdict(int)
+    counts: defaultdict[int, int] = defaultdict(int)
     for p, _ in reports:
         counts[p] += 1
     if counts != {p: len(q) for p, q in expected.items()}:

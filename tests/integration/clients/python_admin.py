@@ -11,6 +11,8 @@ import argparse
 import re
 import sys
 from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import python_driver
 from drivers import EXIT_UNSUPPORTED
@@ -22,6 +24,11 @@ from python_driver import (
     python_settings,
     unsupported,
 )
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import ConfigResource
+
+T = TypeVar("T")
 
 # DescribeConfigs' wire source numbers by Kafka's (Java's ConfigEntry.ConfigSource) names.
 SOURCES = {
@@ -172,10 +179,10 @@ class ConfluentAdmin:
         self.admin = AdminClient({"bootstrap.servers": a.bootstrap} | confluent_security())
         self.timeout = a.timeout
 
-    def result(self, future: object) -> object:
-        return future.result(self.timeout)  # type: ignore[attr-defined]
+    def result(self, future: Future[T]) -> T:
+        return future.result(self.timeout)
 
-    def outcome(self, future: object) -> str | None:
+    def outcome(self, future: Future[Any]) -> str | None:
         try:
             self.result(future)
         except Exception as e:
@@ -265,7 +272,7 @@ class ConfluentAdmin:
         for row in sort_partitions(rows):
             emit(row)
 
-    def config_resource(self, **kwargs: object) -> object:
+    def config_resource(self, **kwargs: Any) -> ConfigResource:
         from confluent_kafka.admin import ConfigResource, ResourceType
 
         kind, name = resource(self.a)
@@ -276,7 +283,7 @@ class ConfluentAdmin:
         restype = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP}.get(
             kind, ResourceType.BROKER
         )
-        return ConfigResource(restype, name, **kwargs)  # type: ignore[arg-type]
+        return ConfigResource(restype, name, **kwargs)
 
     def describe_configs(self) -> None:
         res = self.config_resource()
@@ -419,8 +426,8 @@ class KafkaPythonAdmin:
                 break
         for name in names:
             t = topics.get(name)
-            err = kp_error(t["error_code"]) if t else "UNKNOWN_TOPIC_OR_PARTITION"
-            if err is not None:
+            err = "UNKNOWN_TOPIC_OR_PARTITION" if t is None else kp_error(t["error_code"])
+            if t is None or err is not None:
                 emit({"topic": name, "error": err})
                 continue
             parts = [

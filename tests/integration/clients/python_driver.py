@@ -20,9 +20,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from drivers import EXIT_FAILED, EXIT_TOPIC_EXISTS, EXIT_UNSUPPORTED, EXIT_USAGE, record
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError, Message
 
 _STDOUT = threading.Lock()
 COMMAND = [""]  # the command being run (main sets it)
@@ -118,6 +122,15 @@ class AuthFailures(logging.Handler):
         for arg in args:
             if isinstance(arg, Exception) and getattr(arg, "errno", None) == 58:
                 final_failure("SASL_AUTHENTICATION_FAILED", str(arg))
+
+
+def located(msg: Message) -> tuple[int, int]:
+    """A confluent-kafka record's (partition, offset): its stub makes both optional, as an
+    error event has neither; every record has both."""
+    p, o = msg.partition(), msg.offset()
+    assert p is not None, f"a record without a partition: {msg.error()}"
+    assert o is not None, f"a record without an offset: {msg.error()}"
+    return p, o
 
 
 def confluent_error_name(err: object) -> str:
@@ -243,15 +256,16 @@ def confluent(cmd: str, a: argparse.Namespace) -> None:
         )
         errors: list = []
 
-        def report(err: object, msg: object) -> None:
+        def report(err: KafkaError | None, msg: Message) -> None:
             if err is not None:
                 errors.append(err)
             else:
+                partition, offset = located(msg)
                 emit(
                     {
-                        "key": msg.key().decode(),
-                        "partition": msg.partition(),
-                        "offset": msg.offset(),
+                        "key": s(msg.key()),  # record() keys are ASCII
+                        "partition": partition,
+                        "offset": offset,
                         "timestamp": msg.timestamp()[1],
                     }
                 )
@@ -285,8 +299,15 @@ def confluent(cmd: str, a: argparse.Namespace) -> None:
                 if m.error():
                     fail(f"consume: {m.error()}")
                 ts_type, ts = m.timestamp()
+                partition, offset = located(m)
                 consumed(
-                    m.partition(), m.offset(), m.key(), m.value(), m.headers(), ts, names[ts_type]
+                    partition,
+                    offset,
+                    m.key(),
+                    m.value(),
+                    list(m.headers() or []),
+                    ts,
+                    names[ts_type],
                 )
                 got += 1
         c.close()
@@ -503,7 +524,7 @@ def error_name(e: BaseException | None) -> str | None:
     if e is None:
         return None
     err = e.args[0] if e.args else None
-    if hasattr(err, "name") and callable(err.name):  # confluent_kafka.KafkaError
+    if err is not None and hasattr(err, "name") and callable(err.name):  # a KafkaError
         return confluent_error_name(err)
     if hasattr(e, "name") and callable(e.name):
         return e.name()

@@ -20,6 +20,7 @@ from python_driver import (
     event,
     fail,
     final_failure,
+    located,
     parse_ints,
     parse_pairs,
     parse_seeks,
@@ -206,8 +207,8 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:  # noqa: C901 - a 
         c = Consumer(base | {"group.id": a.group, "enable.auto.commit": False})
         offs = [TopicPartition(a.topic, p, o) for p, o in parse_pairs(a.offsets).items()]
         try:
-            res = c.commit(offsets=offs, asynchronous=False)
-            errs = {str(tp.partition): tp.error.name() if tp.error else None for tp in res}
+            answered = c.commit(offsets=offs, asynchronous=False)
+            errs = {str(tp.partition): tp.error.name() if tp.error else None for tp in answered}
             top = next((e for e in errs.values() if e), None)
         except KafkaException as e:
             top, errs = error_name(e), {}
@@ -315,13 +316,13 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:  # noqa: C901 - a 
         skip: set[int] = set()
         processed_any = False
         for msg in msgs:
-            if msg.error():
-                err = msg.error()
+            err = msg.error()
+            if err is not None:
                 event("error", error=err.name(), message=err.str())
                 if err.fatal():
                     fail(f"fatal: {err}")
                 continue
-            p, o = msg.partition(), msg.offset()
+            p, o = located(msg)
             if p in skip:
                 continue
             target = m.seek_target(p, o)

@@ -13,6 +13,7 @@ container's log, ``history.jsonl`` and ``report.txt``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,10 +42,11 @@ def test_failover(
     outcome = run_scenario(tmp_path, scenario)
     failover_summary.append(outcome.summary())
     report, checks = outcome.report, outcome.checks
+    figures: dict[str, Any] = report.figures  # of several types: counts, fault lists
     assert report.ok, report.text()
-    assert report.figures["acknowledged"] >= 1000, report.text()
-    assert report.figures["lost"] == 0, report.text()
-    assert report.figures["duplicated"] == 0, report.text()
+    assert figures["acknowledged"] >= 1000, report.text()
+    assert figures["lost"] == 0, report.text()
+    assert figures["duplicated"] == 0, report.text()
     assert checks["recovered"], f"the cluster was not whole again after {scenario}: {checks}"
     if scenario in ("pause-leader", "isolate-leader"):
         # The fault must have lasted long enough for the meta service to move leadership.

@@ -20,8 +20,8 @@ def meta_nodes_factory(tmp_path: Path) -> Iterator[Callable[..., MetaNodes]]:
     """Make MetaNodes under tmp_path; every node still running at the end is killed."""
     made: list[MetaNodes] = []
 
-    def make(size: int, **settings: object) -> MetaNodes:
-        nodes = MetaNodes(tmp_path, size, **settings)
+    def make(size: int, secure: bool = True, **settings: object) -> MetaNodes:
+        nodes = MetaNodes(tmp_path, size, secure, **settings)
         made.append(nodes)
         return nodes
 

@@ -184,8 +184,12 @@ async def test_a_large_command_reaches_every_node_whole(meta_nodes_factory) -> N
             if node == leader:
                 continue
             async with nodes.client([nodes.address(node)]) as on_node, watching(on_node) as seen:
+
+                def both_wide(seen: WatchedMetadata = seen) -> bool:
+                    return {"wide-0", "wide-1"} <= set(seen.topics)
+
                 await eventually(
-                    lambda seen=seen: {"wide-0", "wide-1"} <= set(seen.topics),
+                    both_wide,
                     what=f"the wide topics on meta node {node}",
                 )
         await brokers.close()

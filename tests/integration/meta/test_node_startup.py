@@ -46,7 +46,8 @@ def test_port_in_use(tmp_path: Path, taken: str) -> None:
 def test_data_dir_not_writable(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    status, log = run_node(tmp_path, *free_ports(2), data_dir=blocker / "meta")
+    grpc_port, raft_port = free_ports(2)
+    status, log = run_node(tmp_path, grpc_port, raft_port, blocker / "meta")
     assert status == 1
     assert "meta.data.dir" in log, log
     assert "not writable" in log, log
@@ -74,7 +75,8 @@ def test_a_damaged_state_dump_stops_the_node(tmp_path: Path) -> None:
     data_dir.mkdir()
     dump = data_dir / "state.dump"
     dump.write_bytes(b"\x1f\x8b not what pysyncobj wrote")
-    status, log = run_node(tmp_path, *free_ports(2), data_dir=data_dir)
+    grpc_port, raft_port = free_ports(2)
+    status, log = run_node(tmp_path, grpc_port, raft_port, data_dir)
     assert status == 1
     assert f"the metadata state dump {dump} cannot be loaded" in log, log
     assert "restore the data dir from a backup, or, if the other meta nodes are up" in log

@@ -11,17 +11,17 @@ from kio.serial import entity_reader
 
 from bench.scale import QUICK, Run
 from bench.scale_proc import CpuMeter, cpu_seconds, rss_kb
-from bench.scale_table import Table
+from bench.scale_table import Row, Table
 from bench.scale_wire import _assignment, _subscription
 
 
-def _rows(run: Run, skip: set[str] | None = None) -> list[tuple[str, ...]]:
+def _rows(run: Run, skip: set[str] | None = None) -> list[Row]:
     table = Table(run.plan, skip or set())
     table.print(run)
     return table.rows
 
 
-def _row(rows: list[tuple[str, ...]], step: str, what: str) -> tuple[str, ...]:
+def _row(rows: list[Row], step: str, what: str) -> Row:
     return next(r for r in rows if r[1] == step and r[2].startswith(what))
 
 

@@ -80,7 +80,8 @@ class Harness:
         consumer: ConsumerGroupConfig | None = None,
         **config: int,
     ) -> None:
-        defaults = {"initial_rebalance_delay_ms": 0, "min_session_timeout_ms": 1}
+        # int settings only (**config), but mypy would match them against consumer/share/streams
+        defaults: dict[str, Any] = {"initial_rebalance_delay_ms": 0, "min_session_timeout_ms": 1}
         group_config = GroupConfig(
             **(defaults | config), consumer=consumer or ConsumerGroupConfig()
         )

@@ -189,6 +189,7 @@ def test_unknown_tagged_fields_survive() -> None:
     tps = b"\x02" + TID + b"\x01" + b"\x01\x03\x01z"
     value = i16(0) + tps + NO_TAGS
     decoded = rec.decode_value(rec.TARGET_ASSIGNMENT_MEMBER, value)
+    assert isinstance(decoded, rec.TargetAssignmentMemberValue)
     assert decoded.topic_partitions[0].unknown_tags == ((3, b"z"),)
     assert rec.encode_value(decoded) == value
 
@@ -245,6 +246,7 @@ nested_tags = st.lists(
 
 def tps(epochs: bool):
     partitions = st.lists(i32s, max_size=20).map(tuple)
+    item: st.SearchStrategy[rec.TopicPartitions | rec.TargetTopicPartition]
     if epochs:
         item = st.builds(
             rec.TopicPartitions,

@@ -23,6 +23,7 @@ from dataplane.coordinator.service import ClusterTopics, consumer_assignors, gro
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from proto import meta_pb2
+from tests.expect import present
 
 from .harness import GROUP, Client, Harness, consumer_group, tid, topic
 
@@ -114,7 +115,7 @@ def test_offsets_of_a_consumer_group_use_member_epochs() -> None:
     assert commit(h, "", -1, {("t", 0): 6}) == E.unknown_member_id  # not while it has members
     error, fetched = h.shard.fetch_offsets(GROUP, [("t", [0])], "a", epoch)
     assert error == E.none
-    assert fetched[0].partitions[0][1].offset == 5
+    assert present(fetched[0].partitions[0][1]).offset == 5
     assert h.shard.fetch_offsets(GROUP, [("t", [0])], "a", epoch + 1)[0] == E.stale_member_epoch
     assert h.shard.fetch_offsets(GROUP, [("t", [0])], "x", epoch)[0] == E.unknown_member_id
     assert h.shard.fetch_offsets(GROUP, [("t", [0])])[0] == E.none  # not from a member
@@ -159,7 +160,7 @@ def test_offsets_expiry_deletes_an_empty_consumer_group() -> None:
     by_group, deleted = h.shard.expire_offsets()
     # only the topic nobody subscribes to expires while the group has members
     assert deleted == []
-    assert [decode_record(k, v).key.topic for k, v in by_group[GROUP]] == ["old"]
+    assert [present(decode_record(k, v)).key.topic for k, v in by_group[GROUP]] == ["old"]
     h.apply(by_group[GROUP])
     a.leave()
     by_group, deleted = h.shard.expire_offsets()
@@ -179,11 +180,11 @@ def test_a_joining_heartbeat_takes_over_an_empty_classic_group() -> None:
     assert isinstance(h.shard.groups[GROUP], ConsumerGroupAdapter)
     # the classic group's tombstone first, then the consumer group's records
     key, value = h.log[before]
-    assert decode_record(key, value).type_id == 2
+    assert present(decode_record(key, value)).type_id == 2
     assert value is None
-    assert h.shard.fetch_offsets(GROUP, [("t", [0])])[1][0].partitions[0][1].offset == 9
+    assert present(h.shard.fetch_offsets(GROUP, [("t", [0])])[1][0].partitions[0][1]).offset == 9
     rebuilt = h.replayed(loaded=False)
-    assert consumer_group(rebuilt).snapshot() == h.consumer_group().snapshot()
+    assert present(consumer_group(rebuilt)).snapshot() == h.consumer_group().snapshot()
     assert rebuilt.offsets.committed[GROUP]["t"][0].offset == 9
 
 
@@ -280,9 +281,9 @@ def test_session_expiry_fires_on_the_shard_timer() -> None:
     a, b = Client(h, "a"), Client(h, "b")
     settle([a, b])
     epoch = h.consumer_group().group_epoch
-    deadline = h.consumer_group().next_deadline_ms()
+    deadline = present(h.consumer_group().next_deadline_ms())
     # the timer may be set earlier (a deadline since dropped): it then finds nobody expired
-    assert h.shard.timer.next_deadline() <= deadline
+    assert present(h.shard.timer.next_deadline()) <= deadline
     h.now = deadline - 1
     b.heartbeat()  # b stays alive; a does not
     h.shard.timer.fire_due()
@@ -296,15 +297,15 @@ def test_session_expiry_fires_on_the_shard_timer() -> None:
     settle([b])
     assert len(b.owned) == 4
     # the timer moved on to (at the latest) b's deadline
-    assert h.shard.timer.next_deadline() <= h.consumer_group().next_deadline_ms()
-    assert consumer_group(h.replayed(loaded=False)).snapshot() == h.consumer_group().snapshot()
+    assert present(h.shard.timer.next_deadline()) <= present(h.consumer_group().next_deadline_ms())
+    assert present(h.replayed_consumer_group()).snapshot() == h.consumer_group().snapshot()
 
 
 def test_fencing_that_cannot_be_written_is_tried_again() -> None:
     h = Harness([topic("t", 2)])
     a = Client(h, "a")
     settle([a])
-    h.now = h.consumer_group().next_deadline_ms()
+    h.now = present(h.consumer_group().next_deadline_ms())
     h.services.fail_with = E.not_enough_replicas
     assert h.shard.timer.fire_due() == 1
     h.services.run_pending()
@@ -371,7 +372,7 @@ def test_records_of_every_type_route_to_the_consumer_group() -> None:
     legacy = rec.PartitionMetadataValue((rec.TopicMetadataEntry(tid("t"), "t", 2),))
     h.apply([rec.encode(rec.GroupKey(rec.PARTITION_METADATA, GROUP), legacy)])
     assert h.consumer_group().legacy_partition_metadata == legacy
-    assert consumer_group(h.replayed(loaded=False)).snapshot() == h.consumer_group().snapshot()
+    assert present(h.replayed_consumer_group()).snapshot() == h.consumer_group().snapshot()
 
 
 UNIFORM_CLASS = "org.apache.kafka.coordinator.group.assignor.UniformAssignor"

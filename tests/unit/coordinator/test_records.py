@@ -29,6 +29,7 @@ from dataplane.coordinator.records import (
     offset_commit_record,
     subscribed_topics,
 )
+from tests.expect import present
 
 
 def s16(text: str | None) -> bytes:
@@ -203,7 +204,7 @@ def test_group_metadata_older_versions_decode() -> None:
     )
     decoded = decode_record(i16(2) + s16("g"), v0)
     assert decoded is not None
-    value = decoded.value
+    value = present(decoded.value)
     assert value.generation == 1
     assert value.current_state_timestamp == -1
     (member,) = value.members

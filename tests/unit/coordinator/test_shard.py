@@ -122,7 +122,7 @@ def test_replay_skips_unknown_record_types_and_bad_records() -> None:
 
 
 def test_replay_dispatches_by_the_shards_own_table() -> None:
-    seen = []
+    seen: list[Record] = []
     shard, _ = local_shard(index=7)
     shard.replayers[250] = seen.append  # this shard only: no other shard knows type 250
     record = Record(0, 0, struct.pack(">h", 250) + b"key", None, ())

@@ -9,11 +9,11 @@ import asyncio
 import struct
 from functools import partial
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
-from anyio.abc import SocketStream
+from anyio.abc import SocketListener, SocketStream
 
 from dataplane import server
 from dataplane.connection_quotas import ConnectionQuotas
@@ -50,7 +50,7 @@ def test_a_stray_cancellation_closes_only_its_connection(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setitem(HANDLERS, API_VERSIONS, _handler)
-    services = SimpleNamespace(
+    services: Any = SimpleNamespace(  # stands in for BrokerServices
         config=SimpleNamespace(socket_request_max_bytes=1 << 20, sasl_server_max_receive_size=0),
         quotas=SimpleNamespace(
             connections=SimpleNamespace(enabled=False), request=SimpleNamespace(enabled=False)
@@ -72,7 +72,9 @@ def test_a_stray_cancellation_closes_only_its_connection(
             handle = partial(server._connection, services, listener, None, quotas)
             async with anyio.create_task_group() as tg:
                 (socket_listener,) = sockets.listeners
-                tg.start_soon(server._accept, socket_listener, listener, quotas, handle)
+                tg.start_soon(
+                    server._accept, cast(SocketListener, socket_listener), listener, quotas, handle
+                )
                 with anyio.fail_after(20):
                     bystander = await anyio.connect_tcp("127.0.0.1", port)
                     await bystander.send(_request(1, b"bystander"))

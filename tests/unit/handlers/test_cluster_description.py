@@ -17,6 +17,7 @@ from kio.schema.describe_topic_partitions.v0.request import (
     DescribeTopicPartitionsRequest,
     TopicRequest,
 )
+from kio.schema.types import TopicName
 
 from dataplane.connection import Connection
 from dataplane.handlers import describe_cluster, describe_topic_partitions
@@ -102,7 +103,7 @@ def describe(
     broker_limit: int = 2000,
 ) -> Any:
     req = DescribeTopicPartitionsRequest(
-        topics=tuple(TopicRequest(name=n) for n in names),
+        topics=tuple(TopicRequest(name=TopicName(n)) for n in names),
         response_partition_limit=limit,  # type: ignore[arg-type]
         cursor=None if cursor is None else Cursor(topic_name=cursor[0], partition_index=cursor[1]),  # type: ignore[arg-type]
     )

@@ -11,6 +11,8 @@ from typing import Any
 import anyio
 import pytest
 from kio.schema.fetch.v12 import request as v12
+from kio.schema.types import TopicName
+from kio.static.primitive import i32, i32Timedelta, i64
 
 from dataplane.handlers import fetch
 from dataplane.log.errors import LogError
@@ -38,18 +40,18 @@ def fetch_one(partition: int = 0, offset: int = 0, last_epoch: int = -1, topic: 
     replicas.partitions[0].log = EpochLog(replicas.reads, 0)
     replicas.partitions[1].lose_leadership()
     part = v12.FetchPartition(
-        partition=partition,
-        fetch_offset=offset,
-        last_fetched_epoch=last_epoch,
-        partition_max_bytes=1000,
+        partition=i32(partition),
+        fetch_offset=i64(offset),
+        last_fetched_epoch=i32(last_epoch),
+        partition_max_bytes=i32(1000),
     )
     req = v12.FetchRequest(
-        max_wait=datetime.timedelta(0),
-        min_bytes=0,
-        max_bytes=1_000_000,
-        session_id=0,
-        session_epoch=-1,
-        topics=(v12.FetchTopic(topic=topic, partitions=(part,)),),
+        max_wait=i32Timedelta.parse(datetime.timedelta(0)),
+        min_bytes=i32(0),
+        max_bytes=i32(1_000_000),
+        session_id=i32(0),
+        session_epoch=i32(-1),
+        topics=(v12.FetchTopic(topic=TopicName(topic), partitions=(part,)),),
         forgotten_topics_data=(),
     )
 

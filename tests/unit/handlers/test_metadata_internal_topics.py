@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.types import TopicName
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
@@ -26,6 +27,7 @@ from dataplane.protocol.codec import entity_class
 from dataplane.protocol.errors import ErrorCode
 from dataplane.topic_admin import NewTopic
 from proto import meta_pb2
+from tests.unit.handlers.answers import encoded
 from tests.unit.handlers.test_metadata_handler import broker
 
 
@@ -67,11 +69,11 @@ def _ask(brokers: Brokers, *names: str) -> Any:
     header = SimpleNamespace(api_version=12, client_id="test")
     ctx = RequestContext(services, header, Connection(peer="1.2.3.4:5"), {})  # type: ignore[arg-type]
     request = MetadataRequest(
-        topics=tuple(MetadataRequestTopic(topic_id=None, name=n) for n in names),
+        topics=tuple(MetadataRequestTopic(topic_id=None, name=TopicName(n)) for n in names),
         allow_auto_topic_creation=True,
         include_topic_authorized_operations=False,
     )
-    body = anyio.run(metadata.handle, ctx, request)
+    body = encoded(anyio.run(metadata.handle, ctx, request))
     decoded, _ = entity_reader(entity_class(3, 12, EntityType.response))(body, 0)
     return {t.name: t for t in decoded.topics}
 

@@ -15,6 +15,7 @@ from kio.serial import entity_reader
 from dataplane.handlers import produce
 from dataplane.log.batch import RecordError
 from dataplane.protocol.errors import ErrorCode
+from tests.unit.handlers.answers import settled
 from tests.unit.handlers.test_txn_dataplane import (
     FakePartition,
     FakeReplicas,
@@ -69,7 +70,7 @@ def test_an_acks_all_answer_carries_the_throttle_the_server_adds() -> None:
     async def main() -> Any:
         deferred = await produce.handle(ctx, produce_request({0: batch(False)}, None, acks=-1))
         ctx.throttle_ms = 250.0  # as quota.request_time sets it after the handler
-        return await deferred
+        return await settled(deferred)
 
     answer: Any = entity_reader(v12.response.ProduceResponse)(anyio.run(main), 0)[0]
     assert answer.throttle_time.total_seconds() * 1000 == 250

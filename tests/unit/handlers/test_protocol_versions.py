@@ -20,6 +20,7 @@ from dataplane.metadata_cache import MetadataCache, TopicInfo
 from dataplane.protocol.codec import EntityBuilder, entity_class
 from dataplane.protocol.encoders import PRODUCE_VERSIONS
 from dataplane.protocol.errors import ErrorCode
+from tests.unit.handlers.answers import encoded, entity
 from tests.unit.protocol import kio_models
 
 
@@ -79,7 +80,7 @@ def test_produce_is_listed_from_v0_as_kafka_lists_it() -> None:
     req = EntityBuilder(18, 4, EntityType.request).ApiVersionsRequest(
         client_software_name="librdkafka", client_software_version="2.16.0"
     )
-    answer = anyio.run(api_versions.handle, ctx, req)
+    answer = entity(anyio.run(api_versions.handle, ctx, req))
     assert [(k.api_key, k.min_version, k.max_version) for k in answer.api_keys] == [
         (0, 0, 13),
         (18, 0, 5),
@@ -129,7 +130,7 @@ def test_produce_v13_names_topics_by_id_and_refuses_unknown_ids() -> None:
 
     quotas = SimpleNamespace(produce=SimpleNamespace(enabled=False))
     ctx = context(0, 13, cache, replicas=Replicas(), authorizer=Authorizer(), quotas=quotas)
-    body = anyio.run(produce.handle, ctx, req)
+    body = encoded(anyio.run(produce.handle, ctx, req))
     answer = kio_models.decode(entity_class(0, 13, EntityType.response), body)
     assert appended == [("orders", 0)]
     assert [(t.topic_id, t.partition_responses[0].error_code) for t in answer.responses] == [

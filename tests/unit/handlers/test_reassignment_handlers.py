@@ -33,6 +33,7 @@ from kio.schema.list_partition_reassignments.v0.request import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsTopics,
 )
+from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32
 
 from dataplane.connection import Connection
@@ -176,8 +177,8 @@ def test_elect_named_partitions_v2(cache: MetadataCache) -> None:
     req = ElectV2(
         election_type=i8(1),
         topic_partitions=(
-            TopicPartitionsV2(topic="a", partitions=(i32(0), i32(1), i32(0))),
-            TopicPartitionsV2(topic="b", partitions=(i32(3),)),
+            TopicPartitionsV2(topic=TopicName("a"), partitions=(i32(0), i32(1), i32(0))),
+            TopicPartitionsV2(topic=TopicName("b"), partitions=(i32(3),)),
         ),
     )
     response = run(elect_leaders, req, 2, meta, authorizer)
@@ -204,7 +205,7 @@ def test_elect_refused_without_alter_on_the_cluster(cache: MetadataCache) -> Non
     meta = FakeMeta(cache)
     req = ElectV2(
         election_type=i8(0),
-        topic_partitions=(TopicPartitionsV2(topic="a", partitions=(i32(0),)),),
+        topic_partitions=(TopicPartitionsV2(topic=TopicName("a"), partitions=(i32(0),)),),
     )
     response = run(elect_leaders, req, 2, meta, FakeAuthorizer(allowed=False))
     assert meta.calls == []
@@ -223,7 +224,7 @@ def test_elect_refused_without_alter_on_the_cluster(cache: MetadataCache) -> Non
 def test_elect_unknown_type_and_meta_unavailable(cache: MetadataCache) -> None:
     req = ElectV2(
         election_type=i8(2),
-        topic_partitions=(TopicPartitionsV2(topic="a", partitions=(i32(0),)),),
+        topic_partitions=(TopicPartitionsV2(topic=TopicName("a"), partitions=(i32(0),)),),
     )
     bad = run(elect_leaders, req, 2, FakeMeta(cache), FakeAuthorizer())
     assert bad.error_code == ErrorCode.invalid_request
@@ -236,7 +237,7 @@ def test_elect_unknown_type_and_meta_unavailable(cache: MetadataCache) -> None:
 
 def test_elect_v0_request_has_no_type() -> None:
     assert "election_type" not in ElectV0.__dataclass_fields__
-    assert TopicPartitionsV0(topic="a", partitions=(i32(0),)).partitions == (0,)
+    assert TopicPartitionsV0(topic=TopicName("a"), partitions=(i32(0),)).partitions == (0,)
 
 
 # -- AlterPartitionReassignments -----------------------------------------------------------------
@@ -248,11 +249,13 @@ def alter_request(*changes: tuple[str, int, tuple[int, ...] | None]) -> Any:
         topics.setdefault(topic, []).append(
             ReassignablePartition(
                 partition_index=i32(index),
-                replicas=None if replicas is None else tuple(i32(r) for r in replicas),  # type: ignore[misc]
+                replicas=None if replicas is None else tuple(BrokerId(r) for r in replicas),
             )
         )
     return AlterPartitionReassignmentsRequest(
-        topics=tuple(ReassignableTopic(name=t, partitions=tuple(ps)) for t, ps in topics.items())
+        topics=tuple(
+            ReassignableTopic(name=TopicName(t), partitions=tuple(ps)) for t, ps in topics.items()
+        )
     )
 
 
@@ -288,8 +291,10 @@ def test_reassign_v1_passes_and_echoes_allow_replication_factor_change(
         allow_replication_factor_change=allow,
         topics=(
             ReassignableTopicV1(
-                name="a",
-                partitions=(ReassignablePartitionV1(partition_index=i32(0), replicas=(i32(2),)),),
+                name=TopicName("a"),
+                partitions=(
+                    ReassignablePartitionV1(partition_index=i32(0), replicas=(BrokerId(2),)),
+                ),
             ),
         ),
     )
@@ -330,7 +335,11 @@ def test_list_reassignments(cache: MetadataCache) -> None:
     assert (topic.name, p.partition_index, p.replicas) == ("a", 1, (2, 3, 4, 1))
     assert (p.adding_replicas, p.removing_replicas) == ((4,), (1,))
     named = ListPartitionReassignmentsRequest(
-        topics=(ListPartitionReassignmentsTopics(name="a", partition_indexes=(i32(1), i32(0))),)
+        topics=(
+            ListPartitionReassignmentsTopics(
+                name=TopicName("a"), partition_indexes=(i32(1), i32(0))
+            ),
+        )
     )
     run(list_partition_reassignments, named, 0, meta, authorizer)
     assert meta.calls == [("list", None), ("list", [("a", 1), ("a", 0)])]
@@ -338,7 +347,7 @@ def test_list_reassignments(cache: MetadataCache) -> None:
 
 def test_list_refused_and_meta_unavailable(cache: MetadataCache) -> None:
     named = ListPartitionReassignmentsRequest(
-        topics=(ListPartitionReassignmentsTopics(name="a", partition_indexes=(i32(1),)),)
+        topics=(ListPartitionReassignmentsTopics(name=TopicName("a"), partition_indexes=(i32(1),)),)
     )
     refused = run(
         list_partition_reassignments, named, 0, FakeMeta(cache), FakeAuthorizer(allowed=False)

@@ -15,6 +15,8 @@ import anyio
 from kio.schema.create_topics.v7 import request as create_v7
 from kio.schema.delete_topics.v6 import request as delete_v6
 from kio.schema.describe_configs.v4 import request as describe_v4
+from kio.schema.types import TopicName
+from kio.static.primitive import i8, i16, i32, i32Timedelta
 
 from dataplane.config import BrokerConfig
 from dataplane.connection import Connection
@@ -24,6 +26,7 @@ from dataplane.protocol.errors import ErrorCode
 from proto import meta_pb2
 
 KNOWN_ID = uuid.UUID(int=7)
+FIVE_SECONDS = i32Timedelta.parse(datetime.timedelta(seconds=5))
 
 
 class FakeTopicAdmin:
@@ -63,8 +66,11 @@ def call(module: Any, version: int, request: Any) -> tuple[Any, FakeTopicAdmin]:
 
 def delete(*topics: tuple[str | None, uuid.UUID | None]) -> tuple[dict[Any, Any], Any]:
     request = delete_v6.DeleteTopicsRequest(
-        topics=tuple(delete_v6.DeleteTopicState(name=n, topic_id=i) for n, i in topics),
-        timeout=datetime.timedelta(seconds=5),
+        topics=tuple(
+            delete_v6.DeleteTopicState(name=None if n is None else TopicName(n), topic_id=i)
+            for n, i in topics
+        ),
+        timeout=FIVE_SECONDS,
     )
     response, admin = call(delete_topics, 6, request)
     return {
@@ -101,9 +107,9 @@ def create(*topics: tuple[str, dict[str, str | None]]) -> tuple[dict[str, Any], 
     request = create_v7.CreateTopicsRequest(
         topics=tuple(
             create_v7.CreatableTopic(
-                name=name,
-                num_partitions=1,
-                replication_factor=1,
+                name=TopicName(name),
+                num_partitions=i32(1),
+                replication_factor=i16(1),
                 assignments=(),
                 configs=tuple(
                     create_v7.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()
@@ -111,7 +117,7 @@ def create(*topics: tuple[str, dict[str, str | None]]) -> tuple[dict[str, Any], 
             )
             for name, configs in topics
         ),
-        timeout=datetime.timedelta(seconds=5),
+        timeout=FIVE_SECONDS,
         validate_only=True,
     )
     response, admin = call(create_topics, 7, request)
@@ -154,7 +160,7 @@ def describe(name: str) -> Any:
     request = describe_v4.DescribeConfigsRequest(
         resources=(
             describe_v4.DescribeConfigsResource(
-                resource_type=2, resource_name=name, configuration_keys=("retention.ms",)
+                resource_type=i8(2), resource_name=name, configuration_keys=("retention.ms",)
             ),
         ),
         include_synonyms=False,

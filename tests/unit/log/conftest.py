@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,8 +29,8 @@ def open_log(log_dir: Path, store: StateStore) -> Iterator[OpenLog]:
     open at the end of the test are closed."""
     opened: list[PartitionLog] = []
 
-    def _open(**config: object) -> PartitionLog:
-        log = PartitionLog.open(log_dir, LogConfig(**config), store, "topic-0")  # type: ignore[arg-type]
+    def _open(**config: Any) -> PartitionLog:
+        log = PartitionLog.open(log_dir, LogConfig(**config), store, "topic-0")
         opened.append(log)
         return log
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,11 @@ from tests.unit.log.batches import make_batch
 from tests.unit.log.conftest import OpenLog
 from tests.unit.log.helpers import clean, crash, read_all, records_in, run_cleaning
 
-COMPACT = {"cleanup_policy": "compact", "segment_bytes": 1_000, "index_interval_bytes": 200}
+COMPACT: dict[str, Any] = {
+    "cleanup_policy": "compact",
+    "segment_bytes": 1_000,
+    "index_interval_bytes": 200,
+}
 Record = tuple[int, bytes | None, bytes | None]
 
 

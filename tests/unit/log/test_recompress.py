@@ -9,7 +9,7 @@ import pytest
 from dataplane.log import LogConfig, PartitionLog, validate
 from dataplane.log.batch import ATTR_TRANSACTIONAL, Compression, RecordError, header_at
 from dataplane.log.errors import ErrorCode
-from dataplane.log.records import decode_records
+from dataplane.log.records import Record, decode_records
 from tests.unit.log.batches import make_batch
 from tests.unit.log.conftest import OpenLog
 
@@ -32,8 +32,8 @@ def stored(log: PartitionLog) -> bytes:
     return log.read(log.log_start_offset, 1 << 20, log.log_end_offset, True)
 
 
-def records(data: bytes) -> list[tuple[object, ...]]:
-    return [tuple(r) for r in decode_records(data)]
+def records(data: bytes) -> list[Record]:
+    return list(decode_records(data))
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,9 @@ def refused(log: PartitionLog, batch: bytes, now: int = NOW) -> RecordError:
 
 
 @pytest.mark.parametrize("codec", list(Compression))
-def test_keyless_records_on_a_compacted_topic_are_listed(open_log: OpenLog, codec: int) -> None:
+def test_keyless_records_on_a_compacted_topic_are_listed(
+    open_log: OpenLog, codec: Compression
+) -> None:
     """librdkafka's test 0011: 100 records, every 10th without a key, in one batch."""
     log = open_log(cleanup_policy="compact")
     keys = [None if i % 10 == 0 else f"k{i}".encode() for i in range(100)]
@@ -152,7 +154,7 @@ def test_a_header_out_of_range_is_refused_even_if_its_records_are_not(
     ],
 )
 def test_a_record_count_that_disagrees_with_the_records(
-    open_log: OpenLog, codec: int, records: int, declared: int, message: str
+    open_log: OpenLog, codec: Compression, records: int, declared: int, message: str
 ) -> None:
     """Where the broker decodes the records (here: a compacted topic), as Kafka's
     DefaultRecordBatch iterator: INVALID_RECORD."""

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kio.records.readers import read_batch
@@ -26,7 +27,7 @@ from tests.unit.log.helpers import (
     read_all,
 )
 
-CONFIG = {"segment_bytes": 2_000, "index_interval_bytes": 300}
+CONFIG: dict[str, Any] = {"segment_bytes": 2_000, "index_interval_bytes": 300}
 REPO = Path(__file__).resolve().parents[3]
 
 

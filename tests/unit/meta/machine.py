@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from meta.commands import (
     AlterPartition,
@@ -33,21 +34,22 @@ class Machine:
         self.state = MetaState()
         self.changes: list[Change] = []
 
-    def run(self, body: Body, request_id: str = "", now_ms: int = NOW) -> object:
+    def run(self, body: Body, request_id: str = "", now_ms: int = NOW) -> Any:
+        """The command's result (its type depends on the body)."""
         applied = apply(self.state, Command(request_id or uuid.uuid4().hex, now_ms, body))
         self.changes += applied.changes
         return applied.result
 
     def register(self, broker_id: int, incarnation: bytes = b"one") -> int:
         body = RegisterBroker(broker_id, "h", 9092, None, "h:9392", incarnation, False)
-        return self.run(body)  # type: ignore[return-value]
+        return self.run(body)
 
     def create(
-        self, name: str, partitions: int = 1, rf: int = 1, assignments: tuple = (), **kw: object
+        self, name: str, partitions: int = 1, rf: int = 1, assignments: tuple = (), **kw: Any
     ) -> Topic:
         topic_id = uuid.uuid4().bytes
-        request = NewTopic(name, partitions, rf, assignments, topic_id=topic_id, **kw)  # type: ignore[arg-type]
-        [outcome] = self.run(CreateTopics((request,)))  # type: ignore[misc]
+        request = NewTopic(name, partitions, rf, assignments, topic_id=topic_id, **kw)
+        [outcome] = self.run(CreateTopics((request,)))
         assert isinstance(outcome, Topic), outcome
         return outcome
 
@@ -63,11 +65,11 @@ class Machine:
     def partition(self, topic: str, index: int = 0) -> Partition:
         return self.state.topics[topic].partitions[index]
 
-    def isr_change(self, topic: str, index: int, new_isr: tuple[int, ...], **kw: int) -> IsrChange:
-        """A change of the ISR quoting the partition's current epochs (override with kw)."""
+    def isr_change(self, topic: str, index: int, new_isr: tuple[int, ...]) -> IsrChange:
+        """A change of the ISR quoting the partition's current epochs."""
         p = self.partition(topic, index)
-        epochs = {"leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch} | kw
-        return IsrChange(self.state.topics[topic].topic_id, index, new_isr=new_isr, **epochs)
+        topic_id = self.state.topics[topic].topic_id
+        return IsrChange(topic_id, index, p.leader_epoch, p.partition_epoch, new_isr)
 
     def alter(
         self, sender: int, *changes: IsrChange, broker_epoch: int | None = None, request_id=""
@@ -77,4 +79,4 @@ class Machine:
 
     def shutdown(self, broker_id: int, unclean: bool = False) -> ShutdownOutcome:
         body = ControlledShutdown(broker_id, self.epoch(broker_id), unclean)
-        return self.run(body)  # type: ignore[return-value]
+        return self.run(body)

@@ -78,9 +78,10 @@ def test_placement_ignores_racks_unless_every_broker_has_one() -> None:
 
 @pytest.mark.parametrize("name", ["", ".", "..", "a" * 250, "bad name", "ümlaut", "a/b"], ids=repr)
 def test_illegal_topic_names(name: str) -> None:
-    assert validate_topic_name(name) is not None
+    message = validate_topic_name(name)
+    assert message is not None
     rejection = plan_topic(new_topic(name), {}, brokers(1))
-    assert rejection == Rejection(ErrorCode.INVALID_TOPIC_EXCEPTION, validate_topic_name(name))
+    assert rejection == Rejection(ErrorCode.INVALID_TOPIC_EXCEPTION, message)
 
 
 @pytest.mark.parametrize(

@@ -264,5 +264,7 @@ def test_a_stored_acl_code_kafka_does_not_define_reads_as_unknown() -> None:
         encode_command(Command("r", NOW, CreateAcls((_READ_ORDERS,))))
     )
     record.create_acls.bindings[0].operation = 99
-    [binding] = decode_command(record.SerializeToString()).body.bindings
+    body = decode_command(record.SerializeToString()).body
+    assert isinstance(body, CreateAcls)
+    [binding] = body.bindings
     assert binding.operation == AclOperation.UNKNOWN

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import tz_aware_from_i64
+from kio.static.primitive import i64
 
 from dataplane.protocol.encoders import (
     FetchTopic,
@@ -78,7 +79,7 @@ def encode(entity: Any) -> bytes:
     return buffer.getvalue()
 
 
-def decode(cls: type, data: bytes) -> Any:
+def decode(cls: type[Any], data: bytes) -> Any:
     """Decode a whole body with kio; fails if bytes are left over."""
     entity, size = entity_reader(cls)(data, 0)
     assert size == len(data)
@@ -108,7 +109,7 @@ def produce_response(
                         log_append_time=(
                             None
                             if p.log_append_time_ms == -1
-                            else tz_aware_from_i64(p.log_append_time_ms)
+                            else tz_aware_from_i64(i64(p.log_append_time_ms))
                         ),
                         log_start_offset=p.log_start_offset,
                         record_errors=tuple(

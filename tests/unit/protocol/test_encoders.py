@@ -7,6 +7,8 @@ compares our bytes with kio's `entity_writer` output, then decodes our bytes wit
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -104,7 +106,12 @@ def test_metadata_long_arrays_match_kio(version: int) -> None:
     partition = MetadataPartition(0, 0, 1, 5, replicas, replicas[:130], replicas[:127])
     topics = [MetadataTopic(0, f"topic-{n}", bytes(16), False, [partition]) for n in range(200)]
     brokers = [MetadataBroker(n, "h" * 200, 9092, None) for n in range(130)]
-    arguments = {"brokers": brokers, "topics": topics, "cluster_id": "c", "controller_id": 1}
+    arguments: dict[str, Any] = {
+        "brokers": brokers,
+        "topics": topics,
+        "cluster_id": "c",
+        "controller_id": 1,
+    }
     reference = kio_models.metadata_response(
         version, **arguments, throttle_time_ms=0, cluster_authorized_operations=0, error_code=0
     )

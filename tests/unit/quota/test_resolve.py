@@ -36,29 +36,32 @@ def test_no_quota_no_tags_no_limit() -> None:
 
 
 def test_other_users_and_client_ids_do_not_match() -> None:
-    quotas = {((USER, "bob"),): 1.0, ((CLIENT_ID, "other"),): 2.0}
+    quotas: dict[QuotaEntity, float] = {((USER, "bob"),): 1.0, ((CLIENT_ID, "other"),): 2.0}
     assert limit(quotas, metric_tags(quotas, U, C)) is None
 
 
 def test_a_user_quota_is_shared_by_all_the_users_clients() -> None:
-    quotas = {((USER, U),): 1.0}
+    quotas: dict[QuotaEntity, float] = {((USER, U),): 1.0}
     assert metric_tags(quotas, U, "a") == metric_tags(quotas, U, "b") == (U, "")
 
 
 def test_a_default_client_id_quota_gives_each_client_id_its_own_sensor() -> None:
-    quotas = {((CLIENT_ID, None),): 1.0}
+    quotas: dict[QuotaEntity, float] = {((CLIENT_ID, None),): 1.0}
     assert metric_tags(quotas, U, "a") != metric_tags(quotas, U, "b")
 
 
 def test_a_user_and_default_client_quota_is_used_for_tags_of_user_and_client() -> None:
     # tags (user, client-id): level 1 missing, level 2 (user, <default>) applies
-    quotas = {((CLIENT_ID, None), (USER, U)): 3.0, ((CLIENT_ID, None), (USER, None)): 9.0}
+    quotas: dict[QuotaEntity, float] = {
+        ((CLIENT_ID, None), (USER, U)): 3.0,
+        ((CLIENT_ID, None), (USER, None)): 9.0,
+    }
     assert limit(quotas, (U, C)) == 3.0
     assert limit(quotas, ("bob", C)) == 9.0
 
 
 def test_quotas_of_one_key_only() -> None:
-    quotas = {
+    quotas: dict[QuotaEntity, dict[str, float]] = {
         ((USER, U),): {"producer_byte_rate": 1.0, "consumer_byte_rate": 2.0},
         ((IP, None),): {"connection_creation_rate": 3.0},
     }
