@@ -13,7 +13,7 @@ gets the STALE_TOPOLOGY status); (3) configures the topology against the cluster
 (`topology.configure`): a change of the required topics' metadata hash, of the
 validated topology epoch or of the assignment configs (num.standby.replicas) bumps the group
 epoch; (4) when the group epoch is past the assignment epoch, computes a new target
-assignment with the sticky assignor (`streams_assignor`), unless the group's initial rebalance
+assignment with the sticky assignor (`assignor`), unless the group's initial rebalance
 delay still runs (ASSIGNMENT_DELAYED); (5) reconciles the member towards its target
 (`member.reconcile`). Tasks are sent back when the member joins or its tasks
 changed; the statuses say why there are none yet (missing source or internal topics,

@@ -9,7 +9,7 @@ subtopologies writing them, co-partition groups made equal, changelogs as many a
 subtopology's tasks), lists the internal topics to create, and gives each subtopology its
 number of tasks (its largest source topic). A problem is a heartbeat *status*, not an error:
 MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS or MISSING_INTERNAL_TOPICS (the broker
-creates those, `streams_group_adapter`); the group assigns no tasks until the topology is ready.
+creates those, `adapter`); the group assigns no tasks until the topology is ready.
 """
 
 from __future__ import annotations
