@@ -347,6 +347,7 @@ class Broker:
 
     async def _register(self) -> None:
         advertised = self.listeners.advertised
+        sent = self.replicas.meta_lease.now()
         self.broker_epoch = await self.meta.register_broker(
             node_id=self.node_id,
             host=advertised[0].host,
@@ -357,6 +358,7 @@ class Broker:
             or self.config.replication_listener,
             incarnation_id=self.incarnation_id,
         )
+        self.replicas.meta_lease.renewed(sent)  # a registration starts a fresh lease
         log.info(
             "registered with the meta service as broker %d (epoch %d)",
             self.node_id,
@@ -375,15 +377,20 @@ class Broker:
 
     async def _heartbeat_loop(self) -> None:
         interval = self.config.broker_heartbeat_interval_ms / 1000
+        lease = self.replicas.meta_lease
         while True:
             await anyio.sleep(interval)
+            sent = lease.now()
             try:
                 result = await self.meta.heartbeat(self.node_id, self.broker_epoch)
             except Exception as e:  # the client already retried every meta node
                 log.warning(
                     "heartbeat to the meta service failed (%s); retrying — check meta nodes", e
                 )
+                lease.lapsed()  # logs when coordinating stops
                 continue
+            if not result.error_code:  # the meta service renewed the lease
+                lease.renewed(sent)
             if result.must_register:
                 log.warning("meta service asked broker %d to register again", self.node_id)
                 await self._register()

@@ -7,8 +7,11 @@ A key (a group id) maps to one partition of the internal topic; whichever broker
 partition coordinates the key. Its state is a *shard* rebuilt from the partition's records
 when the broker becomes leader (clients get COORDINATOR_LOAD_IN_PROGRESS meanwhile) and
 dropped when leadership moves (clients get NOT_COORDINATOR and look the coordinator up
-again). Every change is a record appended to the partition and replicated with acks=all
-semantics before the client hears of it, so a new coordinator finds it after a failover.
+again). A broker whose lease with the meta service may have lapsed (replica/meta_lease.py)
+answers NOT_COORDINATOR too, before the meta service can fence it and move its partitions, so
+a broker cut off from the meta nodes never coordinates next to the new leader. Every change is
+a record appended to the partition and replicated with acks=all semantics before the client
+hears of it, so a new coordinator finds it after a failover.
 
 The load survives whatever the partition holds (Kafka's CoordinatorLoaderImpl never takes the
 broker down): records that cannot be decoded are logged and skipped, and any other error fails
@@ -266,7 +269,7 @@ class CoordinatorRuntime(Generic[S]):
     def shard(self, key: str) -> S:
         """The loaded shard that owns `key` on this broker, or the error the client expects."""
         loaded = self._shards.get(self.topic.partition_for(key))
-        if loaded is None or loaded.failed:
+        if loaded is None or loaded.failed or self._replicas.meta_lease.lapsed():
             raise KafkaError(ErrorCode.not_coordinator)
         if not loaded.ready.is_set():
             raise KafkaError(ErrorCode.coordinator_load_in_progress)
@@ -302,7 +305,13 @@ class CoordinatorRuntime(Generic[S]):
         index = self.topic.partition_for(key)
         loaded = self._shards.get(index)
         partition = self._replicas.partitions.get((self.topic.name, index))
-        if loaded is None or loaded.failed or partition is None or not partition.is_leader:
+        if (
+            loaded is None
+            or loaded.failed
+            or partition is None
+            or not partition.is_leader
+            or self._replicas.meta_lease.lapsed()
+        ):
             raise KafkaError(ErrorCode.not_coordinator)
         epoch = partition.leader_epoch
         if (code := partition.replication_error()) != ErrorCode.none:

@@ -42,6 +42,7 @@ from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.fetcher import ReplicaFetchers
 from dataplane.replica.log_mover import LogMoves
+from dataplane.replica.meta_lease import MetaLease
 from dataplane.replica.partition import IsrSubmit, Partition, now_ms
 from dataplane.replica.producer_state import ProducerStateManager
 from dataplane.topic_configs import effective_topic_configs
@@ -83,6 +84,10 @@ class ReplicaManager:
         self._uncleanable: set[tuple[bytes, int]] = set()  # compaction failed (Kafka's too)
         # Called after every leadership change of a local replica (coordinators load/unload).
         self.leadership_listeners: list[Callable[[Partition], None]] = []
+        # Whether this broker's lease with the meta service may have lapsed (coordinators stop).
+        self.meta_lease = MetaLease(
+            config.broker_session_timeout_ms, config.broker_heartbeat_interval_ms
+        )
         # (old, new, whether the first snapshot was applied before it), for apply_changes
         self._changes: deque[tuple[TopicInfo | None, TopicInfo | None, bool]] = deque()
         cache.topic_listeners.append(self._queue_change)

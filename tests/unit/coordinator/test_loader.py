@@ -33,6 +33,7 @@ from dataplane.log.batch import Compression, encode_batch
 from dataplane.log.records import Record, build_batch, bytes_field, encode_record, zigzag_varint
 from dataplane.metadata_cache import PartitionInfo
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.replica.meta_lease import MetaLease
 from dataplane.replica.partition import Partition
 from dataplane.replica.producer_state import ProducerStateManager
 from dataplane.share.model import SharePartitionKey, ShareState
@@ -152,7 +153,9 @@ class Leader:
             )
             partition.update(PartitionInfo(index, (ME,), (ME,), ME, 1, 1))
             self.partitions[(kind.topic, index)] = partition
-        replicas = SimpleNamespace(leadership_listeners=[], partitions=self.partitions)
+        replicas = SimpleNamespace(
+            leadership_listeners=[], partitions=self.partitions, meta_lease=MetaLease(9000, 2000)
+        )
         cache = SimpleNamespace(topics={}, topic_listeners=[])
         topic = InternalTopic(cache, _no_create, kind.topic, partitions, 1, {})  # type: ignore[arg-type]
         self.runtime: CoordinatorRuntime[Shard] = CoordinatorRuntime(

@@ -18,6 +18,7 @@ from dataplane.coordinator.shard import GroupShard
 from dataplane.log.batch import ATTR_TRANSACTIONAL, header_at
 from dataplane.log.control import build_marker_batch
 from dataplane.log.records import Record, build_batch
+from dataplane.replica.meta_lease import MetaLease
 
 from .harness import E, Harness
 from .support import local_shard
@@ -218,7 +219,9 @@ def _value(offset: int) -> OffsetCommitValue:
 
 
 def _load(batches: list[bytes], shard: GroupShard | _PlainShard) -> None:
-    replicas = SimpleNamespace(leadership_listeners=[], partitions={})
+    replicas = SimpleNamespace(
+        leadership_listeners=[], partitions={}, meta_lease=MetaLease(9000, 2000)
+    )
     topic = SimpleNamespace(name="__consumer_offsets")
     runtime = CoordinatorRuntime(replicas, topic, lambda index: shard)  # type: ignore[arg-type]
     loaded = _Loaded(shard, 0)

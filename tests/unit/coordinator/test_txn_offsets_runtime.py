@@ -21,6 +21,7 @@ from dataplane.log import LogConfig, PartitionLog, StateStore
 from dataplane.log.batch import header_at
 from dataplane.metadata_cache import PartitionInfo
 from dataplane.protocol.errors import ErrorCode
+from dataplane.replica.meta_lease import MetaLease
 from dataplane.replica.partition import Partition
 from dataplane.replica.producer_state import ProducerStateManager
 from dataplane.transaction.markers import TxnMarker, write_local_marker
@@ -40,7 +41,9 @@ class Broker:
         self.partition = Partition(OFFSETS, b"\x02" * 16, 0, plog, producers, ME, _no_isr)
         self.partition.update(PartitionInfo(0, (ME,), (ME,), ME, 1, 1))
         self.replicas = SimpleNamespace(
-            leadership_listeners=[], partitions={(OFFSETS, 0): self.partition}
+            leadership_listeners=[],
+            partitions={(OFFSETS, 0): self.partition},
+            meta_lease=MetaLease(9000, 2000),
         )
         cache = SimpleNamespace(topics={}, topic_listeners=[])
         topic = InternalTopic(cache, _no_create, OFFSETS, 1, 1, {})  # type: ignore[arg-type]

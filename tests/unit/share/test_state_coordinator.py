@@ -17,6 +17,7 @@ from dataplane.log import LogConfig, PartitionLog, StateStore
 from dataplane.log.records import Record
 from dataplane.metadata_cache import PartitionInfo
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.replica.meta_lease import MetaLease
 from dataplane.replica.partition import Partition
 from dataplane.replica.producer_state import ProducerStateManager
 from dataplane.share.model import DeliveryState, SharePartitionKey, ShareState, StateBatch
@@ -39,7 +40,11 @@ class Broker:
         producers = ProducerStateManager.load(plog)
         self.partition = Partition(TOPIC, b"\x03" * 16, 0, plog, producers, ME, _no_isr)
         self.partition.update(PartitionInfo(0, (ME,), (ME,), ME, leader_epoch, 1))
-        replicas = SimpleNamespace(leadership_listeners=[], partitions={(TOPIC, 0): self.partition})
+        replicas = SimpleNamespace(
+            leadership_listeners=[],
+            partitions={(TOPIC, 0): self.partition},
+            meta_lease=MetaLease(9000, 2000),
+        )
         cache = SimpleNamespace(topics={}, topic_listeners=[])
         topic = InternalTopic(cache, _no_create, TOPIC, 1, 1, {})  # type: ignore[arg-type]
         self.coordinator = ShareCoordinator(replicas, topic)  # type: ignore[arg-type]
