@@ -114,7 +114,7 @@ rm -rf "$CTX" && mkdir -p "$CTX/app"
 # Only what the package is made of, so the build sees no tests, data or caches.
 rm -rf "$CACHE/src" && mkdir -p "$CACHE/src"
 cp "$REPO/pyproject.toml" "$REPO/README.md" "$CACHE/src/"
-for pkg in cluster meta dataplane proto; do
+for pkg in cluster meta dataplane common proto; do
     cp -r "$REPO/$pkg" "$CACHE/src/"
 done
 find "$CACHE/src" -name __pycache__ -type d -exec rm -rf {} +
