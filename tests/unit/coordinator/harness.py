@@ -9,6 +9,8 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.base import GroupConfig, JoinRequest, JoinResult, Reply, SyncResult
 from dataplane.coordinator.classic.group import ClassicGroup
@@ -431,3 +433,48 @@ class Client:
         self.owned = set()
         self.epoch = 0
         return response
+
+
+# -- consumer group (KIP-848) tests' helpers ----------------------------------------------------
+
+T = tid("t")
+
+
+def all_parts(n: int, name: str = "t") -> set[tuple[bytes, int]]:
+    return {(tid(name), p) for p in range(n)}
+
+
+def settle(clients, rounds: int = 10) -> None:
+    for _ in range(rounds):
+        for c in clients:
+            c.heartbeat()
+
+
+def assert_disjoint(clients) -> None:
+    seen: set[tuple[bytes, int]] = set()
+    for c in clients:
+        assert not (c.owned & seen), "a partition is owned twice"
+        seen |= c.owned
+
+
+def assert_replay_equal(h: Harness) -> None:
+    rebuilt = h.replayed_consumer_group()
+    assert rebuilt is not None
+    assert rebuilt.snapshot() == h.consumer_group().snapshot()
+
+
+def raises(code: ErrorCode, message: str | None = None):
+    class Ctx:
+        def __enter__(self):
+            self.cm = pytest.raises(KafkaError)
+            self.info = self.cm.__enter__()
+            return self.info
+
+        def __exit__(self, *exc):
+            handled = self.cm.__exit__(*exc)
+            assert self.info.value.code == code, self.info.value
+            if message is not None:
+                assert self.info.value.message == message
+            return handled
+
+    return Ctx()
