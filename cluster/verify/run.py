@@ -353,6 +353,7 @@ _COLUMNS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
     ("group_members", "never consumed", lambda f: str(f["group_unconsumed"])),
     ("group_members", "commits ahead", lambda f: str(f["group_commit_ahead"])),
     ("group_members", "two owners", lambda f: str(f["group_double_owner"])),
+    ("group_members", "stale owners fenced", lambda f: str(f["group_stale_owner"])),
 ]
 
 

@@ -29,8 +29,9 @@ def _event(
     t: float,
     *parts: int,
     offsets: tuple[tuple[int, int], ...] = (),
+    detail: str = "",
 ) -> None:
-    h.event(MemberEvent(G, member, kind, t, tuple(parts), offsets))
+    h.event(MemberEvent(G, member, kind, t, tuple(parts), offsets, detail))
 
 
 def _read(h: History, member: str, offset: int, t: float) -> None:
@@ -82,9 +83,47 @@ def test_two_owners_at_once() -> None:
     _read(h, "b", 0, 4.0)
     v = check_group(h, final, G)
     assert v.failures == [
-        "1 times two members owned one partition at once: partition 0: a owned it "
-        "1.00s-3.00s, b from 2.00s"
+        "1 times two members owned one partition at once (0 with a stale owner, fenced): "
+        "partition 0: a owned it 1.00s-3.00s, b from 2.00s"
     ]
+
+
+UNKNOWN_MEMBER = 'KafkaError{code=UNKNOWN_MEMBER_ID,val=25,str="Commit failed: Unknown member"}'
+
+
+def test_a_member_the_coordinator_had_removed_is_a_stale_owner() -> None:
+    """The packet-loss case: b's SyncGroup answer of an old generation arrives after a took the
+    partition in the next one; b's first commit is refused, and it reports the partition lost.
+    Still two owners (the clients' history cannot tell it from a split-brain coordinator), shown
+    as one with a stale owner."""
+    h, final = _history(1)
+    _event(h, "a", "assigned", 1.0, 0)
+    _read(h, "a", 0, 1.5)
+    _event(h, "a", "commit", 1.6, offsets=((0, 1),))
+    _event(h, "b", "assigned", 2.0, 0)
+    _read(h, "b", 0, 2.1)
+    _event(h, "b", "commit-failed", 2.5, 0, detail=UNKNOWN_MEMBER)
+    _event(h, "b", "lost", 2.5, 0)
+    v = check_group(h, final, G)
+    assert v.failures == [
+        "1 times two members owned one partition at once (1 with a stale owner, fenced): "
+        "partition 0: a owned it 1.00s-2.50s, b from 2.00s"
+    ]
+    assert (v.figures["group_double_owner"], v.figures["group_stale_owner"]) == (1, 1)
+
+
+def test_an_owner_whose_commit_was_accepted_was_not_stale() -> None:
+    """A commit the coordinator accepted during the overlap proves it still counted the member:
+    its later refusal does not make it a stale owner."""
+    h, final = _history(1)
+    _event(h, "a", "assigned", 1.0, 0)
+    _event(h, "b", "assigned", 2.0, 0)
+    _event(h, "a", "commit", 2.2, offsets=((0, 1),))
+    _event(h, "a", "commit-failed", 2.5, 0, detail=UNKNOWN_MEMBER)
+    _event(h, "a", "lost", 2.5, 0)
+    _read(h, "b", 0, 3.0)
+    v = check_group(h, final, G)
+    assert (v.figures["group_double_owner"], v.figures["group_stale_owner"]) == (1, 0)
 
 
 def test_a_killed_member_owns_nothing_after_its_death() -> None:
@@ -100,8 +139,12 @@ def test_table_has_the_group_columns() -> None:
     r = Report(figures={"attempted": 9, "acknowledged": 9, "seconds": 60})
     r.figures |= {"group_members": 7, "group_killed": 2, "group_commits": 40}
     r.figures |= {"group_unconsumed": 0, "group_commit_ahead": 0, "group_double_owner": 0}
+    r.figures |= {"group_stale_owner": 1}
     rows = table([("kill-leader", r)]).splitlines()
-    assert "| members (killed) | commits | never consumed | commits ahead | two owners |" in rows[0]
     assert (
-        rows[2] == "| kill-leader | 1.0 | 0 | 9 | 9 | 0 | 0 | 0.0s | 7 (2) | 40 | 0 | 0 | 0 | 0 |"
+        "| members (killed) | commits | never consumed | commits ahead | two owners "
+        "| stale owners fenced |" in rows[0]
+    )
+    assert rows[2] == (
+        "| kill-leader | 1.0 | 0 | 9 | 9 | 0 | 0 | 0.0s | 7 (2) | 40 | 0 | 0 | 0 | 1 | 0 |"
     )

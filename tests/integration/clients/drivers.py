@@ -74,6 +74,10 @@ DRIVERS: dict[str, list[str]] = {
     "franz-go": [str(GO_DRIVER), "franz"],
     "sarama": [str(GO_DRIVER), "sarama"],
 }
+# The drivers that are python_driver.py: a hung one dumps its threads' stacks on SIGQUIT.
+PYTHON_DRIVERS = frozenset(
+    d for d, argv in DRIVERS.items() if argv[1:2] == [str(HERE / "python_driver.py")]
+)
 # Run as the drivers are (run_driver, Running) but not drivers of the contract, so not in the
 # client matrix: the Kafka Streams test application (streams/StreamsApp.java).
 APPS: dict[str, list[str]] = {"streams": ["bash", str(HERE / "streams-app.sh")]}

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cluster.local import LocalCluster
-from tests.integration.clients.drivers import DRIVERS
+from tests.integration.clients.drivers import DRIVERS, PYTHON_DRIVERS
 from tests.integration.conftest import wait_for
 
 if TYPE_CHECKING:
@@ -206,6 +206,15 @@ class Member:
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
+    def _dump_stacks(self) -> None:
+        """A Python driver that hangs prints its threads' stacks (faulthandler on SIGQUIT, into
+        its stderr, which describe() shows) before it is killed: where it hung, in which call."""
+        if self.driver not in PYTHON_DRIVERS:
+            return
+        self.proc.send_signal(signal.SIGQUIT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(2)
+
     def stop(self, timeout: float = 60) -> int:
         """Clean stop: stdin closes, the member commits, leaves the group and exits."""
         if self.proc.stdin and not self.proc.stdin.closed:
@@ -214,6 +223,7 @@ class Member:
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            self._dump_stacks()
             self.proc.kill()
             self.proc.wait()
             raise AssertionError(

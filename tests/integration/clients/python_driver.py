@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -554,6 +556,8 @@ def client_logging() -> None:
 
 def main() -> None:
     client_logging()
+    # A test that gives up on a hung driver sends SIGQUIT first: the stacks show where it hung.
+    faulthandler.register(signal.SIGQUIT, all_threads=True)
     import python_groups  # the consumer-group commands (python_groups.py)
     import python_share  # the share-group commands (python_share.py)
     import python_txn  # the transactions commands (python_txn.py)

@@ -281,18 +281,15 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:  # noqa: C901 - a 
     # Incremental (cooperative) rebalancing: KIP-848 and the cooperative-sticky assignor.
     cooperative = a.protocol == "consumer" or a.assignor == "cooperative-sticky"
 
-    def assignment(consumer) -> list[int]:
-        try:
-            return [tp.partition for tp in consumer.assignment()]
-        except KafkaException:  # closing: librdkafka answers _DESTROY
-            return []
-
+    # What the member owns is the driver's own account of its assign/unassign calls: asking
+    # librdkafka (assignment()) from a rebalance callback that close() triggered can block
+    # forever in the client (an op its terminating group handle never answers).
     def on_assign(consumer, parts) -> None:
         consumer.incremental_assign(parts) if cooperative else consumer.assign(parts)
-        owned = assignment(consumer)
+        ps = {tp.partition for tp in parts}
         m.assigned(
-            [tp.partition for tp in parts],
-            owned,
+            sorted(ps),
+            (m.owned | ps) if cooperative else ps,
             lambda ps: consumer.pause(tps(ps)),
             member_id=consumer.memberid(),
         )
@@ -302,7 +299,7 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:  # noqa: C901 - a 
         if not lost and a.commit in ("sync", "async"):
             commit_sync({p: o for p, o in m.to_commit().items() if p in ps}, "revoke")
         consumer.incremental_unassign(parts) if cooperative else consumer.unassign()
-        m.revoked(ps, assignment(consumer), lost)
+        m.revoked(ps, (m.owned - set(ps)) if cooperative else set(), lost)
 
     c.subscribe(
         [a.topic],
