@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kio.static.protocol import Payload
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from dataplane.topic_admin import valid_topic_name
 from meta.acl import AclOperation, ResourceType
 

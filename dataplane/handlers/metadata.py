@@ -18,7 +18,7 @@ import contextlib
 from typing import Any, NamedTuple
 from weakref import WeakKeyDictionary
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.metadata_cache import MetadataCache, TopicInfo
 from dataplane.protocol.encoders import (
     MetadataBroker,
@@ -28,7 +28,7 @@ from dataplane.protocol.encoders import (
     encode_metadata_topic,
 )
 from dataplane.protocol.errors import ErrorCode, KafkaError
-from dataplane.request_context import BrokerServices
+from dataplane.request_context import BrokerServices, RequestContext, Response
 from dataplane.security.authorizer import cluster_operations
 from dataplane.topic_admin import INTERNAL_TOPICS, NewTopic, valid_topic_name
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType

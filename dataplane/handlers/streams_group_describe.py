@@ -23,10 +23,11 @@ from dataplane.coordinator.streams.group import StreamsGroup
 from dataplane.coordinator.streams.member import Member, Tasks, TasksTuple
 from dataplane.coordinator.streams.requests import TaskOffsets
 from dataplane.coordinator.streams.topology import Subtopology, TopicInfo, required_topics
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.handlers.streams_group_heartbeat import streams_enabled
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 89
