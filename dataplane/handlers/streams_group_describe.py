@@ -28,6 +28,7 @@ from dataplane.handlers.streams_group_heartbeat import streams_enabled
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.request_context import RequestContext, Response
+from dataplane.security.authorizer import AUTHORIZED_OPERATIONS_OMITTED
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 89
@@ -66,7 +67,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         except KafkaError as e:
             described.append(_failed(b, group_id, e))
             continue
-        operations = -(2**31)
+        operations = AUTHORIZED_OPERATIONS_OMITTED
         if req.include_authorized_operations:
             operations = authorizer.authorized_operations(ctx.conn, ResourceType.GROUP, group_id)
         described.append(_described(b, found, operations, status))
