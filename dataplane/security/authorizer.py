@@ -22,7 +22,6 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from dataplane.protocol.encoders import UNKNOWN_AUTHORIZED_OPERATIONS
 from meta.acl import (
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
@@ -50,6 +49,11 @@ STANDARD_AUTHORIZERS = frozenset(
     }
 )
 WILDCARD_PRINCIPAL = "User:*"
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+"""The authorized operations of an answer not asked for them (Kafka's
+AUTHORIZED_OPERATIONS_OMITTED, Integer.MIN_VALUE): Metadata's and DescribeCluster's, the
+describe APIs' of topics and groups."""
 
 # An ALLOW of the key grants these operations too (only ALLOW: a DENY of READ denies READ).
 _IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {
@@ -324,7 +328,7 @@ def cluster_operations(authorizer: Authorizer, conn: Connection, requested: bool
     KafkaApis answers them: unknown when not requested, none without DESCRIBE on the cluster,
     else the operations `conn` may do on it."""
     if not requested:
-        return UNKNOWN_AUTHORIZED_OPERATIONS
+        return AUTHORIZED_OPERATIONS_OMITTED
     if not authorizer.authorize(conn, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         return 0
     return authorizer.authorized_operations(conn, ResourceType.CLUSTER, CLUSTER_NAME)
