@@ -14,8 +14,8 @@ from dataplane.coordinator.classic.group import ClassicGroup
 from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
 from dataplane.request_context import RequestContext, Response
-from dataplane.security.authorizer import AUTHORIZED_OPERATIONS_OMITTED
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 15

@@ -24,8 +24,8 @@ from kio.static.protocol import Payload
 from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
 from dataplane.request_context import RequestContext, Response
-from dataplane.security.authorizer import AUTHORIZED_OPERATIONS_OMITTED
 from dataplane.topic_admin import valid_topic_name
 from meta.acl import AclOperation, ResourceType
 

@@ -28,8 +28,9 @@ from dataplane.protocol.encoders import (
     encode_metadata_topic,
 )
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
 from dataplane.request_context import BrokerServices, RequestContext, Response
-from dataplane.security.authorizer import AUTHORIZED_OPERATIONS_OMITTED, cluster_operations
+from dataplane.security.authorizer import cluster_operations
 from dataplane.topic_admin import INTERNAL_TOPICS, NewTopic, valid_topic_name
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 

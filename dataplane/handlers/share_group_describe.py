@@ -12,8 +12,8 @@ from kio.static.protocol import Payload
 from dataplane.coordinator.share.group import DescribedGroup
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
 from dataplane.request_context import RequestContext, Response
-from dataplane.security.authorizer import AUTHORIZED_OPERATIONS_OMITTED
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:

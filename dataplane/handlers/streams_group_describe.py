@@ -27,8 +27,8 @@ from dataplane.handlers.context import Request
 from dataplane.handlers.streams_group_heartbeat import streams_enabled
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
 from dataplane.request_context import RequestContext, Response
-from dataplane.security.authorizer import AUTHORIZED_OPERATIONS_OMITTED
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 89

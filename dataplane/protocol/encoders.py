@@ -28,6 +28,7 @@ from struct import Struct
 from typing import NamedTuple
 
 from dataplane.protocol.primitives import (
+    AUTHORIZED_OPERATIONS_OMITTED,
     BOOLEAN,
     COMPACT,
     EMPTY_TAGGED_FIELDS,
@@ -38,7 +39,6 @@ from dataplane.protocol.primitives import (
     tagged_fields,
     uuid,
 )
-from dataplane.security.authorizer import AUTHORIZED_OPERATIONS_OMITTED
 
 Bytes = bytes | bytearray | memoryview
 """Record data: any buffer of single bytes (a memoryview must have format "B")."""

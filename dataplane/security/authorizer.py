@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
 from meta.acl import (
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
@@ -49,11 +50,6 @@ STANDARD_AUTHORIZERS = frozenset(
     }
 )
 WILDCARD_PRINCIPAL = "User:*"
-
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-"""The authorized operations of an answer not asked for them (Kafka's
-AUTHORIZED_OPERATIONS_OMITTED, Integer.MIN_VALUE): Metadata's and DescribeCluster's, the
-describe APIs' of topics and groups."""
 
 # An ALLOW of the key grants these operations too (only ALLOW: a DENY of READ denies READ).
 _IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {

@@ -19,7 +19,7 @@ from dataplane.coordinator.consumer.member import (
 )
 from dataplane.protocol.codec import EntityBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
-from dataplane.security.authorizer import AUTHORIZED_OPERATIONS_OMITTED
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
 
 # -- requests and responses ------------------------------------------------------------------
 
