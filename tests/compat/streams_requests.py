@@ -1,6 +1,6 @@
 """StreamsGroupHeartbeat requests as a Kafka Streams member sends them, for the compat tests
-(tests/compat/test_streams_groups.py, test_kafka_tools.py): a join with a one-subtopology
-topology (a source topic, a store with a changelog), heartbeats and leaves."""
+(tests/compat/test_streams_groups.py, kafka_tools/test_streams_groups.py): a join with a
+one-subtopology topology (a source topic, a store with a changelog), heartbeats and leaves."""
 
 from __future__ import annotations
 
