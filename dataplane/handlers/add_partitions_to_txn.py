@@ -18,7 +18,7 @@ from dataplane.handlers.context import Request, RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.topic_admin import INTERNAL_TOPICS
-from dataplane.transaction.coordinator import for_client_version
+from dataplane.transaction.refusals import for_client_version
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 24
