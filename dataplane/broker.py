@@ -359,7 +359,7 @@ class Broker:
             or self.config.replication_listener,
             incarnation_id=self.incarnation_id,
         )
-        self.replicas.meta_lease.renewed(sent)  # a registration starts a fresh lease
+        self.replicas.meta_lease.renewed(sent)  # a registration renews a lease not yet run out
         log.info(
             "registered with the meta service as broker %d (epoch %d)",
             self.node_id,
@@ -391,7 +391,7 @@ class Broker:
                 lease.lapsed()  # logs when coordinating stops
                 continue
             if not result.error_code:  # the meta service renewed the lease
-                lease.renewed(sent)
+                lease.renewed(sent, result.metadata_offset)
             if result.must_register:
                 log.warning("meta service asked broker %d to register again", self.node_id)
                 await self._register()
@@ -400,6 +400,7 @@ class Broker:
         async for event in self.meta.watch(self.cache.offset):
             self.cache.apply(event)
             await self.replicas.apply_changes()
+            self.replicas.meta_lease.applied(self.cache.offset)
             self._replicas_ready.set()
 
 

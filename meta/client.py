@@ -76,6 +76,7 @@ class HeartbeatResult:
     error_code: int = ErrorCode.NONE
     error_message: str = ""
     should_shut_down: bool = False  # in a controlled shutdown and leads nothing: may exit
+    metadata_offset: int = -1  # the leader's metadata offset when it answered
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,7 @@ class MetaClient:
             error_code=response.error_code,
             error_message=response.error_message,
             should_shut_down=response.should_shut_down,
+            metadata_offset=response.metadata_offset,
         )
 
     async def controlled_shutdown(

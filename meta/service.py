@@ -172,10 +172,13 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
             self._write(context, UnfenceBroker(broker.id, broker.epoch, self._unclean_default))
             with self._machine.lock:
                 broker = self._machine.state.brokers[broker.id]
+        with self._machine.lock:
+            offset = self._machine.state.offset
         return meta_pb2.HeartbeatResponse(
             fenced=broker.fenced,
             # fenced at the end of a controlled shutdown: it leads nothing any more
             should_shut_down=broker.in_controlled_shutdown and broker.fenced,
+            metadata_offset=offset,
         )
 
     def Session(

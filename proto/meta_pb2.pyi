@@ -269,16 +269,18 @@ class UnregisterBrokerRequest(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., broker_id: _Optional[int] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "fenced", "should_shut_down")
+    __slots__ = ("error_code", "error_message", "fenced", "should_shut_down", "metadata_offset")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
     SHOULD_SHUT_DOWN_FIELD_NUMBER: _ClassVar[int]
+    METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     error_message: str
     fenced: bool
     should_shut_down: bool
-    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., fenced: _Optional[bool] = ..., should_shut_down: _Optional[bool] = ...) -> None: ...
+    metadata_offset: int
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., fenced: _Optional[bool] = ..., should_shut_down: _Optional[bool] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
 
 class SessionRequest(_message.Message):
     __slots__ = ("broker_id", "broker_epoch")

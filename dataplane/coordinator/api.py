@@ -10,10 +10,6 @@ if TYPE_CHECKING:
 
 _MS = datetime.timedelta(milliseconds=1)
 
-# DescribeGroups' authorized_operations when not asked for (Kafka's Integer.MIN_VALUE); when
-# asked, the authorizer computes them (`Authorizer.authorized_operations`).
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-
 
 def ms(value: datetime.timedelta | int) -> int:
     """A kio timedelta field in whole milliseconds."""

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dataplane.protocol.message_codec import CorruptRecord, Message
+from dataplane.protocol.message_codec import CorruptRecord, Message, record_type
 
 _I16 = struct.Struct(">h")
 VALUE_VERSION = 0
@@ -58,9 +58,7 @@ class RecordCodec:
 
     def decode(self, key: bytes, value: bytes | None) -> tuple[Key, Any | None] | None:
         """A decoded record of this group type, None for another record type."""
-        if len(key) < 2:
-            raise CorruptRecord("key shorter than its type")
-        kind = _I16.unpack_from(key)[0]
+        kind = record_type(key)
         if kind not in self.types:
             return None
         decoded, end = self.keys[kind].decode(key, 0, 2)

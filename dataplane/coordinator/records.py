@@ -31,7 +31,7 @@ from dataplane.coordinator.record_schemas import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
-from dataplane.protocol.message_codec import CorruptRecord, Message, UnknownVersion
+from dataplane.protocol.message_codec import CorruptRecord, Message, UnknownVersion, record_type
 
 __all__ = [
     "CONSUMER_GROUP_RECORD_TYPES",
@@ -55,7 +55,6 @@ __all__ = [
     "group_metadata_record",
     "offset_commit_key",
     "offset_commit_record",
-    "record_type",
     "subscribed_topics",
 ]
 
@@ -75,12 +74,6 @@ GROUP_METADATA_VALUE_VERSION = 3
 LEGACY_OFFSET_COMMIT = 0  # the pre-0.10 key of an OffsetCommit record, same layout
 OFFSET_COMMIT = 1  # record type (key version)
 GROUP_METADATA = 2
-
-
-def record_type(key: bytes) -> int:
-    """The record type (first int16) of a `__consumer_offsets` record key of 2+ bytes."""
-    kind: int = _I16.unpack_from(key, 0)[0]
-    return kind
 
 
 _SCHEMAS: dict[int, tuple[int, Message, Message]] = {
@@ -107,12 +100,11 @@ def decode_record(key: bytes | None, value: bytes | None) -> CoordinatorRecord |
     Raises CorruptRecord when the record does not parse, UnknownVersion (a subclass) when its
     value has a version this codec does not know.
     """
-    if key is None or len(key) < 2:
-        raise CorruptRecord("a __consumer_offsets record needs a key of at least 2 bytes")
     schemas = _SCHEMAS.get(record_type(key))
     if schemas is None:
         return None
     type_id, key_schema, value_schema = schemas
+    assert key is not None  # record_type raised otherwise
     decoded_key, _ = key_schema.decode(key, 0, 2)
     if value is None:
         return CoordinatorRecord(type_id, decoded_key, None)

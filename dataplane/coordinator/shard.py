@@ -55,7 +55,6 @@ from dataplane.coordinator.records import (
     GroupMetadataValue,
     decode_record,
     group_metadata_record,
-    record_type,
 )
 from dataplane.coordinator.share import adapter as share_adapter
 from dataplane.coordinator.share.group import DescribedGroup as ShareDescribedGroup
@@ -72,6 +71,7 @@ from dataplane.coordinator.streams.requests import (
 from dataplane.coordinator.streams.requests import HeartbeatResult as StreamsHeartbeatResult
 from dataplane.log.records import Record
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.protocol.message_codec import record_type
 
 log = logging.getLogger("rafka.coordinator.shard")
 
@@ -109,10 +109,12 @@ class GroupShard:
     # ==================================================================== loading
 
     def replay(self, record: Record) -> None:
-        if record.key is None or len(record.key) < 2:
-            self._skip(record, "its key has no record type")
+        try:
+            type_id = record_type(record.key)
+        except CorruptRecord as e:
+            self._skip(record, str(e))
             return
-        fn = self.replayers.get(type_id := record_type(record.key))
+        fn = self.replayers.get(type_id)
         if fn is None:  # Kafka's UnknownRecordTypeException: warned about and skipped
             self._skip(
                 record,
@@ -138,13 +140,10 @@ class GroupShard:
     def replay_transactional(self, producer_id: int, producer_epoch: int, record: Record) -> None:
         """A record of a producer's transactional batch: OffsetCommit records are pending
         until the transaction ends; anything else (never written so) replays as usual."""
-        if record.key is None or len(record.key) < 2:
-            self._skip(record, "its key has no record type", "transactional record")
-            return
-        if record_type(record.key) not in (LEGACY_OFFSET_COMMIT, OFFSET_COMMIT):
-            self.replay(record)
-            return
         try:
+            if record_type(record.key) not in (LEGACY_OFFSET_COMMIT, OFFSET_COMMIT):
+                self.replay(record)
+                return
             self.offsets.replay_transactional(producer_id, record)
         except (CorruptRecord, ValueError) as e:
             self._skip(record, str(e), "transactional record")

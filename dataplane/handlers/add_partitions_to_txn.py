@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from dataplane.topic_admin import INTERNAL_TOPICS
 from dataplane.transaction.refusals import for_client_version
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType

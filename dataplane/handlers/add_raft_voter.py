@@ -19,9 +19,9 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from meta import quorum
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError

@@ -5,8 +5,9 @@ Kafka). The checks and the meta service call are config_admin.py's."""
 from __future__ import annotations
 
 from dataplane.config_admin import SET, Change, alter
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
+from dataplane.request_context import RequestContext, Response
 
 API_KEY = 33
 VERSIONS = (0, 2)

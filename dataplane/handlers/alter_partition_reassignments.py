@@ -20,10 +20,10 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
 

@@ -9,9 +9,9 @@ import logging
 from collections import Counter
 from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from dataplane.security.sasl.scram import MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_BY_TYPE
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError

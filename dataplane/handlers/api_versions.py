@@ -24,9 +24,10 @@ import logging
 import re
 
 from dataplane import features
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 
 API_KEY = 18
 VERSIONS = (0, 5)

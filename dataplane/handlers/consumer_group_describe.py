@@ -9,9 +9,9 @@ import dataclasses
 from typing import TYPE_CHECKING, TypeAlias
 
 from dataplane.coordinator.consumer.group import DescribedGroup
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:

@@ -21,9 +21,9 @@ from dataplane.coordinator.consumer.group import (
     HeartbeatResponse,
     validate_heartbeat_request,
 )
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:

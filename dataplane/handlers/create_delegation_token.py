@@ -8,9 +8,10 @@ from __future__ import annotations
 import logging
 import time
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from dataplane.security.sasl import tokens
 from meta.acl import AclOperation, ResourceType
 from meta.client import MetaError

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import anyio
 from kio.static.protocol import Payload
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.quota import throttle as quota
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 from meta.client import MetaError
 from meta.topic_planning import too_many_new_partitions

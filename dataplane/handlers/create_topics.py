@@ -14,10 +14,10 @@ from kio.static.protocol import Payload
 
 from dataplane.config_admin import topic_configs_problem
 from dataplane.config_catalog import ConfigLayers
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.quota import throttle as quota
+from dataplane.request_context import RequestContext, Response
 from dataplane.topic_admin import NewTopic
 from dataplane.topic_configs import effective_topic_configs
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType

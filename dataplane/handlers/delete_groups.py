@@ -17,9 +17,10 @@ from dataplane.coordinator.base import map_append_error
 from dataplane.coordinator.shard import GroupShard
 from dataplane.coordinator.share.adapter import ShareGroupAdapter
 from dataplane.coordinator.share.offsets import delete_group_state
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 from meta.client import MetaError
 from meta.resource_configs import GROUP, ResourceConfigAlteration

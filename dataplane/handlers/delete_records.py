@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import anyio
 from kio.static.protocol import Payload
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.partition import Partition
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 log = logging.getLogger("rafka.delete_records")

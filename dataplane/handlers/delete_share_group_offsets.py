@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from kio.static.protocol import Payload
 
 from dataplane.coordinator.share import offsets
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:

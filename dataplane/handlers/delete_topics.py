@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kio.static.protocol import Payload
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.quota import throttle as quota
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:

@@ -18,9 +18,10 @@ from kio.static.protocol import Payload
 from dataplane import log_levels
 from dataplane.config_catalog import ConfigEntry, ConfigLayers, ConfigSource, Synonym
 from dataplane.config_resources import CATALOGS
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.topic_planning import validate_topic_name
 

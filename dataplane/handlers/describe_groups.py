@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dataplane.coordinator.api import AUTHORIZED_OPERATIONS_OMITTED
 from dataplane.coordinator.base import DescribedGroup
 from dataplane.coordinator.classic.group import ClassicGroup
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 15

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 
 from kio.static.protocol import Payload
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.log.log_dirs import LogDir
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:

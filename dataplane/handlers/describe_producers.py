@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from kio.static.protocol import Payload
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 from meta.topic_planning import validate_topic_name
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from kio.static.protocol import Payload
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from meta import quorum
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError

@@ -19,9 +19,9 @@ from kio.static.protocol import Payload
 
 from dataplane.coordinator.share import offsets
 from dataplane.coordinator.share.adapter import ShareGroupAdapter
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kio.static.protocol import Payload
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
+from dataplane.request_context import RequestContext, Response
 from dataplane.topic_admin import valid_topic_name
 from meta.acl import AclOperation, ResourceType
 
@@ -173,7 +174,7 @@ def _topic(
     topic_id: bytes,
     internal: bool,
     partitions: tuple[Any, ...],
-    operations: int = -2147483648,
+    operations: int = AUTHORIZED_OPERATIONS_OMITTED,
 ) -> Payload:
     return b.DescribeTopicPartitionsResponseTopic(
         error_code=code,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from dataplane.transaction.state import TransactionDescription
 from meta.acl import AclOperation, ResourceType
 

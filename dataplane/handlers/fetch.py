@@ -39,7 +39,7 @@ from dataplane.fetch_session import (
     next_epoch,
     now_ms,
 )
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.metrics.topics import FETCH_PURGATORY, fetched
 from dataplane.protocol.encoders import (
     AbortedTransaction,
@@ -50,6 +50,7 @@ from dataplane.protocol.encoders import (
 )
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.quota import throttle as quota
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import logging
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from dataplane.share.model import SharePartitionKey
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 

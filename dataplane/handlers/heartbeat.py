@@ -3,9 +3,10 @@ rejoin. READ on the group is needed (GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 12

@@ -5,8 +5,9 @@ checks and the meta service call are config_admin.py's."""
 from __future__ import annotations
 
 from dataplane.config_admin import Change, alter
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
+from dataplane.request_context import RequestContext, Response
 
 API_KEY = 44
 VERSIONS = (0, 1)

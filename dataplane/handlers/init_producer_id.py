@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from dataplane.transaction.refusals import for_client_version
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 

@@ -8,9 +8,10 @@ from kio.static.protocol import Payload
 
 from dataplane.coordinator.api import client_host, ms
 from dataplane.coordinator.base import JoinRequest, JoinResult, Reply
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 11

@@ -5,9 +5,10 @@ groups the principal may DESCRIBE are listed, as in Kafka."""
 
 from __future__ import annotations
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 16

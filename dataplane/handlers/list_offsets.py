@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kio.static.protocol import Payload
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.replica.offset_lookup import (
@@ -34,6 +33,7 @@ from dataplane.replica.offset_lookup import (
     MAX_TIMESTAMP,
     lookup,
 )
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:

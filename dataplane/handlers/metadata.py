@@ -18,7 +18,7 @@ import contextlib
 from typing import Any, NamedTuple
 from weakref import WeakKeyDictionary
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.metadata_cache import MetadataCache, TopicInfo
 from dataplane.protocol.encoders import (
     MetadataBroker,
@@ -28,7 +28,8 @@ from dataplane.protocol.encoders import (
     encode_metadata_topic,
 )
 from dataplane.protocol.errors import ErrorCode, KafkaError
-from dataplane.request_context import BrokerServices
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
+from dataplane.request_context import BrokerServices, RequestContext, Response
 from dataplane.security.authorizer import cluster_operations
 from dataplane.topic_admin import INTERNAL_TOPICS, NewTopic, valid_topic_name
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -36,7 +37,6 @@ from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 API_KEY = 3
 VERSIONS = (0, 13)
 
-_UNKNOWN_OPS = -2147483648  # "authorized operations not requested"
 _REFUSED = ErrorCode.topic_authorization_failed
 
 Wanted = list[tuple[str | None, Any]]  # (name, topic id) as asked
@@ -170,7 +170,7 @@ def _create_denied(ctx: RequestContext, missing: list[str]) -> frozenset[str]:
 
 
 def _refused(name: str | None, topic_id: bytes = bytes(16)) -> MetadataTopic:
-    return MetadataTopic(_REFUSED, name, topic_id, False, [], _UNKNOWN_OPS)
+    return MetadataTopic(_REFUSED, name, topic_id, False, [], AUTHORIZED_OPERATIONS_OMITTED)
 
 
 def _topic(
@@ -181,7 +181,7 @@ def _topic(
     if info is None and topic_id is not None:
         info = cache.topics_by_id.get(topic_id.bytes)
     known = info.name if info is not None else name
-    ops = _UNKNOWN_OPS
+    ops = AUTHORIZED_OPERATIONS_OMITTED
     if with_ops and known is not None:
         ops = ctx.services.authorizer.authorized_operations(ctx.conn, ResourceType.TOPIC, known)
     if info is None:
@@ -205,7 +205,9 @@ def _topic(
     return _described(info, frozenset(b.id for b in cache.live_brokers()), ops)
 
 
-def _described(info: TopicInfo, live: frozenset[int], ops: int = _UNKNOWN_OPS) -> MetadataTopic:
+def _described(
+    info: TopicInfo, live: frozenset[int], ops: int = AUTHORIZED_OPERATIONS_OMITTED
+) -> MetadataTopic:
     """A known topic as Metadata describes it, given the live brokers."""
     partitions = [
         MetadataPartition(

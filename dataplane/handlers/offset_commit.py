@@ -28,9 +28,10 @@ from dataplane.coordinator.api import ms
 from dataplane.coordinator.base import Reply, map_append_error
 from dataplane.coordinator.offsets import CommitPartition
 from dataplane.coordinator.timer import wall_ms
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 8

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, TypeAlias
 from kio.static.protocol import Payload
 
 from dataplane.coordinator.base import map_append_error
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:

@@ -21,9 +21,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from dataplane.coordinator.offsets import FetchedPartition
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 9

@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 import anyio
 from kio.schema.produce import v13
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.log.batch import (
     ATTR_TRANSACTIONAL,
     HEADER_SIZE,
@@ -60,6 +59,7 @@ from dataplane.protocol.errors import ConnectionClosed, ErrorCode, KafkaError
 from dataplane.quota import throttle as quota
 from dataplane.replica.acks import ReplicationWait
 from dataplane.replica.producer_state import VerificationGuard
+from dataplane.request_context import RequestContext, Response
 from dataplane.topic_admin import INTERNAL_TOPICS
 from meta.acl import AclOperation, ResourceType
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.handlers.get_telemetry_subscriptions import client_attributes
 from dataplane.protocol.codec import ResponseBuilder
+from dataplane.request_context import RequestContext, Response
 
 if TYPE_CHECKING:
     from kio.schema.push_telemetry import v0

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeAlias
 
 from dataplane.handlers.add_raft_voter import check, forward
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
+from dataplane.request_context import RequestContext, Response
 from meta import quorum
 
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeAlias
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
+from dataplane.request_context import RequestContext, Response
 
 if TYPE_CHECKING:
     from kio.schema.sasl_authenticate import v0, v1, v2

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kio.static.protocol import Payload
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from dataplane.share import handling
 from dataplane.share.handling import Topics
 from dataplane.share.sessions import FINAL_EPOCH

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.log import LogError
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.quota import throttle as quota
+from dataplane.request_context import RequestContext, Response
 from dataplane.share import handling
 from dataplane.share.acquire import FetchedPart
 from dataplane.share.handling import TopicPartition, Topics

@@ -23,10 +23,12 @@ from dataplane.coordinator.streams.group import StreamsGroup
 from dataplane.coordinator.streams.member import Member, Tasks, TasksTuple
 from dataplane.coordinator.streams.requests import TaskOffsets
 from dataplane.coordinator.streams.topology import Subtopology, TopicInfo, required_topics
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.handlers.streams_group_heartbeat import streams_enabled
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 89
@@ -65,7 +67,7 @@ async def handle(ctx: RequestContext, req: Request) -> Response:
         except KafkaError as e:
             described.append(_failed(b, group_id, e))
             continue
-        operations = -(2**31)
+        operations = AUTHORIZED_OPERATIONS_OMITTED
         if req.include_authorized_operations:
             operations = authorizer.authorized_operations(ctx.conn, ResourceType.GROUP, group_id)
         described.append(_described(b, found, operations, status))

@@ -28,9 +28,10 @@ from dataplane.coordinator.streams.requests import (
     validate_heartbeat,
 )
 from dataplane.coordinator.streams.topology import InternalTopic, Status
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from dataplane.topic_admin import INTERNAL_TOPICS, NewTopic, valid_topic_name
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 

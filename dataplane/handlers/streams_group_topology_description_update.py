@@ -7,9 +7,10 @@ description: its TopologyDescriptionRequired stays false)."""
 
 from __future__ import annotations
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 
 API_KEY = 93
 VERSIONS = (0, 0)

@@ -7,9 +7,10 @@ from __future__ import annotations
 from kio.static.protocol import Payload
 
 from dataplane.coordinator.base import Reply, SyncResult
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import EntityBuilder, ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext, Response
 from meta.acl import AclOperation, ResourceType
 
 API_KEY = 14

@@ -16,9 +16,10 @@ Authorization as Kafka's controller: ALTER on the cluster, else CLUSTER_AUTHORIZ
 from __future__ import annotations
 
 from dataplane.handlers.add_raft_voter import forward
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 94

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 from dataplane import features
-from dataplane.handlers.context import RequestContext, Response
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 from meta.client import MetaError
 

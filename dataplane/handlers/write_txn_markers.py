@@ -17,9 +17,10 @@ import logging
 
 import anyio
 
-from dataplane.handlers.context import Request, RequestContext, Response
+from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext, Response
 from dataplane.transaction.markers import TxnMarker, write_local_marker
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 

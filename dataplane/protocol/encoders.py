@@ -28,6 +28,7 @@ from struct import Struct
 from typing import NamedTuple
 
 from dataplane.protocol.primitives import (
+    AUTHORIZED_OPERATIONS_OMITTED,
     BOOLEAN,
     COMPACT,
     EMPTY_TAGGED_FIELDS,
@@ -41,9 +42,6 @@ from dataplane.protocol.primitives import (
 
 Bytes = bytes | bytearray | memoryview
 """Record data: any buffer of single bytes (a memoryview must have format "B")."""
-
-UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
-"""Kafka's "authorized operations were not requested" value (Integer.MIN_VALUE)."""
 
 NO_TOPIC_ID = bytes(16)
 
@@ -401,7 +399,7 @@ class MetadataTopic(NamedTuple):
     topic_id: bytes
     is_internal: bool
     partitions: Sequence[MetadataPartition]
-    authorized_operations: int = UNKNOWN_AUTHORIZED_OPERATIONS
+    authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED
 
 
 _METADATA_PARTITION_V0 = Struct(">hii")  # error_code, index, leader
@@ -430,7 +428,7 @@ def encode_metadata_response(
     cluster_id: str | None,
     controller_id: int,
     throttle_time_ms: int = 0,
-    cluster_authorized_operations: int = UNKNOWN_AUTHORIZED_OPERATIONS,
+    cluster_authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED,
     error_code: int = 0,
 ) -> bytes:
     """Encode a MetadataResponse body (v0-v13). A topic given as bytes is already encoded

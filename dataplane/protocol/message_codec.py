@@ -38,6 +38,18 @@ class UnknownVersion(CorruptRecord):
     """A message written at a version the schema does not know (a newer Kafka's)."""
 
 
+def record_type(key: bytes | None) -> int:
+    """The record type of a coordinator topic's record key (`__consumer_offsets`,
+    `__transaction_state`, `__share_group_state`): its first int16, Kafka's key version before
+    4.0 and the key schema's apiKey since. A null key or one shorter than that raises
+    CorruptRecord, which loaders skip with a warning, so a malformed key never stops a load."""
+    if key is None or len(key) < 2:
+        size = "null" if key is None else f"{len(key)} bytes"
+        raise CorruptRecord(f"a coordinator record key starts with its int16 type, not {size}")
+    kind: int = primitives.INT16.unpack_from(key)[0]
+    return kind
+
+
 def _in(versions: Versions, version: int) -> bool:
     return versions[0] <= version <= versions[1]
 

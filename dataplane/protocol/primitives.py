@@ -23,6 +23,11 @@ INT16 = Struct(">h")
 INT32 = Struct(">i")
 INT64 = Struct(">q")
 
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+"""The authorized operations of an answer not asked for them (Kafka's
+AUTHORIZED_OPERATIONS_OMITTED, Integer.MIN_VALUE): Metadata's and DescribeCluster's, the
+describe APIs' of topics and groups."""
+
 BOOLEAN = (b"\x00", b"\x01")
 """Indexed by a bool: ``BOOLEAN[flag]``."""
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from dataplane.protocol.encoders import UNKNOWN_AUTHORIZED_OPERATIONS
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
 from meta.acl import (
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
@@ -324,7 +324,7 @@ def cluster_operations(authorizer: Authorizer, conn: Connection, requested: bool
     KafkaApis answers them: unknown when not requested, none without DESCRIBE on the cluster,
     else the operations `conn` may do on it."""
     if not requested:
-        return UNKNOWN_AUTHORIZED_OPERATIONS
+        return AUTHORIZED_OPERATIONS_OMITTED
     if not authorizer.authorize(conn, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         return 0
     return authorizer.authorized_operations(conn, ResourceType.CLUSTER, CLUSTER_NAME)

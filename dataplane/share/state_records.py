@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dataplane.protocol.message_codec import CorruptRecord, UnknownVersion
+from dataplane.protocol.message_codec import CorruptRecord, UnknownVersion, record_type
 from dataplane.share.model import DeliveryState, SharePartitionKey, ShareState, StateBatch
 from dataplane.share.state_record_schemas import (
     SHARE_SNAPSHOT_KEY,
@@ -106,12 +106,11 @@ def snapshot_value(
 def decode_record(key: bytes | None, value: bytes | None) -> ShareRecord | None:
     """Decode one record; None for a record type this broker does not know (Kafka skips
     those). Raises CorruptRecord, UnknownVersion (a subclass) for a value version it lacks."""
-    if key is None or len(key) < 2:
-        raise CorruptRecord("a __share_group_state record needs a key of at least 2 bytes")
-    (record_type,) = _I16.unpack_from(key)
-    key_schema = _KEYS.get(record_type)
+    kind = record_type(key)
+    key_schema = _KEYS.get(kind)
     if key_schema is None:
         return None
+    assert key is not None  # record_type raised otherwise
     k, _ = key_schema.decode(key, 0, 2)
     try:
         topic_id = uuid.UUID(bytes=bytes(k.topic_id))
@@ -119,12 +118,12 @@ def decode_record(key: bytes | None, value: bytes | None) -> ShareRecord | None:
         raise CorruptRecord(f"a share state key with topic id {k.topic_id!r}") from None
     share_key = SharePartitionKey(k.group_id, topic_id, k.partition)
     if value is None:
-        return ShareRecord(record_type, share_key, None)
+        return ShareRecord(kind, share_key, None)
     if len(value) < 2:
         raise CorruptRecord(f"{share_key.coordinator_key()}: a value of {len(value)} bytes")
     (version,) = _I16.unpack_from(value)
-    decoded, _ = _VALUES[record_type].decode(value, version, 2)
-    return ShareRecord(record_type, share_key, decoded)
+    decoded, _ = _VALUES[kind].decode(value, version, 2)
+    return ShareRecord(kind, share_key, decoded)
 
 
 def state_batches(

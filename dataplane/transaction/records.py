@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections import defaultdict
 
-from dataplane.protocol.message_codec import CorruptRecord, UnknownVersion
+from dataplane.protocol.message_codec import CorruptRecord, UnknownVersion, record_type
 from dataplane.transaction.record_schemas import (
     TRANSACTION_LOG_KEY,
     TRANSACTION_LOG_VALUE,
@@ -78,11 +78,10 @@ def encode_value(t: TxnTransitMetadata, transaction_version: int) -> bytes:
 def decode_key(key: bytes | None) -> str | None:
     """The transactional id of a record key; None for a key version this broker does not know
     (Kafka skips those: leftovers of an aborted upgrade). Raises CorruptRecord."""
-    if key is None or len(key) < 2:
-        raise CorruptRecord("a __transaction_state record needs a key of at least 2 bytes")
-    (version,) = _I16.unpack_from(key)
+    version = record_type(key)
     if version != KEY_VERSION:
         return None
+    assert key is not None  # record_type raised otherwise
     decoded, _ = TRANSACTION_LOG_KEY.decode(key, version, 2)
     return str(decoded.transactional_id)
 

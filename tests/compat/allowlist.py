@@ -381,7 +381,7 @@ _GROUPS = {
     },
 }
 
-# -- security (tests/compat/test_security.py) ---------------------------------------------------
+# -- security (tests/compat/security/) ----------------------------------------------------------
 
 _MECHANISM_ORDER = (
     "the same enabled mechanisms: Kafka lists them in the iteration order of a Java HashSet "

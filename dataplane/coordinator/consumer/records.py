@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from dataplane.coordinator import record_schemas as schemas
-from dataplane.protocol.message_codec import CorruptRecord
+from dataplane.protocol.message_codec import CorruptRecord, record_type
 
 __all__ = [
     "CONSUMER_GROUP_RECORD_TYPES",
@@ -79,7 +79,6 @@ __all__ = [
     "encode",
     "encode_key",
     "encode_value",
-    "record_type",
     "target_assignment",
     "topic_partitions",
 ]
@@ -228,14 +227,6 @@ def encode_key(key: Key) -> bytes:
         fields = (key.group_id,)
     schema = schemas.KEYS[key.type]
     return _I16.pack(key.type) + schema.encode(schema.struct.cls(*fields), 0)
-
-
-def record_type(key: bytes) -> int:
-    """The record type (first int16) of any `__consumer_offsets` record key."""
-    if len(key) < 2:
-        raise RecordFormatError("key shorter than its type")
-    kind: int = _I16.unpack_from(key)[0]
-    return kind
 
 
 def decode_key(data: bytes) -> Key | None:

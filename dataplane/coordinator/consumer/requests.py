@@ -19,6 +19,7 @@ from dataplane.coordinator.consumer.member import (
 )
 from dataplane.protocol.codec import EntityBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.protocol.primitives import AUTHORIZED_OPERATIONS_OMITTED
 
 # -- requests and responses ------------------------------------------------------------------
 
@@ -155,7 +156,7 @@ class DescribedGroup:
     assignment_epoch: int
     assignor_name: str
     members: tuple[DescribedMember, ...]
-    authorized_operations: int = -(2**31)
+    authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED
     error_code: int = 0
     error_message: str | None = None
 

@@ -18,6 +18,7 @@ from dataplane.coordinator.consumer.member import (
     TopicPartitionsMap,
     from_records,
 )
+from dataplane.protocol.message_codec import record_type
 
 
 class IllegalStateError(RuntimeError):
@@ -111,7 +112,7 @@ class ConsumerGroupState:
         """Apply one encoded record of this group."""
         decoded = rec.decode(key, value)
         if decoded is None:
-            raise ValueError(f"record type {rec.record_type(key)} is not a consumer group record")
+            raise ValueError(f"record type {record_type(key)} is not a consumer group record")
         self.replay(*decoded)
 
     def replay(self, key: rec.Key, value: rec.Value | None) -> None:

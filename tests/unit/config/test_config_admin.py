@@ -25,8 +25,8 @@ from dataplane.config_admin import (
     alter,
 )
 from dataplane.connection import Connection
-from dataplane.handlers.context import RequestContext
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext
 from meta.model import ConfigAlteration
 
 

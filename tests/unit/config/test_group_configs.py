@@ -18,9 +18,9 @@ from dataplane.config import BrokerConfig
 from dataplane.config_admin import DELETE, SET, Change, alter
 from dataplane.config_resources import GROUP, by_duration_ms, group_configs_problem
 from dataplane.connection import Connection
-from dataplane.handlers.context import RequestContext
 from dataplane.metadata_cache import MetadataCache
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext
 from dataplane.share.group_settings import GroupConfigs
 from meta import wire
 from meta.commands import Command

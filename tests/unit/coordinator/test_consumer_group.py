@@ -15,6 +15,7 @@ from dataplane.coordinator.consumer.group import (
     reconcile,
 )
 from dataplane.protocol.errors import ErrorCode
+from dataplane.protocol.message_codec import record_type
 from tests.expect import present
 
 from .harness import (
@@ -51,7 +52,7 @@ def test_first_member_gets_everything_at_once() -> None:
     assert g.state == GroupState.STABLE
     assert g.members["a"].state == MemberState.STABLE
     # Kafka's order: member metadata, epoch, target assignment, its epoch, current assignment.
-    types = [rec.record_type(k) for k, _ in h.log]
+    types = [record_type(k) for k, _ in h.log]
     assert types == [5, 3, 7, 6, 8]
     # The deadline set by the heartbeat that created the group survived its creation.
     assert g.deadlines.session_ms("a") == h.now + 45_000

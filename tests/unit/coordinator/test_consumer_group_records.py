@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataplane.coordinator.consumer import records as rec
+from dataplane.protocol.message_codec import record_type
 
 TID = bytes(range(16))
 TID2 = bytes(range(16, 32))
@@ -162,7 +163,7 @@ EXAMPLES = [
 def test_byte_exact(key, value, key_bytes, value_bytes) -> None:
     assert rec.encode(key, value) == (key_bytes, value_bytes)
     assert rec.decode(key_bytes, value_bytes) == (key, value)
-    assert rec.record_type(key_bytes) == key.type
+    assert record_type(key_bytes) == key.type
 
 
 @pytest.mark.parametrize(("key", "value", "key_bytes", "value_bytes"), EXAMPLES)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import struct
 
+import pytest
+
 from dataplane.coordinator.base import Group
 from dataplane.coordinator.records import decode_record, offset_commit_record
 from dataplane.coordinator.timer import Timer
@@ -118,6 +120,15 @@ def test_replay_skips_unknown_record_types_and_bad_records() -> None:
     shard.replay(Record(1, 0, struct.pack(">h", 1) + b"\x00", b"junk", ()))
     shard.replay(Record(2, 0, None, b"", ()))
     assert shard.skipped_records == 3
+    assert not shard.groups
+
+
+@pytest.mark.parametrize("key", [None, b"", b"\x01"], ids=["null", "empty", "one-byte"])
+def test_a_key_too_short_for_its_type_is_skipped(key: bytes | None) -> None:
+    shard, _ = local_shard()
+    shard.replay(Record(0, 0, key, b"\x00\x03", ()))
+    shard.replay_transactional(7, 0, Record(1, 0, key, b"\x00\x03", ()))
+    assert shard.skipped_records == 2
     assert not shard.groups
 
 

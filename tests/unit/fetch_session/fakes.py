@@ -18,9 +18,9 @@ from kio.serial import entity_reader
 
 from dataplane.connection import Connection
 from dataplane.fetch_session import FetchSessionCache
-from dataplane.handlers.context import RequestContext
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.quota import QuotaManagers, WindowConfig
+from dataplane.request_context import RequestContext
 
 TOPIC = "t"
 TOPIC_ID = uuid.UUID(int=0x1234)

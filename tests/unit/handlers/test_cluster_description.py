@@ -21,9 +21,9 @@ from kio.schema.types import TopicName
 
 from dataplane.connection import Connection
 from dataplane.handlers import describe_cluster, describe_topic_partitions
-from dataplane.handlers.context import RequestContext
 from dataplane.metadata_cache import BrokerInfo, MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext
 from meta.acl import AclOperation, ResourceType
 
 ALL_OPS = 0b1111

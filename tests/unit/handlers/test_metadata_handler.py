@@ -17,10 +17,10 @@ from kio.static.protocol import Entity
 
 from dataplane.connection import Connection
 from dataplane.handlers import metadata
-from dataplane.handlers.context import RequestContext
 from dataplane.metadata_cache import BrokerInfo, MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol import encoders
 from dataplane.protocol.codec import entity_class
+from dataplane.request_context import RequestContext
 
 
 def topic(name: str, leader: int = 1, epoch: int = 0) -> TopicInfo:

@@ -21,10 +21,10 @@ from kio.static.constants import EntityType
 from dataplane.connection import Connection
 from dataplane.coordinator.runtime import InternalTopic
 from dataplane.handlers import metadata
-from dataplane.handlers.context import RequestContext
 from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.codec import entity_class
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext
 from dataplane.topic_admin import NewTopic
 from proto import meta_pb2
 from tests.unit.handlers.answers import encoded

@@ -14,12 +14,12 @@ from kio.static.constants import EntityType
 
 from dataplane.connection import Connection
 from dataplane.handlers import api_versions, produce
-from dataplane.handlers.context import RequestContext
 from dataplane.handlers.list_offsets import timestamp_unsupported
 from dataplane.metadata_cache import MetadataCache, TopicInfo
 from dataplane.protocol.codec import EntityBuilder, entity_class
 from dataplane.protocol.encoders import PRODUCE_VERSIONS
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext
 from tests.unit.handlers.answers import encoded, entity
 from tests.unit.protocol import kio_models
 

@@ -42,9 +42,9 @@ from dataplane.handlers import (
     elect_leaders,
     list_partition_reassignments,
 )
-from dataplane.handlers.context import RequestContext
 from dataplane.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext
 from meta.acl import AclOperation, ResourceType
 from meta.client import MetaError
 from meta.model import ReassignmentInfo

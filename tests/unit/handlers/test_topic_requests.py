@@ -21,8 +21,8 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta
 from dataplane.config import BrokerConfig
 from dataplane.connection import Connection
 from dataplane.handlers import create_topics, delete_topics, describe_configs
-from dataplane.handlers.context import RequestContext
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext
 from proto import meta_pb2
 
 KNOWN_ID = uuid.UUID(int=7)

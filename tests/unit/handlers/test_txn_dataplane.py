@@ -17,7 +17,6 @@ from kio.serial import entity_reader
 
 from dataplane.connection import Connection
 from dataplane.handlers import describe_producers, fetch, produce
-from dataplane.handlers.context import RequestContext
 from dataplane.log import AppendResult, LogConfig, PartitionLog, StateStore
 from dataplane.log.batch import ATTR_TRANSACTIONAL, encode_batch
 from dataplane.metadata_cache import PartitionInfo
@@ -27,6 +26,7 @@ from dataplane.quota import QuotaManagers, WindowConfig
 from dataplane.replica import offset_lookup
 from dataplane.replica.partition import Partition, now_ms
 from dataplane.replica.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
+from dataplane.request_context import RequestContext
 from tests.unit.replica.producers import NEVER, idem
 
 PID, EPOCH = 4000, 3

@@ -12,8 +12,8 @@ import anyio
 
 from dataplane.connection import Connection
 from dataplane.handlers import write_txn_markers
-from dataplane.handlers.context import RequestContext
 from dataplane.protocol.errors import ErrorCode, KafkaError
+from dataplane.request_context import RequestContext
 
 
 @dataclass

@@ -13,9 +13,9 @@ from kio.static.primitive import i8
 
 from dataplane.connection import Connection
 from dataplane.handlers import list_config_resources
-from dataplane.handlers.context import RequestContext
 from dataplane.handlers.get_telemetry_subscriptions import client_attributes
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext
 
 
 class Cache:

@@ -22,9 +22,9 @@ from dataplane.handlers import (
     init_producer_id,
     list_transactions,
 )
-from dataplane.handlers.context import RequestContext
 from dataplane.protocol.codec import RequestHeader, encode_with_kio, entity_class
 from dataplane.protocol.errors import ErrorCode
+from dataplane.request_context import RequestContext
 
 from .harness import coordinator
 

@@ -94,3 +94,6 @@ def test_tombstone_and_shard_replay() -> None:
     shard.replay(Record(5, 0, struct.pack(">hh", 3, 1) + b"z", None, ()))  # unknown key
     assert shard.skipped_records == 2
     assert set(shard.transactions) == {"b"}
+    for offset, short_key in enumerate((None, b"", b"\x00"), start=6):
+        shard.replay(Record(offset, 0, short_key, b"\x00\x01", ()))
+    assert shard.skipped_records == 5
