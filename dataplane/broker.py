@@ -48,7 +48,8 @@ from dataplane.share.state_rpc import ShareStateRpcHandlers
 from dataplane.telemetry.collector import TelemetryCollector
 from dataplane.telemetry.subscriptions import ClientMetricsManager
 from dataplane.topic_admin import TopicAdmin
-from dataplane.transaction.coordinator import TransactionCoordinator, transaction_config
+from dataplane.transaction.config import transaction_config
+from dataplane.transaction.coordinator import TransactionCoordinator
 from dataplane.transaction.markers import TxnMarkerSender, TxnRpcHandlers
 from dataplane.transaction.verification import TxnVerifier
 from meta.client import MetaClient, MetaError

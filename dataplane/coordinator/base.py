@@ -21,7 +21,7 @@ import anyio
 from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.consumer.group import ConsumerGroupConfig
 from dataplane.coordinator.share.group import ShareGroupConfig
-from dataplane.coordinator.streams.group import StreamsGroupConfig
+from dataplane.coordinator.streams.state import StreamsGroupConfig
 from dataplane.coordinator.timer import Timer
 from dataplane.protocol.errors import ErrorCode, KafkaError
 

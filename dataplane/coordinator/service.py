@@ -33,7 +33,7 @@ from dataplane.coordinator.offsets import CommitPartition
 from dataplane.coordinator.runtime import CoordinatorRuntime, InternalTopic, next_sequence
 from dataplane.coordinator.shard import GroupShard
 from dataplane.coordinator.share.group import ShareGroupConfig
-from dataplane.coordinator.streams.group import StreamsGroupConfig
+from dataplane.coordinator.streams.state import StreamsGroupConfig
 from dataplane.coordinator.timer import monotonic_ms, wall_ms
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from meta.client import MetaError

@@ -19,7 +19,7 @@ from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode
 from dataplane.request_context import RequestContext, Response
 from dataplane.topic_admin import INTERNAL_TOPICS
-from dataplane.transaction.coordinator import for_client_version
+from dataplane.transaction.refusals import for_client_version
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = 24

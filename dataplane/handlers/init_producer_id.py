@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.request_context import RequestContext, Response
-from dataplane.transaction.coordinator import for_client_version
+from dataplane.transaction.refusals import for_client_version
 from meta.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:

@@ -22,12 +22,13 @@ from collections.abc import Sequence
 
 from dataplane import features
 from dataplane.coordinator.api import client_host
+from dataplane.coordinator.streams.internal_topics import InternalTopic
 from dataplane.coordinator.streams.requests import (
     HeartbeatRequest,
     HeartbeatResponse,
+    Status,
     validate_heartbeat,
 )
-from dataplane.coordinator.streams.topology import InternalTopic, Status
 from dataplane.handlers.context import Request
 from dataplane.protocol.codec import ResponseBuilder
 from dataplane.protocol.errors import ErrorCode, KafkaError

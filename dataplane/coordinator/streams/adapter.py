@@ -25,12 +25,14 @@ from dataplane.coordinator.classic.group import ClassicGroup
 from dataplane.coordinator.modern_group import ModernGroupAdapter
 from dataplane.coordinator.records import CorruptRecord
 from dataplane.coordinator.streams import records as rec
-from dataplane.coordinator.streams.group import GroupState, Settings, StreamsGroup
+from dataplane.coordinator.streams.group import StreamsGroup
 from dataplane.coordinator.streams.requests import (
     HeartbeatRequest,
     HeartbeatResponse,
     HeartbeatResult,
 )
+from dataplane.coordinator.streams.state import GroupState, Settings
+from dataplane.coordinator.streams.target_assignment import delayed_assignment
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
@@ -118,15 +120,9 @@ class StreamsGroupAdapter(ModernGroupAdapter):
 
     def settings(self) -> Settings:
         """The group's GROUP configs (streams.*) over the broker's group.streams.*."""
-        config, gid = self.group.config, self.group_id
-        own = self.ctx.group_settings
+        gid, own = self.group_id, self.ctx.group_settings
         if own is None:
-            return Settings(
-                config.session_timeout_ms,
-                config.heartbeat_interval_ms,
-                config.num_standby_replicas,
-                config.initial_rebalance_delay_ms,
-            )
+            return self.group.config.settings()
         return Settings(
             own.streams_session_timeout_ms(gid),
             own.streams_heartbeat_interval_ms(gid),
@@ -144,7 +140,7 @@ class StreamsGroupAdapter(ModernGroupAdapter):
     def _delayed_assignment(self) -> None:
         if self.group.deleted:
             return
-        records = self.group.delayed_assignment(self.settings(), self.ctx.now_ms())
+        records = delayed_assignment(self.group, self.settings(), self.ctx.now_ms())
         if records:
             log.info(
                 "streams group %s: initial rebalance delay over, target assignment of epoch %d",

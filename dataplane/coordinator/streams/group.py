@@ -3,35 +3,40 @@
 
 Pure logic, no I/O and no clock of its own, driven like a KIP-848 consumer group (see
 consumer/group.py): an operation computes `(response, records)` without changing the group; the
-caller appends the records to `__consumer_offsets` and applies them with `replay`, exactly as
-on load. `adapter.StreamsGroupAdapter` is that caller.
+caller appends the records to `__consumer_offsets` and applies them with `replay` (the state the
+records build: `state.StreamsGroupState`), exactly as on load. `adapter.StreamsGroupAdapter` is
+that caller.
 
 A heartbeat: (1) creates or updates the member (a MemberMetadata record bumps the group
 epoch); (2) initializes the group's topology from the first member's (StreamsGroupTopology
 record; a different topology of the same epoch is INVALID_REQUEST, a member with an older one
 gets the STALE_TOPOLOGY status); (3) configures the topology against the cluster's topics
-(`topology.configure`): a change of the required topics' metadata hash, of the
+(`internal_topics.configure`): a change of the required topics' metadata hash, of the
 validated topology epoch or of the assignment configs (num.standby.replicas) bumps the group
 epoch; (4) when the group epoch is past the assignment epoch, computes a new target
-assignment with the sticky assignor (`assignor`), unless the group's initial rebalance
-delay still runs (ASSIGNMENT_DELAYED); (5) reconciles the member towards its target
-(`member.reconcile`). Tasks are sent back when the member joins or its tasks
-changed; the statuses say why there are none yet (missing source or internal topics,
-incorrectly partitioned topics, a requested shutdown).
+assignment (`target_assignment`), unless the group's initial rebalance delay still runs
+(ASSIGNMENT_DELAYED); (5) reconciles the member towards its target (`member.reconcile`).
+Tasks are sent back when the member joins or its tasks changed, with the source partitions of
+every member's endpoint (`endpoints`) when the member's endpoint epoch is behind; the statuses
+say why there are none yet (missing source or internal topics, incorrectly partitioned topics,
+a requested shutdown).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from enum import Enum
 
 from dataplane.coordinator.assignors import TopicMetadata
 from dataplane.coordinator.deadlines import MemberDeadlines
 from dataplane.coordinator.streams import records as rec
 from dataplane.coordinator.streams import topology as topo
-from dataplane.coordinator.streams.assignor import MemberSpec, SubtopologySpec, assign
+from dataplane.coordinator.streams.endpoints import partitions_by_endpoint
+from dataplane.coordinator.streams.internal_topics import (
+    ConfiguredSubtopology,
+    InternalTopic,
+    configure,
+)
 from dataplane.coordinator.streams.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -43,288 +48,44 @@ from dataplane.coordinator.streams.member import (
     reconcile,
 )
 from dataplane.coordinator.streams.requests import (
-    EndpointPartitions,
     HeartbeatRequest,
     HeartbeatResponse,
     HeartbeatResult,
+    Status,
     TaskOffsets,
     invalid_request,
 )
+from dataplane.coordinator.streams.state import (
+    MEMBER_RECORDS,
+    Settings,
+    StreamsGroupConfig,
+    StreamsGroupState,
+    metadata_value,
+)
+from dataplane.coordinator.streams.target_assignment import compute_assignment
 from dataplane.coordinator.subscriptions import metadata_hash
 from dataplane.protocol.errors import ErrorCode, KafkaError
 
-Record = rec.Record
 NUM_STANDBY_REPLICAS = "num.standby.replicas"
 # What Kafka 4.4's heartbeat answers carry: the lag a member may have on a task's changelog to be
 # given the task as active, and how often members report their task offsets.
 ACCEPTABLE_RECOVERY_LAG = 10_000
 TASK_OFFSET_INTERVAL_MS = 60_000
-_CONFIG = rec.GroupMetadataValue.LastAssignmentConfig
-# a member's records, in the order its removal writes their tombstones
-_MEMBER_RECORDS = (rec.CURRENT_MEMBER_ASSIGNMENT, rec.TARGET_ASSIGNMENT_MEMBER, rec.MEMBER_METADATA)
 
 
-class GroupState(Enum):
-    """Streams group states as ListGroups and StreamsGroupDescribe show them."""
-
-    EMPTY = "Empty"
-    NOT_READY = "NotReady"
-    ASSIGNING = "Assigning"
-    RECONCILING = "Reconciling"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
-
-@dataclass(frozen=True, slots=True)
-class StreamsGroupConfig:
-    """Kafka's group.streams.* broker settings (a group's GROUP configs override some)."""
-
-    session_timeout_ms: int = 45_000
-    heartbeat_interval_ms: int = 5_000
-    max_size: int = 2**31 - 1
-    num_standby_replicas: int = 0
-    initial_rebalance_delay_ms: int = 3_000
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """The settings one heartbeat runs with (the group's configs over the broker's)."""
-
-    session_timeout_ms: int
-    heartbeat_interval_ms: int
-    num_standby_replicas: int
-    initial_rebalance_delay_ms: int
-
-
-def _key(kind: int, group_id: str, member_id: str = "") -> rec.Key:
-    return rec.Key(kind, group_id, member_id)
-
-
-class StreamsGroup:
-    """One streams group. Hard state changes only through `replay`; the rest (deadlines, the
-    configured topology, the endpoint epoch, a shutdown request) is soft state."""
+class StreamsGroup(StreamsGroupState):
+    """One streams group. Hard state (`StreamsGroupState`) changes only through `replay`; the
+    rest (deadlines, the settings of the last heartbeat, the endpoint epoch, a shutdown
+    request, the reported task offsets) is soft state."""
 
     def __init__(self, group_id: str, config: StreamsGroupConfig | None = None) -> None:
-        self.group_id = group_id
-        self.config = config or StreamsGroupConfig()
-        # hard state (records)
-        self.group_epoch = 0
-        self.metadata_hash = 0
-        self.validated_topology_epoch = -1
-        self.last_assignment_configs: dict[str, str] = {}
-        self.topology: rec.TopologyValue | None = None
-        self.members: dict[str, Member] = {}
-        self.target: dict[str, TasksTuple] = {}
-        self.assignment_epoch = 0
-        self.has_records = False
-        self.deleted = False
-        # soft state
-        self.configured: topo.ConfiguredTopology | None = None
+        super().__init__(group_id, config or StreamsGroupConfig())
         self.settings: Settings | None = None  # of the last heartbeat (for fencing's assignment)
         self.endpoint_information_epoch = 0
         self.shutdown_requested_by: str | None = None
         # member -> (task offsets, task end offsets) last reported (StreamsGroupDescribe's)
         self.task_offsets: dict[str, tuple[TaskOffsets, TaskOffsets]] = {}
         self.deadlines = MemberDeadlines()
-
-    # -- state --------------------------------------------------------------------------------
-
-    @property
-    def state(self) -> GroupState:
-        """Kafka's StreamsGroup.maybeUpdateGroupState."""
-        if self.deleted:
-            return GroupState.DEAD
-        if not self.members:
-            return GroupState.EMPTY
-        if self.topology is None or self.topology.epoch != self.validated_topology_epoch:
-            return GroupState.NOT_READY
-        if self.group_epoch > self.assignment_epoch:
-            return GroupState.ASSIGNING
-        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
-            return GroupState.RECONCILING
-        return GroupState.STABLE
-
-    @property
-    def state_name(self) -> str:
-        return self.state.value
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.members
-
-    def _holders(self) -> dict[tuple[str, int], tuple[str | None, set[str], set[str]]]:
-        """Who holds each task now (assigned or pending revocation), by process id."""
-        out: dict[tuple[str, int], tuple[str | None, set[str], set[str]]] = {}
-
-        def entry(s: str, p: int) -> tuple[str | None, set[str], set[str]]:
-            return out.setdefault((s, p), (None, set(), set()))
-
-        for m in self.members.values():
-            for tasks in (m.assigned, m.pending_revocation):
-                for s, parts in tasks.active.items():
-                    for p in parts:
-                        _, standby, warmup = entry(s, p)
-                        out[(s, p)] = (m.process_id, standby, warmup)
-                for s, ps in tasks.standby.items():
-                    for p in ps:
-                        entry(s, p)[1].add(m.process_id)
-                for s, ps in tasks.warmup.items():
-                    for p in ps:
-                        entry(s, p)[2].add(m.process_id)
-        return out
-
-    # -- replay -------------------------------------------------------------------------------
-
-    def replay(self, key: rec.Key, value: rec.Value | None) -> None:
-        """Apply one of the group's records (as written, or read back on load)."""
-        self.has_records = True
-        kind, member_id = key.type, key.member_id
-        if kind == rec.GROUP_METADATA:
-            if value is None:
-                self.deleted = True
-                return
-            assert isinstance(value, rec.GroupMetadataValue)
-            self.group_epoch = value.epoch
-            self.metadata_hash = value.metadata_hash
-            self.validated_topology_epoch = value.validated_topology_epoch
-            self.last_assignment_configs = {
-                c.key: c.value for c in value.last_assignment_configs or ()
-            }
-        elif kind == rec.TOPOLOGY:
-            assert value is None or isinstance(value, rec.TopologyValue)
-            self.topology = value
-            self.configured = None
-        elif kind == rec.MEMBER_METADATA:
-            if value is None:
-                self.members.pop(member_id, None)
-                return
-            assert isinstance(value, rec.MemberMetadataValue)
-            member = self.members.get(member_id) or Member(member_id)
-            self.members[member_id] = member.with_metadata(value)
-        elif kind == rec.TARGET_ASSIGNMENT_METADATA:
-            assert value is None or isinstance(value, rec.TargetAssignmentMetadataValue)
-            self.assignment_epoch = 0 if value is None else value.assignment_epoch
-        elif kind == rec.TARGET_ASSIGNMENT_MEMBER:
-            if value is None:
-                self.target.pop(member_id, None)
-            else:
-                assert isinstance(value, rec.TargetAssignmentMemberValue)
-                self.target[member_id] = TasksTuple.from_value(value)
-        elif kind == rec.CURRENT_MEMBER_ASSIGNMENT:
-            current = self.members.get(member_id)
-            if value is None:
-                if current is not None:
-                    self.members[member_id] = dataclasses.replace(
-                        current,
-                        member_epoch=0,
-                        previous_member_epoch=0,
-                        state=MemberState.STABLE,
-                        assigned=Member("").assigned,
-                        pending_revocation=Member("").pending_revocation,
-                    )
-                return
-            assert isinstance(value, rec.CurrentMemberAssignmentValue)
-            self.members[member_id] = (current or Member(member_id)).with_assignment(value)
-
-    def tombstones(self) -> list[Record]:
-        """The records deleting the whole group (Kafka's createGroupTombstoneRecords)."""
-        gid, out = self.group_id, []
-        for kind in (rec.CURRENT_MEMBER_ASSIGNMENT, rec.TARGET_ASSIGNMENT_MEMBER):
-            out += [rec.encode(_key(kind, gid, m), None) for m in sorted(self.members)]
-        out.append(rec.encode(_key(rec.TARGET_ASSIGNMENT_METADATA, gid), None))
-        out += [rec.encode(_key(rec.MEMBER_METADATA, gid, m), None) for m in sorted(self.members)]
-        out.append(rec.encode(_key(rec.GROUP_METADATA, gid), None))
-        out.append(rec.encode(_key(rec.TOPOLOGY, gid), None))
-        return out
-
-    def validate_delete(self) -> None:
-        if self.state not in (GroupState.EMPTY, GroupState.DEAD):
-            raise KafkaError(ErrorCode.non_empty_group)
-
-    # -- offsets ------------------------------------------------------------------------------
-
-    def validate_offset_commit(
-        self,
-        member_id: str,
-        instance_id: str | None,
-        member_epoch: int,
-        *,
-        is_transactional: bool = False,
-        api_version: int = 9,
-    ) -> None:
-        """Kafka's StreamsGroup.validateOffsetCommit: a commit from outside the group (epoch
-        < 0, the group empty), or from a member at its epoch, or at an older one that
-        `validate_commit_tasks` then checks per task."""
-        if member_epoch < 0 and not self.members:
-            return
-        if is_transactional and member_epoch == -1 and member_id == "" and instance_id is None:
-            return
-        member = self._member(member_id)
-        if not is_transactional and api_version < 9:
-            raise KafkaError(
-                ErrorCode.unsupported_version,
-                "OffsetCommit version 9 or above must be used by members using the streams "
-                "group protocol",
-            )
-        if member_epoch > member.member_epoch:
-            raise KafkaError(
-                ErrorCode.stale_member_epoch,
-                f"Received member epoch {member_epoch} is newer than current member epoch "
-                f"{member.member_epoch}.",
-            )
-
-    def validate_commit_tasks(
-        self, member_id: str, member_epoch: int, topics: Mapping[str, set[int]]
-    ) -> None:
-        """Kafka's assignment epoch validator: a member committing at an older epoch than its
-        own may commit the partitions of the active tasks it had at that epoch (assigned, or
-        being revoked, at or before it)."""
-        member = self.members.get(member_id)
-        if member is None or member_epoch >= member.member_epoch or member_epoch < 0:
-            return
-        if self.topology is None:
-            raise KafkaError(
-                ErrorCode.stale_member_epoch,
-                "Topology is not available for offset commit validation.",
-            )
-        subtopology_of = topo.source_topic_subtopologies(self.topology)
-        for topic, partitions in sorted(topics.items()):
-            sub = subtopology_of.get(topic)
-            if sub is None:
-                raise KafkaError(
-                    ErrorCode.stale_member_epoch, f"Topic {topic} is not in the topology."
-                )
-            for p in sorted(partitions):
-                epoch = member.assigned.active.get(sub, {}).get(p)
-                if epoch is None:
-                    epoch = member.pending_revocation.active.get(sub, {}).get(p)
-                if epoch is None:
-                    raise KafkaError(
-                        ErrorCode.stale_member_epoch,
-                        f"Task {sub}-{p} is not assigned or pending revocation for member.",
-                    )
-                if member_epoch < epoch:
-                    raise KafkaError(
-                        ErrorCode.stale_member_epoch,
-                        f"Received member epoch {member_epoch} is older than assignment epoch "
-                        f"{epoch} for task {sub}-{p}.",
-                    )
-
-    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
-        if member_id is None and member_epoch < 0:
-            return
-        member = self._member(member_id or "")
-        if member_epoch != member.member_epoch:
-            raise KafkaError(
-                ErrorCode.stale_member_epoch,
-                f"The received member epoch {member_epoch} does not match the expected member "
-                f"epoch {member.member_epoch}.",
-            )
-
-    def is_subscribed_to_topic(self, topic: str) -> bool:
-        if not self.members or self.topology is None:
-            return False
-        return topic in topo.source_topic_subtopologies(self.topology)
 
     # -- deadlines (soft state) -----------------------------------------------------------------
 
@@ -353,15 +114,6 @@ class StreamsGroup:
         self.deadlines.postpone(self.members, member_id, deadline_ms)
 
     # -- heartbeat ------------------------------------------------------------------------------
-
-    def _member(self, member_id: str) -> Member:
-        member = self.members.get(member_id)
-        if member is None:
-            raise KafkaError(
-                ErrorCode.unknown_member_id,
-                f"Member {member_id} is not a member of group {self.group_id}.",
-            )
-        return member
 
     def heartbeat(  # noqa: C901 - Kafka's streamsGroupHeartbeat, step by step
         self,
@@ -393,7 +145,7 @@ class StreamsGroup:
                 f"{self.config.max_size} members.",
             )
         owned = req.owned()
-        records: list[Record] = []
+        records: list[rec.Record] = []
         statuses: list[tuple[int, str]] = []
         gid, mid = self.group_id, req.member_id
         replaced = None
@@ -427,7 +179,7 @@ class StreamsGroup:
         bump = False
         if updated.metadata() != member.metadata() or (mid not in self.members and not replaced):
             value = updated.metadata_value()
-            records.append(rec.encode(_key(rec.MEMBER_METADATA, gid, mid), value))
+            records.append(rec.encode(rec.Key(rec.MEMBER_METADATA, gid, mid), value))
             bump = True
 
         # 2. the topology
@@ -435,7 +187,7 @@ class StreamsGroup:
         if updated.topology_epoch < topology.epoch:
             statuses.append(
                 (
-                    topo.Status.STALE_TOPOLOGY,
+                    Status.STALE_TOPOLOGY,
                     f"The member's topology epoch {updated.topology_epoch} is behind the "
                     f"group's topology epoch {topology.epoch}.",
                 )
@@ -451,7 +203,7 @@ class StreamsGroup:
             or configured.epoch != topology.epoch
             or configured.metadata_hash != new_hash
         ):
-            configured = topo.configure(gid, topology, topics, new_hash)
+            configured = configure(gid, topology, topics, new_hash)
             self.configured = configured
         validated = topology.epoch if configured.ready else -1
         if configured.ready and configured.subtopologies is not None:
@@ -468,8 +220,8 @@ class StreamsGroup:
             group_epoch += 1
             records.append(
                 rec.encode(
-                    _key(rec.GROUP_METADATA, gid),
-                    _metadata_value(group_epoch, new_hash, validated, configs),
+                    rec.Key(rec.GROUP_METADATA, gid),
+                    metadata_value(group_epoch, new_hash, validated, configs),
                 )
             )
 
@@ -480,18 +232,18 @@ class StreamsGroup:
         if assignment_delayed:
             statuses.append(
                 (
-                    topo.Status.ASSIGNMENT_DELAYED,
+                    Status.ASSIGNMENT_DELAYED,
                     "Assignment delayed due to the configured initial rebalance delay.",
                 )
             )
             if bump:
                 # As Kafka 4.4: meanwhile the members get no tasks at this epoch, and the group
                 # epoch moves on for the assignment once the delay is over.
-                records += self.compute_assignment(members, None, settings, now_ms, group_epoch)[1]
+                records += compute_assignment(self, members, None, settings, now_ms, group_epoch)[1]
                 records.append(
                     rec.encode(
-                        _key(rec.GROUP_METADATA, gid),
-                        _metadata_value(group_epoch + 1, new_hash, validated, configs),
+                        rec.Key(rec.GROUP_METADATA, gid),
+                        metadata_value(group_epoch + 1, new_hash, validated, configs),
                     )
                 )
                 target_epoch, target = group_epoch, NO_TASKS
@@ -500,7 +252,9 @@ class StreamsGroup:
         elif self.assignment_epoch >= group_epoch:
             target_epoch, target = self.assignment_epoch, self.target.get(mid, NO_TASKS)
         else:
-            assignment = self.compute_assignment(members, configured, settings, now_ms, group_epoch)
+            assignment = compute_assignment(
+                self, members, configured, settings, now_ms, group_epoch
+            )
             records += assignment[1]
             target_epoch, target = group_epoch, assignment[0].get(mid, NO_TASKS)
 
@@ -517,7 +271,7 @@ class StreamsGroup:
             if reconciled != updated:
                 records.append(
                     rec.encode(
-                        _key(rec.CURRENT_MEMBER_ASSIGNMENT, gid, mid),
+                        rec.Key(rec.CURRENT_MEMBER_ASSIGNMENT, gid, mid),
                         reconciled.assignment_value(),
                     )
                 )
@@ -549,15 +303,15 @@ class StreamsGroup:
                 self.endpoint_information_epoch += 1
         endpoints = None
         if self.endpoint_information_epoch != req.endpoint_information_epoch:
-            endpoints = self._endpoint_partitions(reconciled, configured)
-        to_create: tuple[topo.InternalTopic, ...] = ()
+            endpoints = partitions_by_endpoint(self.members, reconciled, configured)
+        to_create: tuple[InternalTopic, ...] = ()
         if configured.problem is not None:
             statuses.append((configured.problem[0], configured.problem[1]))
             to_create = tuple(configured.to_create.values())
         if self.shutdown_requested_by is not None:
             statuses.append(
                 (
-                    topo.Status.SHUTDOWN_APPLICATION,
+                    Status.SHUTDOWN_APPLICATION,
                     f"Streams group member {self.shutdown_requested_by} encountered a fatal "
                     "error and requested a shutdown for the entire application.",
                 )
@@ -597,7 +351,11 @@ class StreamsGroup:
             )
 
     def _static_member(
-        self, req: HeartbeatRequest, joining: bool, owned: TasksTuple | None, records: list[Record]
+        self,
+        req: HeartbeatRequest,
+        joining: bool,
+        owned: TasksTuple | None,
+        records: list[rec.Record],
     ) -> tuple[Member, Member | None]:
         """The member of a static member's heartbeat, and the member it replaces: a new member
         id of an instance that left for a while (epoch -2) takes over its tasks (Kafka's
@@ -617,12 +375,14 @@ class StreamsGroup:
                 existing, member_id=mid, member_epoch=0, previous_member_epoch=0
             )
             gid, old = self.group_id, existing.member_id
-            records += [rec.encode(_key(kind, gid, old), None) for kind in _MEMBER_RECORDS]
-            records.append(rec.encode(_key(rec.MEMBER_METADATA, gid, mid), new.metadata_value()))
+            records += [rec.encode(rec.Key(kind, gid, old), None) for kind in MEMBER_RECORDS]
+            records.append(rec.encode(rec.Key(rec.MEMBER_METADATA, gid, mid), new.metadata_value()))
             target = self.target.get(old, NO_TASKS)
-            records.append(rec.encode(_key(rec.TARGET_ASSIGNMENT_MEMBER, gid, mid), target.value()))
             records.append(
-                rec.encode(_key(rec.CURRENT_MEMBER_ASSIGNMENT, gid, mid), new.assignment_value())
+                rec.encode(rec.Key(rec.TARGET_ASSIGNMENT_MEMBER, gid, mid), target.value())
+            )
+            records.append(
+                rec.encode(rec.Key(rec.CURRENT_MEMBER_ASSIGNMENT, gid, mid), new.assignment_value())
             )
             return new, existing
         if existing is None:
@@ -636,10 +396,9 @@ class StreamsGroup:
         self._check_epoch(existing, req.member_epoch, owned)
         return existing, None
 
-    def _static_owner(self, instance_id: str | None) -> Member | None:
-        return next((m for m in self.members.values() if m.instance_id == instance_id), None)
-
-    def _update_topology(self, req: HeartbeatRequest, records: list[Record]) -> rec.TopologyValue:
+    def _update_topology(
+        self, req: HeartbeatRequest, records: list[rec.Record]
+    ) -> rec.TopologyValue:
         """Kafka's maybeUpdateTopology."""
         if req.topology is None:
             if self.topology is None:
@@ -647,98 +406,13 @@ class StreamsGroup:
             return self.topology
         sent = topo.from_request(req.topology)
         if self.topology is None:
-            records.append(rec.encode(_key(rec.TOPOLOGY, self.group_id), sent))
+            records.append(rec.encode(rec.Key(rec.TOPOLOGY, self.group_id), sent))
             return sent
         if self.topology.epoch > sent.epoch:
             return self.topology
         if _comparable(self.topology) != _comparable(sent):
             raise invalid_request("Topology updates are not supported yet.")
         return self.topology
-
-    def compute_assignment(
-        self,
-        members: Mapping[str, Member],
-        configured: topo.ConfiguredTopology | None,
-        settings: Settings,
-        now_ms: int,
-        group_epoch: int,
-    ) -> tuple[dict[str, TasksTuple], list[Record]]:
-        """Kafka's streams TargetAssignmentBuilder: the new target of every member (from their
-        previous targets, for stickiness) and the records of what changed."""
-        specs = {
-            m: MemberSpec(
-                member.process_id,
-                self.target.get(m, NO_TASKS).active,
-                self.target.get(m, NO_TASKS).standby,
-            )
-            for m, member in members.items()
-        }
-        new: dict[str, TasksTuple] = {}
-        if configured is not None and configured.ready and configured.subtopologies:
-            subs = {
-                s: SubtopologySpec(c.tasks, c.stateful) for s, c in configured.subtopologies.items()
-            }
-            for m, a in assign(specs, subs, settings.num_standby_replicas).items():
-                new[m] = TasksTuple(a.active, a.standby, a.warmup)
-        else:
-            new = dict.fromkeys(specs, NO_TASKS)
-        records = [
-            rec.encode(_key(rec.TARGET_ASSIGNMENT_MEMBER, self.group_id, m), t.value())
-            for m, t in sorted(new.items())
-            if self.target.get(m) != t
-        ]
-        records.append(
-            rec.encode(
-                _key(rec.TARGET_ASSIGNMENT_METADATA, self.group_id),
-                rec.TargetAssignmentMetadataValue(group_epoch, now_ms),
-            )
-        )
-        return new, records
-
-    def delayed_assignment(self, settings: Settings, now_ms: int) -> list[Record]:
-        """Kafka's computeDelayedTargetAssignment: the target assignment once the initial
-        rebalance delay is over. Nothing for an empty group or a topology not ready yet (the
-        members' next heartbeats compute it once the topics are there)."""
-        configured = self.configured
-        if not self.members or self.group_epoch <= self.assignment_epoch:
-            return []
-        if configured is None or not configured.ready:
-            return []
-        return self.compute_assignment(
-            self.members, configured, settings, now_ms, self.group_epoch
-        )[1]
-
-    def _endpoint_partitions(
-        self, member: Member, configured: topo.ConfiguredTopology
-    ) -> tuple[EndpointPartitions, ...]:
-        """Kafka's buildEndpointToPartitions: per member with an endpoint, the source
-        partitions of its active and of its standby and warm-up tasks."""
-        subs = configured.subtopologies or {}
-        members = {**self.members, member.member_id: member}
-
-        def partitions(tasks: Tasks) -> tuple[tuple[str, tuple[int, ...]], ...]:
-            by_topic: dict[str, set[int]] = {}
-            for s, parts in tasks.items():
-                sub = subs.get(s)
-                if sub is None:
-                    continue
-                for t in (*sub.source_topics, *(r.name for r in sub.repartition_source_topics)):
-                    by_topic.setdefault(t, set()).update(parts)
-            return tuple((t, tuple(sorted(ps))) for t, ps in sorted(by_topic.items()))
-
-        out = []
-        for m in sorted(members.values(), key=lambda m: m.member_id):
-            if m.user_endpoint is None:
-                continue
-            standby = {**m.assigned.standby}
-            for s, ps in m.assigned.warmup.items():
-                standby[s] = standby.get(s, frozenset()) | ps
-            out.append(
-                EndpointPartitions(
-                    m.user_endpoint, partitions(m.assigned.active_tasks()), partitions(standby)
-                )
-            )
-        return tuple(out)
 
     # -- leaving and fencing --------------------------------------------------------------------
 
@@ -772,26 +446,26 @@ class StreamsGroup:
             member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
             pending_revocation=Member("").pending_revocation,
         )
-        key = _key(rec.CURRENT_MEMBER_ASSIGNMENT, self.group_id, member.member_id)
+        key = rec.Key(rec.CURRENT_MEMBER_ASSIGNMENT, self.group_id, member.member_id)
         return HeartbeatResult(response, [rec.encode(key, leaving.assignment_value())])
 
     def fence_members(
         self, member_ids: Sequence[str], now_ms: int, topics: Mapping[str, TopicMetadata]
-    ) -> list[Record]:
+    ) -> list[rec.Record]:
         """The records removing members (they left, or their session or rebalance timeout
         expired), bumping the group epoch once and, as Kafka 4.4, giving the others their
         new target assignment at once (Kafka's streamsGroupFenceMember)."""
         leaving = [self._member(m).member_id for m in dict.fromkeys(member_ids)]
         gid, epoch = self.group_id, self.group_epoch + 1
         records = [
-            rec.encode(_key(kind, gid, member_id), None)
+            rec.encode(rec.Key(kind, gid, member_id), None)
             for member_id in leaving
-            for kind in _MEMBER_RECORDS
+            for kind in MEMBER_RECORDS
         ]
         records.append(
             rec.encode(
-                _key(rec.GROUP_METADATA, gid),
-                _metadata_value(
+                rec.Key(rec.GROUP_METADATA, gid),
+                metadata_value(
                     epoch,
                     self.metadata_hash,
                     self.validated_topology_epoch,
@@ -800,27 +474,11 @@ class StreamsGroup:
             )
         )
         others = {m: member for m, member in self.members.items() if m not in leaving}
-        settings = self.settings or Settings(
-            self.config.session_timeout_ms,
-            self.config.heartbeat_interval_ms,
-            self.config.num_standby_replicas,
-            self.config.initial_rebalance_delay_ms,
-        )
-        records += self.compute_assignment(others, self.configured, settings, now_ms, epoch)[1]
+        settings = self.settings or self.config.settings()
+        records += compute_assignment(self, others, self.configured, settings, now_ms, epoch)[1]
         for member_id in leaving:
             self.deadlines.forget(member_id)
         return records
-
-
-def _metadata_value(
-    epoch: int, hash_: int, validated: int, configs: Mapping[str, str]
-) -> rec.GroupMetadataValue:
-    return rec.GroupMetadataValue(
-        epoch,
-        hash_,
-        validated,
-        tuple(_CONFIG(k, v) for k, v in sorted(configs.items())),
-    )
 
 
 def _comparable(topology: rec.TopologyValue) -> tuple[object, ...]:
@@ -846,9 +504,7 @@ def _within(owned: TasksTuple | None, member: Member) -> bool:
     return True
 
 
-def _check_tasks(
-    subtopologies: Mapping[str, topo.ConfiguredSubtopology], tasks: Tasks | None
-) -> None:
+def _check_tasks(subtopologies: Mapping[str, ConfiguredSubtopology], tasks: Tasks | None) -> None:
     """Kafka's throwIfRequestContainsInvalidTasks."""
     for s, parts in (tasks or {}).items():
         sub = subtopologies.get(s)

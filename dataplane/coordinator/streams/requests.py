@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from enum import IntEnum
 from typing import Any
 
 from kio.static.protocol import Payload
@@ -155,6 +156,17 @@ def validate_heartbeat(req: HeartbeatRequest) -> None:  # noqa: C901 - Kafka's c
         raise invalid_request("Topology can only be provided when (re-)joining.")
 
 
+class Status(IntEnum):
+    """StreamsGroupHeartbeatResponse's status codes."""
+
+    STALE_TOPOLOGY = 0
+    MISSING_SOURCE_TOPICS = 1
+    INCORRECTLY_PARTITIONED_TOPICS = 2
+    MISSING_INTERNAL_TOPICS = 3
+    SHUTDOWN_APPLICATION = 4
+    ASSIGNMENT_DELAYED = 5
+
+
 @dataclass(frozen=True, slots=True)
 class EndpointPartitions:
     """PartitionsByUserEndpoint's entry: a member's endpoint and the source partitions of its
@@ -232,4 +244,4 @@ class HeartbeatResponse:
 class HeartbeatResult:
     response: HeartbeatResponse
     records: list[tuple[bytes, bytes | None]]
-    to_create: Sequence[Any] = field(default_factory=tuple)  # topology.InternalTopic
+    to_create: Sequence[Any] = field(default_factory=tuple)  # internal_topics.InternalTopic

@@ -17,13 +17,16 @@ from dataplane.coordinator.streams import records as rec
 from dataplane.coordinator.streams import topology as topo
 from dataplane.coordinator.streams.adapter import StreamsGroupAdapter
 from dataplane.coordinator.streams.assignor import MemberSpec, SubtopologySpec, assign
-from dataplane.coordinator.streams.group import GroupState, StreamsGroup, StreamsGroupConfig
+from dataplane.coordinator.streams.group import StreamsGroup
+from dataplane.coordinator.streams.internal_topics import ConfiguredTopology, configure
 from dataplane.coordinator.streams.member import MemberState, TasksTuple
 from dataplane.coordinator.streams.requests import (
     HeartbeatRequest,
     HeartbeatResponse,
+    Status,
     validate_heartbeat,
 )
+from dataplane.coordinator.streams.state import GroupState, StreamsGroupConfig
 from dataplane.log.records import Record
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from tests.expect import present
@@ -135,15 +138,15 @@ class StreamsHarness(Harness):
 # -- the topology against the cluster's topics --------------------------------------------------
 
 
-def configured(topics: dict[str, int], **kw: int) -> topo.ConfiguredTopology:
+def configured(topics: dict[str, int], **kw: int) -> ConfiguredTopology:
     metadata = {name: topic(name, n) for name, n in topics.items()}
-    return topo.configure(GROUP, topo.from_request(topology(**kw)), metadata, 0)
+    return configure(GROUP, topo.from_request(topology(**kw)), metadata, 0)
 
 
 def test_internal_topics_take_their_partition_counts_from_the_sources() -> None:
     c = configured({SOURCE: 4})
     assert c.problem is not None
-    assert c.problem[0] == topo.Status.MISSING_INTERNAL_TOPICS
+    assert c.problem[0] == Status.MISSING_INTERNAL_TOPICS
     assert {t.name: t.partitions for t in c.to_create.values()} == {REPARTITION: 4, CHANGELOG: 4}
     assert c.subtopologies is not None
     assert {s: sub.tasks for s, sub in c.subtopologies.items()} == {"0": 4, "1": 4}
@@ -157,13 +160,13 @@ def test_internal_topics_take_their_partition_counts_from_the_sources() -> None:
 def test_topology_problems_are_statuses() -> None:
     missing = configured({})
     assert missing.problem == (
-        topo.Status.MISSING_SOURCE_TOPICS,
+        Status.MISSING_SOURCE_TOPICS,
         f"Source topics {SOURCE} are missing.",
     )
     assert missing.subtopologies is None
     wrong = configured({SOURCE: 4, REPARTITION: 2, CHANGELOG: 4})
     assert wrong.problem is not None
-    assert wrong.problem[0] == topo.Status.INCORRECTLY_PARTITIONED_TOPICS
+    assert wrong.problem[0] == Status.INCORRECTLY_PARTITIONED_TOPICS
     assert "expected 4, found 2" in wrong.problem[1]
 
 
@@ -249,7 +252,7 @@ def test_join_creates_the_group_and_its_internal_topics_are_asked_for() -> None:
     assert result is not None
     assert {t.name for t in result.to_create} == {REPARTITION, CHANGELOG}
     assert (
-        topo.Status.MISSING_INTERNAL_TOPICS,
+        Status.MISSING_INTERNAL_TOPICS,
         f"Internal topics are missing: {REPARTITION}, {CHANGELOG}",
     ) in reply.value.status
     assert reply.value.member_epoch == 1
@@ -320,7 +323,7 @@ def test_the_initial_rebalance_delay_holds_the_first_assignment() -> None:
     assert joined.member_epoch == 1
     assert joined.tasks == TasksTuple()
     assert (
-        topo.Status.ASSIGNMENT_DELAYED,
+        Status.ASSIGNMENT_DELAYED,
         "Assignment delayed due to the configured initial rebalance delay.",
     ) in joined.status
     assert (h.group().group_epoch, h.group().assignment_epoch) == (2, 1)

@@ -14,7 +14,8 @@ import anyio
 from dataplane.coordinator.runtime import partition_for
 from dataplane.log.records import Record
 from dataplane.protocol.errors import ErrorCode, KafkaError
-from dataplane.transaction.coordinator import TransactionConfig, TransactionCoordinator
+from dataplane.transaction.config import TransactionConfig
+from dataplane.transaction.coordinator import TransactionCoordinator
 from dataplane.transaction.shard import TransactionShard
 
 PARTITIONS = 3
@@ -128,7 +129,7 @@ def coordinator(
         markers,
     )
     runtime = FakeRuntime(c, log or Log(), epoch)
-    c.runtime = runtime  # type: ignore[assignment]
+    c.state.runtime = runtime  # type: ignore[assignment]
     runtime.load()
     return c, runtime, markers
 

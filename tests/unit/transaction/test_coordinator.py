@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from dataplane.protocol.errors import ErrorCode
-from dataplane.transaction import coordinator as coordinator_module
+from dataplane.transaction import state_manager
 from dataplane.transaction.state import MAX_EPOCH, TransactionState
 
 from .harness import Counter, FakeMarkers, Log, coordinator, settle
@@ -127,7 +127,7 @@ def test_tv2_end_txn_checks_a_pending_transition_first(monkeypatch) -> None:
     beyond the wait, the next EndTxn at the new epoch is told to retry, not fenced; once it
     completes, only the EndTxn's retry (the epoch before the bump) and the current epoch pass,
     anything older is PRODUCER_FENCED, another producer id INVALID_PRODUCER_ID_MAPPING."""
-    monkeypatch.setattr(coordinator_module, "_SETTLE_WAIT_S", 0.01)
+    monkeypatch.setattr(state_manager, "_SETTLE_WAIT_S", 0.01)
 
     async def test(c, runtime, markers) -> None:
         _, pid, epoch = await c.init_producer_id(TID, 60_000)
@@ -155,7 +155,7 @@ def test_tv2_next_end_txn_after_the_epochs_ran_out(monkeypatch) -> None:
     """The EndTxn that exhausts the epochs answers a new producer id at epoch 0, which
     CompleteCommit installs once the markers are written. The producer's next EndTxn with it
     (an abort with nothing sent) meanwhile is told to retry, not INVALID_PRODUCER_ID_MAPPING."""
-    monkeypatch.setattr(coordinator_module, "_SETTLE_WAIT_S", 0.01)
+    monkeypatch.setattr(state_manager, "_SETTLE_WAIT_S", 0.01)
 
     async def test(c, runtime, markers) -> None:
         _, pid, _ = await c.init_producer_id(TID, 60_000)
@@ -388,7 +388,7 @@ def test_timed_out_transaction_is_aborted_with_fenced_epoch() -> None:
         _, pid, epoch = await c.init_producer_id(TID, 1)
         await c.add_partitions(TID, pid, epoch, TP)
         age(runtime, TID)
-        assert c.abort_timed_out() == 1
+        assert c.expiry.abort_timed_out() == 1
         await settle()
         meta = runtime.shard(TID).transactions[TID]
         assert meta.state == S.COMPLETE_ABORT
@@ -407,7 +407,7 @@ def test_expired_ids_are_removed() -> None:
         _, pid, epoch = await c.init_producer_id("busy", 1000)
         await c.add_partitions("busy", pid, epoch, TP)
         age(runtime, TID, "other", "busy")
-        assert c.remove_expired() == 2
+        assert c.expiry.remove_expired() == 2
         await settle()
         assert [d.error_code for d in await c.describe([TID, "other", "busy"])] == [
             E.transactional_id_not_found,
@@ -471,7 +471,7 @@ def test_tv2_commit_racing_the_timeout_abort_is_fenced() -> None:
         _, pid, epoch = await c.init_producer_id(TID, 1)
         await c.add_partitions(TID, pid, epoch, TP)
         age(runtime, TID)
-        assert c.abort_timed_out() == 1
+        assert c.expiry.abort_timed_out() == 1
         await settle()
         meta = runtime.shard(TID).transactions[TID]
         assert (meta.state, meta.producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
@@ -494,7 +494,7 @@ def test_kip360_after_a_tv2_abort_keeps_the_aborts_epoch() -> None:
         _, pid, epoch = await c.init_producer_id(TID, 1)
         await c.add_partitions(TID, pid, epoch, TP)
         age(runtime, TID)
-        c.abort_timed_out()
+        c.expiry.abort_timed_out()
         await settle()
         meta = runtime.shard(TID).transactions[TID]
         assert (meta.producer_epoch, meta.last_producer_epoch) == (epoch + 1, epoch)
