@@ -92,6 +92,7 @@ from dataplane.coordinator.consumer.target_assignment import (
     update_target,
 )
 from dataplane.coordinator.deadlines import MemberDeadlines
+from dataplane.coordinator.member_epoch import check_member_epoch
 from dataplane.coordinator.subscriptions import metadata_hash
 from dataplane.protocol.errors import ErrorCode, KafkaError
 from dataplane.protocol.primitives import uuid_string
@@ -161,12 +162,7 @@ class ConsumerGroup(ConsumerGroupState):
                 "OffsetCommit version 9 or above must be used by members using the modern group "
                 "protocol",
             )
-        if member_epoch != member.member_epoch:
-            raise KafkaError(
-                ErrorCode.stale_member_epoch,
-                f"The received member epoch {member_epoch} does not match the expected member "
-                f"epoch {member.member_epoch}.",
-            )
+        check_member_epoch(member_epoch, member.member_epoch)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
         """Kafka's `ConsumerGroup.validateOffsetFetch` (OffsetFetch v9+ sends member id/epoch;
@@ -174,12 +170,7 @@ class ConsumerGroup(ConsumerGroupState):
         if member_id is None and member_epoch < 0:
             return
         member = self._member(member_id or "")
-        if member_epoch != member.member_epoch:
-            raise KafkaError(
-                ErrorCode.stale_member_epoch,
-                f"The received member epoch {member_epoch} does not match the expected member "
-                f"epoch {member.member_epoch}.",
-            )
+        check_member_epoch(member_epoch, member.member_epoch)
 
     def validate_delete(self) -> None:
         if self.state not in (GroupState.EMPTY, GroupState.DEAD):

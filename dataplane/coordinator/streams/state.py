@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from dataplane.coordinator.member_epoch import check_member_epoch
 from dataplane.coordinator.streams import records as rec
 from dataplane.coordinator.streams.internal_topics import ConfiguredTopology
 from dataplane.coordinator.streams.member import Member, MemberState, TasksTuple
@@ -284,12 +285,7 @@ class StreamsGroupState:
         if member_id is None and member_epoch < 0:
             return
         member = self._member(member_id or "")
-        if member_epoch != member.member_epoch:
-            raise KafkaError(
-                ErrorCode.stale_member_epoch,
-                f"The received member epoch {member_epoch} does not match the expected member "
-                f"epoch {member.member_epoch}.",
-            )
+        check_member_epoch(member_epoch, member.member_epoch)
 
     def is_subscribed_to_topic(self, topic: str) -> bool:
         if not self.members or self.topology is None:
