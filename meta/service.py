@@ -170,9 +170,8 @@ class MetaService(meta_pb2_grpc.MetaServiceServicer):
         self._leases.renew(broker.id, broker.epoch)
         if broker.fenced and not broker.in_controlled_shutdown:
             self._write(context, UnfenceBroker(broker.id, broker.epoch, self._unclean_default))
-            with self._machine.lock:
-                broker = self._machine.state.brokers[broker.id]
         with self._machine.lock:
+            broker = self._machine.state.brokers.get(broker.id, broker)
             offset = self._machine.state.offset
         return meta_pb2.HeartbeatResponse(
             fenced=broker.fenced,
