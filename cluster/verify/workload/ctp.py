@@ -75,6 +75,11 @@ class CtpWorker(TxnProducer):
         self.last_read = time.monotonic()
         self._consumer: Consumer | None = None
 
+    @property
+    def batches(self) -> int:
+        """How many batches it has been handed so far."""
+        return self._count
+
     def start(self) -> None:
         self._consumer = Consumer(self.consumer_conf)
         self._consumer.subscribe([self.topic])
@@ -177,6 +182,24 @@ class CtpWorkload(TxnWorkload):
         ]
         self.seeds = list(self.producers)
         self.producers += self.workers
+
+    def wait_for_acks(self, count: int, timeout_s: float) -> bool:
+        """The seeds' warm-up, then until the transformers have been handed records (each of
+        them, as far as there are partitions for each): the group forms only after its initial
+        rebalance delay, and a fault before that tests the join, not a pipeline that runs."""
+        deadline = time.monotonic() + timeout_s
+        if not super().wait_for_acks(count, timeout_s):
+            return False
+        running = min(len(self.workers), self.config.partitions)
+        while sum(w.batches > 0 for w in self.workers) < running:
+            if time.monotonic() >= deadline:
+                raise RuntimeError(
+                    f"the transformers of group {CTP_GROUP} were handed no records within "
+                    f"{timeout_s:.0f}s of the start: the group did not form; its coordinator's "
+                    "log says why"
+                )
+            time.sleep(0.1)
+        return True
 
     def stop(self) -> None:
         """The seeds first; the transformers once they have been idle for a while (they have
