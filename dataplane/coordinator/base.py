@@ -349,6 +349,10 @@ class Group:
         """The error an OffsetCommit from this member/generation gets (NONE: accept)."""
         raise NotImplementedError
 
+    def offset_commit_accepted(self, member_id: str) -> None:
+        """An OffsetCommit of `member_id` passed the checks (the classic protocol counts it as
+        a heartbeat); nothing for the other group types."""
+
     def validate_commit_partitions(
         self, member_id: str, generation: int, partitions: Iterable[tuple[str, int]]
     ) -> ErrorCode:

@@ -212,6 +212,7 @@ class OffsetStore:
             )
         if error != ErrorCode.none:
             return error, {}, []
+        group.offset_commit_accepted(member_id)
         errors, records = self.records(group_id, partitions, expire_timestamp)
         return ErrorCode.none, errors, records
 

@@ -6,6 +6,7 @@ member ids the brokers make up are compared by shape."""
 from __future__ import annotations
 
 import datetime
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -671,6 +672,31 @@ def test_offset_commit_membership_checks(pair: Pair) -> None:
         b.step("a commit while rebalancing: join of a second member", join(b, group, conn="b"))
 
     flows.run(pair, "OffsetCommit to a live classic group", flow)
+
+
+def test_offset_commits_keep_a_classic_session_alive(pair: Pair) -> None:
+    """A classic member that commits every 2 s but sends no heartbeat for 1.5 session timeouts
+    is still a member: Kafka counts an accepted OffsetCommit as a heartbeat while the group is
+    Stable or PreparingRebalance."""
+    group = "compat-commit-session"
+
+    def flow(b: Broker) -> None:
+        j = join_new(b, group, session_ms=6000)
+        s = sync(b, group, j.generation_id, j.member_id, {j.member_id: ALL})
+        assert j.error_code == 0, j
+        assert s.error_code == 0, s
+        for i in range(1, 5):
+            time.sleep(2)  # the time that passes without a heartbeat is what is tested
+            b.step(
+                f"commit {i}, {2 * i} s after SyncGroup",
+                commit(b, group, {(TOPIC, 0): i}, generation=j.generation_id, member=j.member_id),
+            )
+        b.step(
+            "the first heartbeat, 8 s after SyncGroup",
+            heartbeat(b, group, j.generation_id, j.member_id),
+        )
+
+    flows.run(pair, "OffsetCommit as a classic heartbeat", flow)
 
 
 @pytest.mark.parametrize("version", range(1, 10))

@@ -42,6 +42,7 @@ from tests.integration.clients.group_member import (
     broker_has_api,
     check_paused,
     committed,
+    coordinator_log,
     describe,
     end_offsets,
     group_cluster,
@@ -137,7 +138,10 @@ def finish(
     wait_processed(everyone, produced, timeout)
     ends = end_offsets(cluster.bootstrap, topic)
     wait_committed(cluster.bootstrap, topic, group, ends, 60, everyone)
-    stop_all(everyone)
+    try:
+        stop_all(everyone)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{coordinator_log(cluster, group)}") from None
     check_group_outcome(cluster, topic, group, everyone, produced)
 
 

@@ -466,6 +466,17 @@ class ClassicGroup(ClassicMembership):
             lambda: self._expire_heartbeat(member_id),
         )
 
+    def offset_commit_accepted(self, member_id: str) -> None:
+        """As Kafka's commitOffset: in the classic protocol a member's accepted OffsetCommit
+        keeps its session alive while the group is Stable or PreparingRebalance, so a member
+        whose heartbeats are late but whose commits arrive is not expired."""
+        member = self.members.get(member_id)
+        if member is not None and self.state in (
+            GroupState.STABLE,
+            GroupState.PREPARING_REBALANCE,
+        ):
+            self._schedule_heartbeat(member)
+
     def _expire_heartbeat(self, member_id: str) -> None:
         if self.state is GroupState.DEAD:
             return

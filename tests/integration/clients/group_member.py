@@ -541,6 +541,20 @@ class External:
 GroupCluster = LocalCluster | External
 
 
+def coordinator_log(cluster: GroupCluster, group: str, lines: int = 40) -> str:
+    """The brokers' last log lines about `group`, in time order (a Rafka cluster's only): what
+    the coordinators did (joins, rebalances, expiries, leaves) while a member misbehaved."""
+    if isinstance(cluster, External):
+        return ""
+    found = sorted(
+        f"{line} [{path.stem}]"  # lines start with their time
+        for path in (cluster.data_dir / "logs").glob("broker-*.log")
+        for line in path.read_text(errors="replace").splitlines()
+        if group in line
+    )
+    return f"coordinator log of {group} (last {lines} lines):\n" + "\n".join(found[-lines:])
+
+
 @contextlib.contextmanager
 def group_cluster(tmp: Path, brokers: int = 3, metas: int = 3) -> Iterator[GroupCluster]:
     """A Rafka cluster with group_overrides() (or External, see above)."""

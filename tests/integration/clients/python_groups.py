@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import threading
 import time
@@ -155,6 +156,8 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:  # noqa: C901 - a 
     from confluent_kafka.admin import AdminClient
 
     base = {"bootstrap.servers": a.bootstrap} | confluent_security()
+    if os.environ.get("RAFKA_CLIENT_LOG", "").upper() == "DEBUG":
+        base["debug"] = "cgrp,consumer,protocol"  # librdkafka's group debug, on our stderr
     if cmd == "describe-group":
         admin = AdminClient(base)
         d = admin.describe_consumer_groups([a.group], request_timeout=a.timeout)[a.group]
@@ -294,9 +297,13 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:  # noqa: C901 - a 
             member_id=consumer.memberid(),
         )
 
+    # Set once the loop has committed its offsets ("close"): the last revoke commits nothing
+    # more (see the end of the loop).
+    closing = False
+
     def on_revoke(consumer, parts, lost: bool = False) -> None:
         ps = [tp.partition for tp in parts]
-        if not lost and a.commit in ("sync", "async"):
+        if not lost and not closing and a.commit in ("sync", "async"):
             commit_sync({p: o for p, o in m.to_commit().items() if p in ps}, "revoke")
         consumer.incremental_unassign(parts) if cooperative else consumer.unassign()
         m.revoked(ps, (m.owned - set(ps)) if cooperative else set(), lost)
@@ -347,6 +354,18 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:  # noqa: C901 - a 
             )
     if a.commit in ("sync", "async"):
         commit_sync(m.to_commit(), "close")
+    closing = True
+    if a.instance_id is None:
+        # A dynamic member hands its partitions back before close(), serving the revoke itself.
+        # With a rebalance pending when close() starts, librdkafka leaves the group (resetting
+        # its member id) before that revoke runs, and may terminate the handle while the
+        # callback's unassign() is on its way, which then hangs forever (librdkafka 2.16, seen
+        # in CI; the revoke's commit, then refused with UNKNOWN_MEMBER_ID, made it likely).
+        # A static member must not leave (KIP-345): it closes at once.
+        c.unsubscribe()
+        deadline = time.monotonic() + 10
+        while m.owned and time.monotonic() < deadline:
+            c.consume(100, 0.1)  # what it returns now is left to the next owner
     c.close()  # leaves the group (a static member stays); auto-commit commits stored offsets
     event("closed", records=m.records)
 

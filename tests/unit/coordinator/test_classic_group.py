@@ -207,6 +207,23 @@ def test_session_expiry_removes_a_silent_member_and_rebalances() -> None:
     assert len(reply.value.members) == 1
 
 
+def test_offset_commits_keep_a_members_session_alive() -> None:
+    """Kafka's commitOffset: a classic member's accepted commit counts as a heartbeat while
+    the group is Stable or PreparingRebalance."""
+    h = Harness()
+    leader, follower = h.stable_group(2)
+    for offset in range(3):
+        h.advance(4000)
+        assert h.heartbeat(leader, 1) == E.none
+        assert h.commit(follower, 1, {("t", 0): offset})[0] == E.none  # commits, no heartbeats
+    assert follower in h.classic_group().members  # 12 s without a heartbeat
+    assert h.commit(follower, 0, {("t", 0): 9})[0] == E.illegal_generation  # refused: no renewal
+    for _ in range(2):
+        h.advance(5000)
+        assert h.heartbeat(leader, 1) in (E.none, E.rebalance_in_progress)
+    assert follower not in h.classic_group().members  # 10 s after its last accepted commit
+
+
 def test_heartbeat_errors() -> None:
     h = Harness()
     _leader, follower = h.stable_group(2)
