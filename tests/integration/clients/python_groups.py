@@ -366,7 +366,7 @@ def confluent_group(cmd: str, a: argparse.Namespace) -> None:  # noqa: C901 - a 
         deadline = time.monotonic() + 10
         while m.owned and time.monotonic() < deadline:
             c.consume(100, 0.1)  # what it returns now is left to the next owner
-    c.close()  # leaves the group (a static member stays); auto-commit commits stored offsets
+    c.close()  # a static member stays in the group; auto-commit commits the stored offsets
     event("closed", records=m.records)
 
 
