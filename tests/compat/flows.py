@@ -1,4 +1,4 @@
-"""Group flows played the same way on both brokers (test_groups, test_share_groups).
+"""Group flows played the same way on both brokers (groups/, test_share_groups).
 
 A group case is a sequence of requests whose later steps use what earlier answers said (a member
 id, a generation), some of them parked (a JoinGroup waiting for the rebalance) while others go
